@@ -1,0 +1,157 @@
+import { connect } from '@nats-io/transport-node';
+import { headers as natsHeaders, nanos, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/nats-core';
+import {
+  jetstream,
+  jetstreamManager,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamClient,
+  type JetStreamManager,
+  type PubAck,
+} from '@nats-io/jetstream';
+import { context, propagation } from '@opentelemetry/api';
+import { BusEnvelope, BusMessage, busSubjects, type BusSubjects } from '@s2s/contract';
+
+export type { NatsConnection, Subscription, MsgHdrs } from '@nats-io/nats-core';
+export type { JetStreamClient, JetStreamManager, JsMsg, Consumer, ConsumerConfig } from '@nats-io/jetstream';
+export { AckPolicy, DeliverPolicy, JetStreamApiError } from '@nats-io/jetstream';
+export { nanos } from '@nats-io/nats-core';
+
+export interface Bus {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  subjects: BusSubjects;
+  /** Publishes to JetStream with a Msg-Id, so a retry inside the duplicate window is a no-op. */
+  publish(subject: string, message: BusMessage, msgId: string): Promise<PubAck>;
+  close(): Promise<void>;
+}
+
+export interface BusOptions {
+  url: string;
+  prefix: string;
+  name?: string;
+  /** Keep trying to connect at start-up (a broker that is restarting). */
+  waitOnFirstConnect?: boolean;
+}
+
+const DUPLICATE_WINDOW_MS = 120_000;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Connects and makes sure the stream exists (idempotent, safe from several processes at once). */
+export async function connectBus(opts: BusOptions): Promise<Bus> {
+  const nc = await connect({
+    servers: opts.url,
+    name: opts.name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+    waitOnFirstConnect: opts.waitOnFirstConnect ?? false,
+  });
+  const jsm = await jetstreamManager(nc);
+  const js = jetstream(nc);
+  const subjects = busSubjects(opts.prefix);
+  await ensureStream(jsm, subjects);
+  return {
+    nc,
+    js,
+    jsm,
+    subjects,
+    publish: (subject, message, msgId) =>
+      js.publish(subject, encodeMessage(message), { msgID: msgId, headers: traceHeaders() }),
+    close: async () => {
+      if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
+    },
+  };
+}
+
+export async function ensureStream(jsm: JetStreamManager, subjects: BusSubjects): Promise<void> {
+  const config = {
+    name: subjects.stream,
+    subjects: subjects.all,
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    duplicate_window: nanos(DUPLICATE_WINDOW_MS),
+    max_age: nanos(7 * 24 * 3600 * 1000),
+  };
+  try {
+    await jsm.streams.info(subjects.stream);
+    await jsm.streams.update(subjects.stream, config);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    try {
+      await jsm.streams.add(config);
+    } catch (addErr) {
+      // Another process created it between our info and add.
+      if (!(addErr instanceof JetStreamApiError) || addErr.code !== 10058) throw addErr;
+    }
+  }
+}
+
+function isNotFound(err: unknown): boolean {
+  return err instanceof JetStreamApiError && (err.code === 10059 || err.status === 404);
+}
+
+export function encodeMessage(message: BusMessage): Uint8Array {
+  return encoder.encode(JSON.stringify(message));
+}
+
+export type DecodeResult =
+  | { ok: true; message: BusMessage }
+  | { ok: false; reason: 'malformed' | 'unknown_version'; detail: string };
+
+/** Parses a bus payload; tells a malformed message from one of a type/version this build does not know. */
+export function decodeMessage(data: Uint8Array): DecodeResult {
+  let json: unknown;
+  try {
+    json = JSON.parse(decoder.decode(data));
+  } catch {
+    return { ok: false, reason: 'malformed', detail: 'not JSON' };
+  }
+  const envelope = BusEnvelope.safeParse(json);
+  if (!envelope.success) return { ok: false, reason: 'malformed', detail: 'no type/version' };
+  const parsed = BusMessage.safeParse(json);
+  if (parsed.success) return { ok: true, message: parsed.data };
+  const known = BusMessage.options.some(
+    (o) => o.shape.type.value === envelope.data.type && o.shape.version.value === envelope.data.version,
+  );
+  return known
+    ? { ok: false, reason: 'malformed', detail: parsed.error.issues.map((i) => i.path.join('.')).join(',') }
+    : { ok: false, reason: 'unknown_version', detail: `${envelope.data.type}@${envelope.data.version}` };
+}
+
+/** W3C trace context of the active span, as NATS headers. */
+export function traceHeaders(): MsgHdrs {
+  const h = natsHeaders();
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  for (const [k, v] of Object.entries(carrier)) h.set(k, v);
+  return h;
+}
+
+/** Runs `fn` inside the trace context carried by a message's headers. */
+export function withMessageContext<T>(hdrs: MsgHdrs | undefined, fn: () => T): T {
+  if (!hdrs) return fn();
+  const carrier: Record<string, string> = {};
+  for (const key of hdrs.keys()) carrier[key.toLowerCase()] = hdrs.get(key);
+  return context.with(propagation.extract(context.active(), carrier), fn);
+}
+
+/**
+ * Core (non-JetStream) subscription to messages published on a subject; JetStream publishes reach core
+ * subscribers too. Used for low-latency notifications that have a durable fallback elsewhere.
+ */
+export function subscribeMessages(
+  nc: NatsConnection,
+  subject: string,
+  onMessage: (message: BusMessage, subject: string) => void,
+): Subscription {
+  return nc.subscribe(subject, {
+    callback: (err, msg) => {
+      if (err) return;
+      const decoded = decodeMessage(msg.data);
+      if (decoded.ok) onMessage(decoded.message, msg.subject);
+    },
+  });
+}

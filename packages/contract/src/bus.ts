@@ -1,0 +1,82 @@
+import { z } from 'zod';
+import { TerminalStatus } from './http.js';
+
+/**
+ * Bus messages. Every message carries `type` and `version`; a consumer acknowledges and logs a message of
+ * a version it does not know instead of retrying it forever.
+ */
+const NonNegInt = z.int().nonnegative();
+const SessionId = z.string().min(1).max(128);
+
+/** Why a session ends; `terminalStatusFor` in @s2s/core maps each to the public terminal status. */
+export const END_CAUSES = [
+  'client_closed',
+  'timeout',
+  'error',
+  'idle_timeout',
+  'max_duration',
+  'budget_exhausted',
+  'upstream_failure',
+] as const;
+export const EndCause = z.enum(END_CAUSES);
+export type EndCause = z.infer<typeof EndCause>;
+
+/** Cumulative usage of one relay attachment; the newest `seq` wins, `final` closes the attachment. */
+export const UsageCheckpoint = z.strictObject({
+  type: z.literal('usage.checkpoint'),
+  version: z.literal(1),
+  session_id: SessionId,
+  attachment_id: z.string().min(1).max(128),
+  relay_id: z.string().min(1).max(128),
+  seq: z.int().positive(),
+  audio_in_ms: NonNegInt,
+  audio_out_ms: NonNegInt,
+  input_audio_tokens: NonNegInt,
+  output_audio_tokens: NonNegInt,
+  final: z.boolean(),
+  emitted_at: NonNegInt,
+});
+export type UsageCheckpoint = z.infer<typeof UsageCheckpoint>;
+
+export const SessionEndRequested = z.strictObject({
+  type: z.literal('session.end_requested'),
+  version: z.literal(1),
+  session_id: SessionId,
+  cause: EndCause,
+  terminal_status: TerminalStatus,
+  requested_at: NonNegInt,
+});
+export type SessionEndRequested = z.infer<typeof SessionEndRequested>;
+
+export const SessionSettled = z.strictObject({
+  type: z.literal('session.settled'),
+  version: z.literal(1),
+  session_id: SessionId,
+  status: TerminalStatus,
+  billed_cents: NonNegInt,
+  settled_at: NonNegInt,
+});
+export type SessionSettled = z.infer<typeof SessionSettled>;
+
+export const BusMessage = z.discriminatedUnion('type', [UsageCheckpoint, SessionEndRequested, SessionSettled]);
+export type BusMessage = z.infer<typeof BusMessage>;
+
+/** Just enough to tell a message's kind and version before parsing it whole. */
+export const BusEnvelope = z.looseObject({ type: z.string(), version: z.int() });
+export type BusEnvelope = z.infer<typeof BusEnvelope>;
+
+/** Subject names under a deployment's prefix (tests use a unique prefix each). */
+export function busSubjects(prefix: string) {
+  return {
+    stream: `${prefix.toUpperCase().replace(/[^A-Z0-9_]/g, '_')}_EVENTS`,
+    all: [`${prefix}.usage.>`, `${prefix}.session.>`, `${prefix}.dlq.>`],
+    usageCheckpoint: (sessionId: string) => `${prefix}.usage.checkpoint.${sessionId}`,
+    usageCheckpointAll: `${prefix}.usage.checkpoint.*`,
+    endRequested: (sessionId: string) => `${prefix}.session.end_requested.${sessionId}`,
+    endRequestedAll: `${prefix}.session.end_requested.*`,
+    settled: (sessionId: string) => `${prefix}.session.settled.${sessionId}`,
+    settledAll: `${prefix}.session.settled.*`,
+    deadLetter: `${prefix}.dlq.billing`,
+  };
+}
+export type BusSubjects = ReturnType<typeof busSubjects>;

@@ -1,0 +1,179 @@
+import { z } from 'zod';
+import { AudioFormats } from './audio.js';
+
+const Int = z.int();
+const NonNegInt = z.int().nonnegative();
+
+export const SESSION_STATUSES = ['ready', 'active', 'completed', 'cancelled', 'failed', 'expired'] as const;
+export const SessionStatus = z.enum(SESSION_STATUSES);
+export type SessionStatus = z.infer<typeof SessionStatus>;
+
+export const TERMINAL_STATUSES = ['completed', 'cancelled', 'failed', 'expired'] as const;
+export const TerminalStatus = z.enum(TERMINAL_STATUSES);
+export type TerminalStatus = z.infer<typeof TerminalStatus>;
+
+export const REALTIME_PROTOCOL = 'svc-realtime-v1';
+export const SESSION_MODE = 'speech_to_speech';
+
+/** `<namespace>/<model_name>` (api-v1 §2.2). */
+export const ModelId = z
+  .string()
+  .max(200)
+  .regex(/^[a-z0-9][a-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._:-]*$/, 'must look like <namespace>/<model_name>');
+export type ModelId = z.infer<typeof ModelId>;
+
+export const Capabilities = z.strictObject({
+  speech_to_speech: z.boolean(),
+  server_vad: z.boolean(),
+  barge_in: z.boolean(),
+  input_transcription: z.string(),
+  output_transcription: z.string(),
+});
+export type Capabilities = z.infer<typeof Capabilities>;
+
+export const Modalities = z.strictObject({
+  input: z.array(z.string().min(1)).min(1),
+  output: z.array(z.string().min(1)).min(1),
+});
+export type Modalities = z.infer<typeof Modalities>;
+
+/** Operator-set selling rate, in milli-cents. */
+export const Rate = z.strictObject({
+  per_minute: NonNegInt,
+  audio_in_token: NonNegInt,
+  audio_out_token: NonNegInt,
+  relay_fee_milli_cents: NonNegInt,
+});
+export type Rate = z.infer<typeof Rate>;
+
+export const Pricing = Rate.extend({
+  source: z.string(),
+  currency: z.literal('cent'),
+  unit: z.literal('milli_cents'),
+  rate_snapshot_id: z.string(),
+});
+export type Pricing = z.infer<typeof Pricing>;
+
+/** Catalog entry (api-v1 §2.2) with the legacy aliases kept during migration. */
+export const Model = z.strictObject({
+  id: ModelId,
+  object: z.literal('model'),
+  display_name: z.string(),
+  owned_by: z.string(),
+  modalities: Modalities,
+  capabilities: Capabilities,
+  audio: AudioFormats,
+  pricing: Pricing,
+  // Legacy aliases.
+  name: z.string(),
+  created: Int,
+  pricing_unit: z.literal('milli_cents'),
+  price_per_minute_milli_cents: NonNegInt,
+  price_audio_in_token_milli_cents: NonNegInt,
+  price_audio_out_token_milli_cents: NonNegInt,
+  price_relay_fee_milli_cents: NonNegInt,
+});
+export type Model = z.infer<typeof Model>;
+
+export const ModelList = z.strictObject({ object: z.literal('list'), data: z.array(Model) });
+export type ModelList = z.infer<typeof ModelList>;
+
+export const VoiceSession = z.strictObject({
+  id: z.string().min(1),
+  object: z.literal('voice.session'),
+  status: SessionStatus,
+  model: ModelId,
+  mode: z.literal(SESSION_MODE),
+  realtime: z.strictObject({ url: z.string(), protocol: z.literal(REALTIME_PROTOCOL) }),
+  audio: AudioFormats,
+  capabilities: Capabilities,
+  created_at: Int,
+  expires_at: Int,
+  billing: z.strictObject({
+    preauthorized_cents: NonNegInt,
+    balance_cents: Int,
+    reserved_cents: NonNegInt,
+  }),
+  usage: z.strictObject({
+    model: ModelId,
+    provider: z.string(),
+    pricing_source: z.string(),
+    rate_snapshot_id: z.string(),
+    audio_in_ms: NonNegInt,
+    audio_out_ms: NonNegInt,
+    billed_cents: NonNegInt,
+  }),
+  trace_id: z.string(),
+});
+export type VoiceSession = z.infer<typeof VoiceSession>;
+
+export const CreateSessionRequest = z.strictObject({
+  model: z.string().min(1),
+  mode: z.literal(SESSION_MODE),
+});
+export type CreateSessionRequest = z.infer<typeof CreateSessionRequest>;
+
+export const END_REASONS = ['client_closed', 'timeout', 'error'] as const;
+export const EndReason = z.enum(END_REASONS);
+export type EndReason = z.infer<typeof EndReason>;
+
+/** Optional body; usage, elapsed time or token counts are unsupported fields and rejected. */
+export const EndSessionRequest = z.strictObject({ reason: EndReason.optional() });
+export type EndSessionRequest = z.infer<typeof EndSessionRequest>;
+
+/** Idempotency-Key: printable ASCII, 1–255 characters (decisions.md). */
+export const IdempotencyKey = z.string().regex(/^[\x20-\x7e]{1,255}$/, 'must be 1-255 printable ASCII characters');
+
+// ---- Operator API (decisions.md, Keys and operators) ----
+
+export const CreateKeyRequest = z.strictObject({
+  balance_cents: NonNegInt,
+  label: z.string().min(1).max(200).optional(),
+});
+export type CreateKeyRequest = z.infer<typeof CreateKeyRequest>;
+
+export const CreateKeyResponse = z.strictObject({
+  id: z.string(),
+  key: z.string(),
+  wallet_id: z.string(),
+  balance_cents: NonNegInt,
+});
+export type CreateKeyResponse = z.infer<typeof CreateKeyResponse>;
+
+export const RevokeKeyResponse = z.strictObject({ id: z.string(), revoked: z.literal(true) });
+export type RevokeKeyResponse = z.infer<typeof RevokeKeyResponse>;
+
+export const CreditWalletRequest = z.strictObject({ amount_cents: z.int().positive() });
+export type CreditWalletRequest = z.infer<typeof CreditWalletRequest>;
+
+export const Wallet = z.strictObject({
+  id: z.string(),
+  balance_cents: NonNegInt,
+  reserved_cents: NonNegInt,
+  available_cents: NonNegInt,
+});
+export type Wallet = z.infer<typeof Wallet>;
+
+export const UpsertModelRequest = z.strictObject({
+  id: ModelId,
+  display_name: z.string().min(1).max(200),
+  owned_by: z.string().min(1).max(200),
+  provider: z.string().min(1).max(64),
+  provider_model: z.string().min(1).max(200),
+  enabled: z.boolean(),
+  approved: z.boolean(),
+  pricing: Rate,
+  capabilities: Capabilities.optional(),
+  audio: AudioFormats.optional(),
+  modalities: Modalities.optional(),
+});
+export type UpsertModelRequest = z.infer<typeof UpsertModelRequest>;
+
+/** What the operator API answers for a model: the public entry plus its internal routing. */
+export const AdminModel = Model.extend({
+  provider: z.string(),
+  provider_model: z.string(),
+  enabled: z.boolean(),
+  approved: z.boolean(),
+});
+export type AdminModel = z.infer<typeof AdminModel>;

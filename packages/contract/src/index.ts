@@ -1,0 +1,5 @@
+export * from './audio.js';
+export * from './errors.js';
+export * from './http.js';
+export * from './realtime.js';
+export * from './bus.js';

@@ -1,0 +1,45 @@
+import { z } from 'zod';
+
+/** "true"/"1"/"yes" and "false"/"0"/"no": z.coerce.boolean() would read "false" as true. */
+export const envBoolean = (defaultValue: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
+    .optional()
+    .transform((v) => (v === undefined || v === '' ? defaultValue : v === 'true' || v === '1' || v === 'yes'));
+
+export const envInt = (defaultValue: number, opts: { min?: number; max?: number } = {}) =>
+  z.coerce
+    .number()
+    .int()
+    .min(opts.min ?? Number.MIN_SAFE_INTEGER)
+    .max(opts.max ?? Number.MAX_SAFE_INTEGER)
+    .default(defaultValue);
+
+export const envPort = (defaultValue: number) => envInt(defaultValue, { min: 0, max: 65535 });
+
+export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/s2s_gateway';
+export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
+
+/** Variables every service shares. */
+export const CommonEnv = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  // PostgreSQL connection string.
+  DATABASE_URL: z.string().url().default(DEFAULT_DATABASE_URL),
+  // NATS server with JetStream.
+  NATS_URL: z.string().default(DEFAULT_NATS_URL),
+  // Prefix of every subject and of the stream name; tests use a unique one.
+  BUS_PREFIX: z.string().regex(/^[a-zA-Z0-9_-]+$/).default('s2s'),
+  // pino level.
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+export type CommonEnv = z.infer<typeof CommonEnv>;
+
+/** Parses `env` with `schema`, or throws one readable error naming every bad variable. */
+export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, string | undefined>): z.infer<S> {
+  const result = schema.safeParse(env);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`);
+    throw new Error(`invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  return result.data;
+}

@@ -1,0 +1,61 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** Uniform base62 string from rejection sampling (248 = 4 * 62, so no modulo bias). */
+export function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const b of randomBytes(length * 2)) {
+      if (b < 248) out += BASE62[b % 62];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+export type IdPrefix = 'vs' | 'key' | 'wal' | 'rate' | 'att' | 'resp' | 'conv' | 'evt' | 'relay';
+
+export function newId(prefix: IdPrefix): string {
+  return `${prefix}_${randomBase62(24)}`;
+}
+
+export const API_KEY_PREFIX = 'vr_sk_';
+const API_KEY_PATTERN = /^vr_sk_[0-9A-Za-z]{32,128}$/;
+
+export interface IssuedKey {
+  secret: string;
+  hash: string;
+  displayPrefix: string;
+}
+
+/** A new API key: shown once; only its SHA-256 is stored (the secret has ~238 bits of entropy). */
+export function issueApiKey(): IssuedKey {
+  const secret = API_KEY_PREFIX + randomBase62(40);
+  return { secret, hash: hashApiKey(secret), displayPrefix: secret.slice(0, API_KEY_PREFIX.length + 4) };
+}
+
+export function isApiKeyShaped(secret: string): boolean {
+  return API_KEY_PATTERN.test(secret);
+}
+
+export function hashApiKey(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+/** Bearer token of an Authorization header, or null. */
+export function bearerToken(header: string | undefined): string | null {
+  if (!header) return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m?.[1] ?? null;
+}
+
+export function constantTimeEqual(a: string, b: string): boolean {
+  const ha = createHash('sha256').update(a).digest();
+  const hb = createHash('sha256').update(b).digest();
+  return timingSafeEqual(ha, hb);
+}
+
+export function newTraceId(): string {
+  return randomBytes(16).toString('hex');
+}

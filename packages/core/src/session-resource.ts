@@ -1,0 +1,70 @@
+import {
+  AUDIO_FORMAT,
+  REALTIME_PROTOCOL,
+  SESSION_MODE,
+  type Capabilities,
+  type SessionStatus,
+  type VoiceSession,
+} from '@s2s/contract';
+import { expiresAt } from './status.js';
+
+/** Everything the public session resource is made from, as the store reads it. */
+export interface SessionView {
+  id: string;
+  status: SessionStatus;
+  modelId: string;
+  provider: string;
+  capabilities: Capabilities;
+  rateSnapshotId: string;
+  pricingSource: string;
+  createdAt: Date;
+  lastActivityAt: Date;
+  idleTimeoutSeconds: number;
+  maxEndsAt: Date;
+  preauthorizedCents: number;
+  reservedCents: number;
+  walletAvailableCents: number;
+  audioInMs: number;
+  audioOutMs: number;
+  billedCents: number;
+  traceId: string;
+}
+
+export function realtimeUrl(base: string, sessionId: string): string {
+  const url = new URL(base);
+  url.searchParams.set('session_id', sessionId);
+  return url.toString();
+}
+
+const unixSeconds = (d: Date) => Math.floor(d.getTime() / 1000);
+
+/** The public voice session resource (api-v1 §2.1; billing semantics of decisions.md "Money"). */
+export function toVoiceSession(s: SessionView, realtimeBaseUrl: string): VoiceSession {
+  return {
+    id: s.id,
+    object: 'voice.session',
+    status: s.status,
+    model: s.modelId,
+    mode: SESSION_MODE,
+    realtime: { url: realtimeUrl(realtimeBaseUrl, s.id), protocol: REALTIME_PROTOCOL },
+    audio: { input: AUDIO_FORMAT, output: AUDIO_FORMAT },
+    capabilities: s.capabilities,
+    created_at: unixSeconds(s.createdAt),
+    expires_at: unixSeconds(expiresAt(s)),
+    billing: {
+      preauthorized_cents: s.preauthorizedCents,
+      balance_cents: s.walletAvailableCents,
+      reserved_cents: s.reservedCents,
+    },
+    usage: {
+      model: s.modelId,
+      provider: s.provider,
+      pricing_source: s.pricingSource,
+      rate_snapshot_id: s.rateSnapshotId,
+      audio_in_ms: s.audioInMs,
+      audio_out_ms: s.audioOutMs,
+      billed_cents: s.billedCents,
+    },
+    trace_id: s.traceId,
+  };
+}

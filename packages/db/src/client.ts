@@ -1,0 +1,55 @@
+import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
+import { PrismaClient, type Prisma } from './generated/prisma/client.js';
+import { once } from './once.js';
+
+/** The Prisma client of the gateway's database. */
+export type Db = PrismaClient;
+/** The client handed to an interactive `$transaction` callback. */
+export type DbTx = Prisma.TransactionClient;
+/** What a domain function that can run inside or outside a transaction accepts. */
+export type DbOrTx = Db | DbTx;
+
+export interface CreateDbOptions {
+  /** Pool size; Prisma and raw `pool.query` share these connections. */
+  max?: number;
+  /** Server-side `statement_timeout` of every connection; unset means none. */
+  statementTimeoutMs?: number;
+  /** How long a checkout waits for a free or new connection before failing. */
+  connectionTimeoutMs?: number;
+  /** Errors of idle pooled connections (e.g. the server restarted); the pool replaces them. */
+  onPoolError?: (err: Error) => void;
+}
+
+export interface DbHandle {
+  prisma: Db;
+  pool: pg.Pool;
+  /** Disconnects Prisma and ends the pool; safe to call more than once. */
+  close(): Promise<void>;
+}
+
+const DEFAULT_MAX = 10;
+// A bounded wait turns a saturated pool or an unreachable server into an error
+// (retryable, 503) instead of a request that hangs forever.
+const DEFAULT_CONNECTION_TIMEOUT_MS = 5_000;
+
+export function createDb(databaseUrl: string, opts: CreateDbOptions = {}): DbHandle {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: opts.max ?? DEFAULT_MAX,
+    connectionTimeoutMillis: opts.connectionTimeoutMs ?? DEFAULT_CONNECTION_TIMEOUT_MS,
+    ...(opts.statementTimeoutMs === undefined ? {} : { statement_timeout: opts.statementTimeoutMs }),
+  });
+  // pg-pool emits 'error' for idle connections that die; without a listener that
+  // event would crash the process, and PrismaPg only listens while Prisma is connected.
+  pool.on('error', opts.onPoolError ?? (() => {}));
+  // Passing the Pool itself (not a config) makes PrismaPg use it instead of opening its own;
+  // it leaves the pool open on $disconnect (disposeExternalPool defaults to false).
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  return { prisma, pool, close: once(() => closeAll(prisma, pool)) };
+}
+
+async function closeAll(prisma: Db, pool: pg.Pool): Promise<void> {
+  await prisma.$disconnect();
+  await pool.end();
+}

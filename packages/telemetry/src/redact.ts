@@ -1,0 +1,49 @@
+// One list of what counts as secret, shared by the span processor and the logger, so a log line and a
+// span can never disagree about what may be recorded.
+
+export const REDACTED = '[REDACTED]';
+
+/** Attribute / field names that may carry a credential or audio. */
+const SENSITIVE_NAME =
+  /authorization|cookie|api[_-]?key|apikey|token|secret|password|passwd|credential|audio|x-goog-api-key/i;
+
+/** Query parameters whose value is dropped wherever a URL or query string is recorded. */
+export const SENSITIVE_QUERY_PARAMS = [
+  'key',
+  'api_key',
+  'apikey',
+  'api-key',
+  'token',
+  'access_token',
+  'auth',
+  'authorization',
+  'secret',
+  'password',
+];
+
+// `[?&]name=value` where the name contains key / token / auth / secret / password; session_id is kept.
+const SENSITIVE_QUERY = /([?&][^=&#\s]*(?:key|token|auth|secret|passw)[^=&#\s]*=)[^&#\s]*/gi;
+
+// Credentials by shape: our API keys, bearer tokens and the upstream providers' key formats.
+const SECRET_PATTERNS: readonly [RegExp, string][] = [
+  [/\bBearer\s+[^\s,;"']+/gi, `Bearer ${REDACTED}`],
+  [/\bBasic\s+[A-Za-z0-9+/=]{8,}/gi, `Basic ${REDACTED}`],
+  [/\bvr_sk_[A-Za-z0-9]+/g, `vr_sk_${REDACTED}`],
+  [/\bsk-[A-Za-z0-9_-]{16,}/g, `sk-${REDACTED}`],
+  [/\bAIza[0-9A-Za-z_-]{30,}/g, REDACTED],
+];
+
+const QUICK_CHECK = /bearer|basic|vr_sk_|sk-|AIza|[?&]/i;
+
+/** True when a field of this name must not be recorded with a string (or array) value. */
+export function isSensitiveName(name: string): boolean {
+  return SENSITIVE_NAME.test(name);
+}
+
+/** Removes credentials from free text: bearer tokens, `vr_sk_` keys, provider keys, secret query values. */
+export function redactString(value: string): string {
+  if (!QUICK_CHECK.test(value)) return value;
+  let out = value.replace(SENSITIVE_QUERY, `$1${REDACTED}`);
+  for (const [pattern, replacement] of SECRET_PATTERNS) out = out.replace(pattern, replacement);
+  return out;
+}

