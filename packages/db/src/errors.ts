@@ -1,7 +1,6 @@
-// Classifies database failures through every wrapper they arrive in: a pg error (SQLSTATE in `code`),
-// a Node socket error, Prisma's PrismaClientKnownRequestError (P-code, with the adapter's
-// DriverAdapterError in `meta.driverAdapterError` and the mapped `{ kind, originalCode }` in its
-// `cause`), or a pg-pool Error that Prisma passes through untouched.
+// Failures arrive as a pg error (SQLSTATE `code`), a Node socket error, a pg-pool Error Prisma passes
+// through untouched, or Prisma's KnownRequestError (P-code) holding the adapter's DriverAdapterError in
+// `meta.driverAdapterError`, whose `cause` is `{ kind, originalCode }`. Raw queries always say P2010.
 
 /** Serialization failure and deadlock: the transaction lost a race and may simply run again. */
 const CONFLICT_CODES = new Set(['40001', '40P01', 'P2034']);

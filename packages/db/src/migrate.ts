@@ -25,11 +25,15 @@ export async function migrate(databaseUrl: string): Promise<void> {
 export async function ensureDatabase(databaseUrl: string): Promise<void> {
   const name = databaseNameOf(databaseUrl);
   await withClient(withDatabase(databaseUrl, 'postgres'), async (client) => {
-    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-    if (found.rowCount) return;
+    if (await databaseExists(client, name)) return;
     // A concurrent creator wins the race with 42P04, or 23505 on pg_database's unique index.
     await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`).catch(ignoreCodes('42P04', '23505'));
   });
+}
+
+export async function databaseExists(client: pg.Client, name: string): Promise<boolean> {
+  const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+  return (rowCount ?? 0) > 0;
 }
 
 /** The database name of a postgres:// URL. */

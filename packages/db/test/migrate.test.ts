@@ -6,8 +6,8 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import t from 'tap';
 import { ensureDatabase, migrate, MIGRATIONS_DIR, withClient, withDatabase } from '../src/migrate.js';
-import { adminDatabaseUrl, createTestDatabase } from '../src/testing.js';
-import { MODEL_ID, RATE_ID, seedCatalog } from './fixtures.js';
+import { adminDatabaseUrl, createTestDatabase, type TeardownHost } from '../src/testing.js';
+import { MODEL_ID, RATE_ID, seedCatalog } from './fixtures/seed.js';
 
 const execFileAsync = promisify(execFile);
 const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url));
@@ -17,10 +17,10 @@ const MIGRATION_VERSIONS = readdirSync(MIGRATIONS_DIR)
   .sort();
 
 /** A database name nobody has, dropped at the end of the test. */
-function scratchDatabase(t: Tap.Test): string {
-  const url = withDatabase(adminDatabaseUrl(), `s2s_migrate_${randomBytes(6).toString('hex')}`);
-  t.teardown(() => withClient(adminDatabaseUrl(), (c) => c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(new URL(url).pathname.slice(1))} WITH (FORCE)`)));
-  return url;
+function scratchDatabase(t: TeardownHost): string {
+  const name = `s2s_migrate_${randomBytes(6).toString('hex')}`;
+  t.teardown(() => withClient(adminDatabaseUrl(), (c) => c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`)));
+  return withDatabase(adminDatabaseUrl(), name);
 }
 
 async function appliedVersions(url: string): Promise<string[]> {

@@ -3,7 +3,7 @@
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { createTestDatabase } from '../src/testing.js';
-import { actualShape, diffShapes, expectedShape, loadPrismaSchema } from './schema-diff.js';
+import { actualShape, diffShapes, expectedShape, loadPrismaSchema } from './fixtures/schema-diff.js';
 
 const SCHEMA_PATH = fileURLToPath(new URL('../prisma/schema.prisma', import.meta.url));
 
