@@ -26,8 +26,8 @@ const SENSITIVE_QUERY = /([?&][^=&#\s]*(?:key|token|auth|secret|passw)[^=&#\s]*=
 
 // Credentials by shape: our API keys, bearer tokens and the upstream providers' key formats.
 const SECRET_PATTERNS: readonly [RegExp, string][] = [
-  [/\bBearer\s+[^\s,;"']+/gi, `Bearer ${REDACTED}`],
-  [/\bBasic\s+[A-Za-z0-9+/=]{8,}/gi, `Basic ${REDACTED}`],
+  [/\b(Bearer)\s+[^\s,;"']+/gi, `$1 ${REDACTED}`],
+  [/\b(Basic)\s+[A-Za-z0-9+/=]{8,}/gi, `$1 ${REDACTED}`],
   [/\bvr_sk_[A-Za-z0-9]+/g, `vr_sk_${REDACTED}`],
   [/\bsk-[A-Za-z0-9_-]{16,}/g, `sk-${REDACTED}`],
   [/\bAIza[0-9A-Za-z_-]{30,}/g, REDACTED],

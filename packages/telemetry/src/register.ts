@@ -1,6 +1,9 @@
-// Loaded with `node --import tsx --import @s2s/telemetry/register <service>/src/main.ts`.
-// ESM `import` bypasses require(), so express / pg / http imported from our ESM services are only
-// patched if the import-in-the-middle loader hook is registered before the application graph loads.
+// How every service starts, from services/<name>:
+//   node --import tsx --import @s2s/telemetry/register src/main.ts
+// tsx comes first (this file is TypeScript). ESM `import` bypasses require(), so express, pg and
+// node:http imported by our ESM code are patched only through this loader hook, registered before the
+// application graph loads. main.ts may then import everything statically; it calls startTelemetry()
+// before buildApp() (express copies its methods into each app when the app is created).
 import { createRequire, register } from 'node:module';
 import { pathToFileURL } from 'node:url';
 

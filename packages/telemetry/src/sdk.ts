@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { context, propagation, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { ExpressInstrumentation } from '@opentelemetry/instrumentation-express';
@@ -44,11 +45,9 @@ const UNTRACED_PATHS = new Set(['/healthz', '/readyz']);
 let running = false;
 
 /**
- * Starts OpenTelemetry tracing for this process. Call it first in `main.ts`, before anything that
- * imports express, pg or opens a server; see `register.ts` for the node flags that make ESM imports
- * instrumentable. Spans always get real trace ids (so `trace_id` and `traceparent` work); they are exported
- * over OTLP/HTTP only when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set.
- * OTEL_SDK_DISABLED=true turns all of it off.
+ * Starts tracing for this process: first thing in `main.ts`, before building the app or opening servers
+ * (start-up flags: `register.ts`). Spans always carry real trace ids; they are exported over OTLP/HTTP only
+ * when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set. OTEL_SDK_DISABLED=true turns it all off.
  */
 export function startTelemetry(opts: TelemetryOptions): Telemetry {
   const env = opts.env ?? process.env;
@@ -65,7 +64,15 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
   // metric and log exporters towards localhost. The redacting processor is always there, so a tracer
   // provider is always registered and spans carry ids even when nothing is exported.
   const sdk = new NodeSDK({
-    resource: defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: opts.serviceName })),
+    resource: defaultResource().merge(
+      resourceFromAttributes({
+        ...parseKeyValues(env.OTEL_RESOURCE_ATTRIBUTES),
+        // In Kubernetes the hostname is the pod name: which relay held a socket is visible per span.
+        'host.name': hostname(),
+        'service.instance.id': `${hostname()}-${process.pid}`,
+        [ATTR_SERVICE_NAME]: opts.serviceName,
+      }),
+    ),
     autoDetectResources: false,
     sampler: new ParentBasedSampler({ root: new AlwaysOnSampler() }),
     spanProcessors: [new RedactingSpanProcessor(downstream)],
@@ -132,12 +139,12 @@ function otlpExporter(env: Record<string, string | undefined>): OTLPTraceExporte
   if (!url) return undefined;
   return new OTLPTraceExporter({
     url,
-    headers: parseHeaders(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS),
+    headers: parseKeyValues(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS),
   });
 }
 
-/** `k1=v1,k2=v2` (values URL-encoded), the OTEL_EXPORTER_OTLP_HEADERS format. */
-function parseHeaders(raw: string | undefined): Record<string, string> {
+/** `k1=v1,k2=v2` (values URL-encoded): the format of OTEL_EXPORTER_OTLP_HEADERS and OTEL_RESOURCE_ATTRIBUTES. */
+function parseKeyValues(raw: string | undefined): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const pair of (raw ?? '').split(',')) {
     const eq = pair.indexOf('=');

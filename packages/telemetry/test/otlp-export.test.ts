@@ -32,6 +32,7 @@ t.test('OTEL_EXPORTER_OTLP_ENDPOINT sends redacted spans to <endpoint>/v1/traces
     env: {
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}/`,
       OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-tenant=s2s',
+      OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=ci-check',
     },
     instrumentations: [],
   });
@@ -47,5 +48,6 @@ t.test('OTEL_EXPORTER_OTLP_ENDPOINT sends redacted spans to <endpoint>/v1/traces
   t.equal(received[0]?.headers['x-collector-tenant'], 's2s');
   t.match(received[0]?.body, 'vs_exported');
   t.match(received[0]?.body, 'otlp-test', 'service.name is exported');
+  t.match(received[0]?.body, 'ci-check', 'OTEL_RESOURCE_ATTRIBUTES from the passed env');
   t.notMatch(received[0]?.body, 'mustnotleave');
 });

@@ -1,0 +1,236 @@
+{{/* Names */}}
+{{- define "s2s.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "s2s.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "<fullname>-<component>"; call with (dict "root" $ "component" "relay") */}}
+{{- define "s2s.componentName" -}}
+{{- printf "%s-%s" (include "s2s.fullname" .root | trunc 48 | trimSuffix "-") .component -}}
+{{- end -}}
+
+{{- define "s2s.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "s2s.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: s2s-gateway
+{{- end -}}
+
+{{/* Selector labels of one component; call with (dict "root" $ "component" "relay") */}}
+{{- define "s2s.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "s2s.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "s2s.componentLabels" -}}
+{{ include "s2s.labels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "s2s.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "s2s.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "s2s.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{- define "s2s.secretName" -}}
+{{- default (printf "%s-secrets" (include "s2s.fullname" .)) .Values.secrets.existingSecret -}}
+{{- end -}}
+
+{{/* Base of realtime.url: explicit, else derived from the ingress host. */}}
+{{- define "s2s.realtimePublicUrl" -}}
+{{- if .Values.config.realtimePublicUrl -}}
+{{- .Values.config.realtimePublicUrl -}}
+{{- else if and .Values.ingress.enabled .Values.ingress.host -}}
+{{- printf "%s://%s%s" (ternary "wss" "ws" (gt (len .Values.ingress.tls) 0)) .Values.ingress.host .Values.ingress.realtime.path -}}
+{{- else -}}
+{{- required "config.realtimePublicUrl is required when ingress.host is not set" .Values.config.realtimePublicUrl -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Command of a service process: tsx for TypeScript, then the OpenTelemetry ESM loader hook. */}}
+{{- define "s2s.serviceCommand" -}}
+command: ["node", "--import", "tsx", "--import", "@s2s/telemetry/register", "src/main.ts"]
+{{- end -}}
+
+{{/* Environment every component shares. */}}
+{{- define "s2s.commonEnv" -}}
+- name: NODE_ENV
+  value: {{ .Values.config.nodeEnv | quote }}
+- name: HOST
+  value: "0.0.0.0"
+- name: LOG_LEVEL
+  value: {{ .Values.config.logLevel | quote }}
+- name: NATS_URL
+  value: {{ .Values.config.natsUrl | quote }}
+- name: BUS_PREFIX
+  value: {{ .Values.config.busPrefix | quote }}
+- name: DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "s2s.secretName" . }}
+      key: DATABASE_URL
+- name: SESSION_IDLE_TIMEOUT_SECONDS
+  value: {{ .Values.config.sessionIdleTimeoutSeconds | quote }}
+- name: SESSION_MAX_SECONDS
+  value: {{ .Values.config.sessionMaxSeconds | quote }}
+- name: SESSION_PREAUTH_MINUTES
+  value: {{ .Values.config.sessionPreauthMinutes | quote }}
+{{- with .Values.config.otlpEndpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ . | quote }}
+{{- end }}
+{{- with .Values.config.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* A map of NAME: value as EnvVars; call with the map. */}}
+{{- define "s2s.envMap" -}}
+{{- range $name, $value := . }}
+- name: {{ $name }}
+  value: {{ $value | toString | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* Checksum of the chart-made Secret, so pods restart when it changes. */}}
+{{- define "s2s.podAnnotations" -}}
+{{- if not .root.Values.secrets.existingSecret }}
+checksum/secret: {{ include (print .root.Template.BasePath "/secret.yaml") .root | sha256sum }}
+{{- end }}
+{{- with .extra }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Pod-level fields shared by every component; call with (dict "root" $ "values" .Values.relay). */}}
+{{- define "s2s.podCommon" -}}
+serviceAccountName: {{ include "s2s.serviceAccountName" .root }}
+automountServiceAccountToken: false
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  {{- toYaml .root.Values.podSecurityContext | nindent 2 }}
+terminationGracePeriodSeconds: {{ .values.terminationGracePeriodSeconds }}
+{{- with .values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+volumes:
+  - name: tmp
+    emptyDir:
+      sizeLimit: {{ .root.Values.tmpSizeLimit }}
+{{- end -}}
+
+{{/* Container-level fields shared by every process. */}}
+{{- define "s2s.containerCommon" -}}
+image: {{ include "s2s.image" . }}
+imagePullPolicy: {{ .Values.image.pullPolicy }}
+securityContext:
+  {{- toYaml .Values.securityContext | nindent 2 }}
+volumeMounts:
+  - name: tmp
+    mountPath: /tmp
+{{- end -}}
+
+{{/* liveness /healthz, readiness /readyz (or readinessPath), and a startup probe for the tsx compile
+at boot; call with (dict "readinessPath" "/healthz") or an empty dict. */}}
+{{- define "s2s.httpProbes" -}}
+startupProbe:
+  httpGet:
+    path: /healthz
+    port: http
+  periodSeconds: 2
+  failureThreshold: 30
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: http
+  periodSeconds: 10
+  timeoutSeconds: 3
+  failureThreshold: 3
+readinessProbe:
+  httpGet:
+    path: {{ .readinessPath | default "/readyz" }}
+    port: http
+  periodSeconds: 5
+  timeoutSeconds: 3
+  failureThreshold: 2
+{{- end -}}
+
+{{/* HorizontalPodAutoscaler; call with (dict "root" $ "component" "billing" "values" .Values.billing). */}}
+{{- define "s2s.hpa" -}}
+{{- $a := .values.autoscaling -}}
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: {{ include "s2s.componentName" . }}
+  labels:
+    {{- include "s2s.componentLabels" . | nindent 4 }}
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: {{ include "s2s.componentName" . }}
+  minReplicas: {{ $a.minReplicas }}
+  maxReplicas: {{ $a.maxReplicas }}
+  metrics:
+    - type: Resource
+      resource:
+        name: cpu
+        target:
+          type: Utilization
+          averageUtilization: {{ $a.targetCPUUtilizationPercentage }}
+    {{- range $key := list "requestsPerSecond" "activeSessions" }}
+    {{- $m := index $a $key }}
+    {{- if and $m $m.enabled }}
+    - type: Pods
+      pods:
+        metric:
+          name: {{ $m.metricName }}
+        target:
+          type: AverageValue
+          averageValue: {{ $m.averageValue | quote }}
+    {{- end }}
+    {{- end }}
+  {{- with $a.scaleDownStabilizationSeconds }}
+  behavior:
+    scaleDown:
+      stabilizationWindowSeconds: {{ . }}
+      policies:
+        - type: Pods
+          value: 1
+          periodSeconds: 120
+  {{- end }}
+{{- end -}}
