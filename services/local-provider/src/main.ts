@@ -1,0 +1,28 @@
+import { startLocalProvider } from '@s2s/local-provider';
+import { createLogger } from '@s2s/telemetry';
+import { loadConfig } from './config.js';
+
+const config = loadConfig(process.env);
+const logger = createLogger({ service: 'local-provider', level: config.LOG_LEVEL });
+
+const provider = await startLocalProvider({
+  port: config.LOCAL_PROVIDER_PORT,
+  host: config.LOCAL_PROVIDER_HOST,
+  apiKey: config.LOCAL_PROVIDER_API_KEY,
+  replyChunkIntervalMs: config.LOCAL_PROVIDER_REPLY_INTERVAL_MS,
+  logger,
+});
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, 'local provider stopping');
+  // Bounded: a stuck close must not keep the process past the supervisor's patience.
+  setTimeout(() => process.exit(1), 5000).unref();
+  await provider.close();
+  logger.info('local provider stopped');
+  process.exit(0);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));

@@ -1,0 +1,65 @@
+import type { Logger } from '@s2s/telemetry';
+import { ProviderBase } from './base.js';
+import { GeminiLiveAdapter } from './gemini.js';
+import { LocalAdapter } from './local.js';
+import { OpenAIRealtimeAdapter } from './openai.js';
+
+export type * from './types.js';
+export { UpstreamError, isUpstreamError, type UpstreamErrorKind } from './errors.js';
+export {
+  ProviderBase,
+  UsageMeter,
+  BYTES_PER_MS,
+  DEFAULT_CONNECT_RETRIES,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_RETRY_BACKOFF_MS,
+  type OpenOptions,
+  type ProviderBaseOptions,
+} from './base.js';
+export { OpenAIRealtimeAdapter, OPENAI_REALTIME_URL, openAIVoice, type OpenAIRealtimeOptions } from './openai.js';
+export { LocalAdapter } from './local.js';
+export { GeminiLiveAdapter, GEMINI_LIVE_URL, geminiVoice, type GeminiLiveOptions } from './gemini.js';
+export { Resampler24kTo16k, resampledLength } from './resample.js';
+
+export interface ProviderRegistryConfig {
+  /** Base URL of the local simulator, e.g. ws://127.0.0.1:8090/v1/realtime. */
+  localUrl: string;
+  localApiKey?: string;
+  /** The OpenAI Realtime API; absent: provider `openai` is not offered. */
+  openai?: { apiKey: string; url?: string };
+  /** Gemini Live; absent: provider `gemini` is not offered. */
+  gemini?: { apiKey: string; url?: string };
+  connectTimeoutMs?: number;
+  retries?: number;
+  /** Backoff base between connection attempts (ms). */
+  backoffMs?: number;
+  logger?: Logger;
+}
+
+export interface ProviderRegistry {
+  /** The provider a catalog model names, or undefined when this relay has no such provider configured. */
+  get(providerName: string): ProviderBase | undefined;
+  /** Names of the configured providers. */
+  names(): string[];
+}
+
+export function createProviderRegistry(config: ProviderRegistryConfig): ProviderRegistry {
+  const opts = {
+    ...(config.connectTimeoutMs !== undefined ? { connectTimeoutMs: config.connectTimeoutMs } : {}),
+    ...(config.retries !== undefined ? { retries: config.retries } : {}),
+    ...(config.backoffMs !== undefined ? { backoffMs: config.backoffMs } : {}),
+    ...(config.logger ? { logger: config.logger } : {}),
+  };
+  const providers = new Map<string, ProviderBase>();
+  providers.set('local', new ProviderBase(new LocalAdapter({ url: config.localUrl, apiKey: config.localApiKey ?? null }), opts));
+  if (config.openai) {
+    providers.set('openai', new ProviderBase(new OpenAIRealtimeAdapter({ apiKey: config.openai.apiKey, ...(config.openai.url ? { url: config.openai.url } : {}) }), opts));
+  }
+  if (config.gemini) {
+    providers.set('gemini', new ProviderBase(new GeminiLiveAdapter({ apiKey: config.gemini.apiKey, ...(config.gemini.url ? { url: config.gemini.url } : {}) }), opts));
+  }
+  return {
+    get: (name) => providers.get(name),
+    names: () => [...providers.keys()],
+  };
+}

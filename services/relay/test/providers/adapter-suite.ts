@@ -1,0 +1,226 @@
+import { createServer } from 'node:net';
+import { pcmFrames, pcmTone } from '@s2s/local-provider';
+import type { Test } from 'tap';
+import {
+  ProviderBase,
+  UpstreamError,
+  type MeteredUpstream,
+  type ProviderAdapter,
+  type UpstreamEvent,
+  type UpstreamSessionConfig,
+  type UpstreamTokenUsage,
+} from '../../src/providers/index.js';
+
+/** One fake upstream on port 0, with what it observed. */
+export interface UpstreamHarness {
+  /** The adapter under test, pointed at this upstream with the right key. */
+  adapter: ProviderAdapter;
+  /** Host:port of the upstream, which must never show in an event or error. */
+  address: string;
+  /** Upgrade requests the upstream has seen. */
+  handshakes(): number;
+  /** Drops every connection abruptly, as a crashed upstream would. */
+  drop(): void;
+  close(): Promise<void>;
+}
+
+export interface AdapterSuiteSpec<H extends UpstreamHarness> {
+  name: string;
+  /** `paced`: the first reply stops after its first chunk until the client acts (a window for barge-in). */
+  start(opts: { apiKey: string; paced: boolean }): Promise<H>;
+  /** The same adapter pointed at any URL with any key (for a wrong key or a closed port). */
+  adapterFor(harness: H | null, url: string | null, apiKey: string): ProviderAdapter;
+  /** Asserts what the upstream saw of the handshake and the session configuration. */
+  checkSession(t: Test, harness: H, config: UpstreamSessionConfig, apiKey: string): void;
+  /** Asserts what reached the upstream for `sent` (24 kHz PCM). */
+  checkInputAudio(t: Test, harness: H, sent: Buffer): void;
+  /** The upstream's full reply to `sent` and the usage it reports for it. */
+  expectedReply(sent: Buffer): { pcm: Buffer; usage: UpstreamTokenUsage };
+  /** Asserts what the upstream got on a barge-in with `playedMs`. */
+  checkBargeIn(t: Test, harness: H, playedMs: number): void;
+}
+
+const KEY = 'suite-key-4f1b2c7d9e0a5b6c8d3e';
+const CONFIG: UpstreamSessionConfig = { providerModel: 'suite-model', voice: 'not-a-known-voice', turnDetection: { type: 'server_vad' } };
+
+/** Collects events and lets a test wait for one that matches. */
+export class Events {
+  readonly all: UpstreamEvent[] = [];
+  private waiters: { match: (e: UpstreamEvent) => boolean; resolve: (e: UpstreamEvent) => void }[] = [];
+
+  readonly push = (e: UpstreamEvent) => {
+    this.all.push(e);
+    this.waiters = this.waiters.filter((w) => (w.match(e) ? (w.resolve(e), false) : true));
+  };
+
+  /** The first event (from `from` on) that matches, now or when it arrives. */
+  wait<T extends UpstreamEvent['type']>(type: T, match: (e: Extract<UpstreamEvent, { type: T }>) => boolean = () => true, from = 0): Promise<Extract<UpstreamEvent, { type: T }>> {
+    const m = (e: UpstreamEvent) => e.type === type && match(e as Extract<UpstreamEvent, { type: T }>);
+    const found = this.all.slice(from).find(m);
+    if (found) return Promise.resolve(found as Extract<UpstreamEvent, { type: T }>);
+    return new Promise((resolve) => this.waiters.push({ match: m, resolve: resolve as (e: UpstreamEvent) => void }));
+  }
+
+  deltas(responseId: string): Buffer {
+    return Buffer.concat(this.all.flatMap((e) => (e.type === 'audio_delta' && e.responseId === responseId ? [e.pcm] : [])));
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Counts connect attempts of an adapter. */
+function counting(adapter: ProviderAdapter): { adapter: ProviderAdapter; attempts: () => number } {
+  let attempts = 0;
+  return {
+    adapter: {
+      name: adapter.name,
+      tokenRatio: adapter.tokenRatio,
+      connect: (config, onEvent, signal) => {
+        attempts++;
+        return adapter.connect(config, onEvent, signal);
+      },
+    },
+    attempts: () => attempts,
+  };
+}
+
+/**
+ * The contract every provider adapter meets, run against a fake upstream on port 0. Everything said
+ * here is said through ProviderBase, as the relay uses adapters.
+ */
+export function adapterSuite<H extends UpstreamHarness>(t: Test, spec: AdapterSuiteSpec<H>): void {
+  /** Every event and error message any test saw: checked at the end for the upstream's address and key. */
+  const exposed: string[] = [];
+  const harnesses: UpstreamHarness[] = [];
+
+  async function session(t: Test, paced = false): Promise<{ h: H; up: MeteredUpstream; ev: Events }> {
+    const h = await spec.start({ apiKey: KEY, paced });
+    harnesses.push(h);
+    t.teardown(() => h.close());
+    const ev = new Events();
+    const base = new ProviderBase(h.adapter, { retries: 0, connectTimeoutMs: 5000 });
+    const up = await base.open(CONFIG, (e) => {
+      exposed.push(JSON.stringify(e, (k, v) => (k === 'pcm' ? undefined : v)));
+      ev.push(e);
+    }, new AbortController().signal);
+    t.teardown(() => up.close());
+    return { h, up, ev };
+  }
+
+  function sendAudio(up: MeteredUpstream, pcm: Buffer): void {
+    for (const f of pcmFrames(pcm, 20)) up.appendAudio(f);
+  }
+
+  t.test(`${spec.name}: connects and sends its session configuration, the key where the protocol wants it`, async (t) => {
+    const { h } = await session(t);
+    t.equal(h.handshakes(), 1);
+    spec.checkSession(t, h, CONFIG, KEY);
+  });
+
+  t.test(`${spec.name}: appended audio reaches the upstream, a reply comes back as audio_delta with provider usage`, async (t) => {
+    const { h, up, ev } = await session(t);
+    const sent = pcmTone(1000);
+    sendAudio(up, sent);
+    up.commit();
+    up.createResponse();
+    const created = await ev.wait('response_created');
+    const done = await ev.wait('response_done', (e) => e.responseId === created.responseId);
+    const expected = spec.expectedReply(sent);
+    spec.checkInputAudio(t, h, sent);
+    t.equal(done.status, 'completed');
+    t.ok(ev.deltas(created.responseId).equals(expected.pcm), 'the reply, byte for byte');
+    t.ok(ev.all.some((e) => e.type === 'audio_done' && e.responseId === created.responseId), 'audio_done before response_done');
+    t.same(done.usage, expected.usage, 'the provider-reported usage');
+    t.same(done.metered, {
+      audio_in_ms: 1000,
+      audio_out_ms: Math.floor(expected.pcm.length / 48),
+      input_audio_tokens: expected.usage.input_audio_tokens,
+      output_audio_tokens: expected.usage.output_audio_tokens,
+    }, 'metered by the relay');
+    t.same(up.usage(), done.metered, 'cumulative equals the only response');
+  });
+
+  t.test(`${spec.name}: barge-in stops the reply`, async (t) => {
+    const { h, up, ev } = await session(t, true);
+    const sent = pcmTone(1000);
+    sendAudio(up, sent);
+    up.commit();
+    up.createResponse();
+    const first = await ev.wait('audio_delta');
+    up.cancelResponse(first.responseId, 50);
+    const done = await ev.wait('response_done', (e) => e.responseId === first.responseId);
+    t.equal(done.status, 'cancelled');
+    // A new short turn: once it completes, anything late from the cancelled one has come through too.
+    const mark = ev.all.length;
+    sendAudio(up, pcmTone(100));
+    up.commit();
+    up.createResponse();
+    await ev.wait('response_done', (e) => e.responseId !== first.responseId && e.status === 'completed', mark);
+    const cut = ev.deltas(first.responseId);
+    t.ok(cut.length > 0 && cut.length < spec.expectedReply(sent).pcm.length, 'the reply was cut short');
+    const doneAt = ev.all.indexOf(done);
+    t.notOk(ev.all.slice(doneAt + 1).some((e) => 'responseId' in e && e.responseId === first.responseId), 'nothing of it after its response_done');
+    spec.checkBargeIn(t, h, 50);
+  });
+
+  t.test(`${spec.name}: an upstream refusing the key fails fast, without retries`, async (t) => {
+    const h = await spec.start({ apiKey: KEY, paced: false });
+    harnesses.push(h);
+    t.teardown(() => h.close());
+    const { adapter, attempts } = counting(spec.adapterFor(h, null, 'wrong-key-0000000000000000'));
+    const base = new ProviderBase(adapter, { retries: 2, backoffMs: 1, connectTimeoutMs: 5000 });
+    const err = await base.open(CONFIG, () => {}, new AbortController().signal).catch((e: unknown) => e);
+    t.ok(err instanceof UpstreamError);
+    t.equal((err as UpstreamError).kind, 'unauthorized');
+    t.equal((err as UpstreamError).permanent, true);
+    t.equal(attempts(), 1, 'not retried');
+    t.equal(h.handshakes(), 1);
+    exposed.push((err as Error).message, String((err as Error).stack));
+    t.notMatch((err as Error).message, 'wrong-key');
+  });
+
+  t.test(`${spec.name}: an upstream that is down fails after the retries, before the connect timeout`, async (t) => {
+    const port = await freePort();
+    const { adapter, attempts } = counting(spec.adapterFor(null, `ws://127.0.0.1:${port}/down`, KEY));
+    const base = new ProviderBase(adapter, { retries: 2, backoffMs: 5, connectTimeoutMs: 5000 });
+    const err = await base.open(CONFIG, () => {}, new AbortController().signal).catch((e: unknown) => e);
+    t.ok(err instanceof UpstreamError);
+    t.equal((err as UpstreamError).kind, 'unavailable', 'the outage, not the timeout');
+    t.equal((err as UpstreamError).networkCode, 'ECONNREFUSED');
+    t.equal(attempts(), 3, 'one attempt and two retries');
+    exposed.push((err as Error).message, String((err as Error).stack));
+    t.notMatch((err as Error).message, String(port));
+    t.notMatch((err as Error).message, '127.0.0.1');
+  });
+
+  t.test(`${spec.name}: an upstream dropping mid-session yields closed {unexpected: true}`, async (t) => {
+    const { h, up, ev } = await session(t);
+    sendAudio(up, pcmTone(100));
+    h.drop();
+    const closed = await ev.wait('closed');
+    t.same(closed, { type: 'closed', unexpected: true });
+    const usage = up.usage();
+    t.equal(usage.audio_in_ms, 100, 'what was sent before the drop is metered');
+    up.appendAudio(pcmTone(100));
+    t.equal(up.usage().audio_in_ms, 100, 'audio after the upstream is gone is not');
+    await up.close();
+  });
+
+  t.test(`${spec.name}: no event or error carries the upstream's address or key`, async (t) => {
+    t.ok(exposed.length > 10, 'events were collected');
+    const text = exposed.join('\n');
+    t.notMatch(text, KEY);
+    t.notMatch(text, 'wrong-key');
+    t.notMatch(text, '127.0.0.1');
+    t.notMatch(text, 'ws://');
+    for (const h of harnesses) t.notMatch(text, h.address.split(':')[1]!);
+  });
+}

@@ -1,0 +1,233 @@
+import t from 'tap';
+import {
+  ProviderBase,
+  UpstreamError,
+  UsageMeter,
+  type ProviderAdapter,
+  type UpstreamConnection,
+  type UpstreamEvent,
+  type UpstreamSessionConfig,
+} from '../../src/providers/index.js';
+
+const CONFIG: UpstreamSessionConfig = { providerModel: 'm' };
+const RATIO = { inputMsPerToken: 100, outputMsPerToken: 50 };
+
+/** An in-memory adapter: each connect runs the next scripted outcome; the test drives events by hand. */
+class ScriptedAdapter implements ProviderAdapter {
+  readonly name = 'scripted';
+  readonly tokenRatio = RATIO;
+  attempts = 0;
+  signals: AbortSignal[] = [];
+  emitters: ((e: UpstreamEvent) => void)[] = [];
+  appended: number[] = [];
+  calls: string[] = [];
+
+  constructor(private readonly script: ('ok' | 'hang' | UpstreamError | Error)[]) {}
+
+  connect(_config: UpstreamSessionConfig, onEvent: (e: UpstreamEvent) => void, signal: AbortSignal): Promise<UpstreamConnection> {
+    const step = this.script[this.attempts++] ?? 'ok';
+    this.signals.push(signal);
+    this.emitters.push(onEvent);
+    if (step === 'hang') return new Promise(() => {});
+    if (step !== 'ok') return Promise.reject(step);
+    const calls = this.calls;
+    const appended = this.appended;
+    return Promise.resolve({
+      appendAudio: (pcm: Buffer) => void appended.push(pcm.length),
+      commit: () => void calls.push('commit'),
+      clear: () => void calls.push('clear'),
+      createResponse: () => void calls.push('createResponse'),
+      cancelResponse: (id: string | null, ms: number) => void calls.push(`cancel:${id}:${ms}`),
+      updateSession: (c: Partial<UpstreamSessionConfig>) => void calls.push(`update:${c.voice}`),
+      close: async () => {
+        calls.push('close');
+        onEvent({ type: 'closed', unexpected: false });
+      },
+    });
+  }
+
+  /** Emits through the most recent attempt's handler. */
+  emit(e: UpstreamEvent): void {
+    this.emitters[this.emitters.length - 1]!(e);
+  }
+}
+
+const signal = () => new AbortController().signal;
+const pcm = (bytes: number) => Buffer.alloc(bytes);
+
+t.test('UsageMeter: 48 bytes = 1 ms, remainders kept exact across calls', async (t) => {
+  const m = new UsageMeter(RATIO);
+  m.addInput(4801);
+  t.equal(m.usage().audio_in_ms, 100);
+  m.addInput(47);
+  t.equal(m.usage().audio_in_ms, 101, '4848 bytes');
+  m.addOutput(47);
+  t.equal(m.usage().audio_out_ms, 0);
+  m.addOutput(1);
+  t.equal(m.usage().audio_out_ms, 1);
+});
+
+t.test('UsageMeter: per-response figures are differences of cumulative ones, so they add up', async (t) => {
+  const m = new UsageMeter(RATIO);
+  m.addInput(4824); // 100.5 ms
+  m.responseCreated();
+  m.addOutput(2424); // 50.5 ms
+  const r1 = m.responseDone({ input_audio_tokens: 3, output_audio_tokens: 7 });
+  t.same(r1, { audio_in_ms: 100, audio_out_ms: 50, input_audio_tokens: 3, output_audio_tokens: 7 });
+  m.addInput(24);
+  m.responseCreated();
+  m.addOutput(24);
+  const r2 = m.responseDone(null);
+  t.same(r2, { audio_in_ms: 1, audio_out_ms: 1, input_audio_tokens: 1, output_audio_tokens: 1 }, 'the halves make whole ms; ratio tokens');
+  t.same(m.usage(), { audio_in_ms: 101, audio_out_ms: 51, input_audio_tokens: 4, output_audio_tokens: 8 });
+});
+
+t.test('UsageMeter: ratio fallback rounds each response up', async (t) => {
+  const m = new UsageMeter({ inputMsPerToken: 100, outputMsPerToken: 50 });
+  m.addInput(48 * 1001);
+  m.addOutput(48 * 1001);
+  t.same(m.responseDone(null), { audio_in_ms: 1001, audio_out_ms: 1001, input_audio_tokens: 11, output_audio_tokens: 21 });
+  t.same(m.responseDone(null), { audio_in_ms: 0, audio_out_ms: 0, input_audio_tokens: 0, output_audio_tokens: 0 }, 'nothing new, nothing billed');
+});
+
+t.test('open: meters accepted input and provider output; fills metered on response_done', async (t) => {
+  const adapter = new ScriptedAdapter(['ok']);
+  const events: UpstreamEvent[] = [];
+  const up = await new ProviderBase(adapter).open(CONFIG, (e) => events.push(e), signal());
+  up.appendAudio(pcm(960));
+  up.appendAudio(pcm(0));
+  up.appendAudio(pcm(970));
+  t.same(adapter.appended, [960, 970], 'empty frames are not forwarded');
+  adapter.emit({ type: 'response_created', responseId: 'r1' });
+  adapter.emit({ type: 'audio_delta', responseId: 'r1', pcm: pcm(4800) });
+  adapter.emit({ type: 'audio_delta', responseId: 'r1', pcm: pcm(100) });
+  adapter.emit({ type: 'audio_done', responseId: 'r1' });
+  adapter.emit({ type: 'response_done', responseId: 'r1', status: 'completed', usage: { input_audio_tokens: 5, output_audio_tokens: 9 } });
+  const done = events.find((e) => e.type === 'response_done');
+  t.same(done, {
+    type: 'response_done',
+    responseId: 'r1',
+    status: 'completed',
+    usage: { input_audio_tokens: 5, output_audio_tokens: 9 },
+    metered: { audio_in_ms: 40, audio_out_ms: 102, input_audio_tokens: 5, output_audio_tokens: 9 },
+  });
+  adapter.emit({ type: 'response_created', responseId: 'r2' });
+  adapter.emit({ type: 'audio_delta', responseId: 'r2', pcm: pcm(44) });
+  adapter.emit({ type: 'response_done', responseId: 'r2', status: 'cancelled', usage: null });
+  const done2 = events.filter((e) => e.type === 'response_done')[1];
+  t.same(done2 && done2.type === 'response_done' && done2.metered, { audio_in_ms: 0, audio_out_ms: 1, input_audio_tokens: 0, output_audio_tokens: 1 }, '4 + 44 leftover bytes make 1 ms; tokens by ratio');
+  t.same(up.usage(), { audio_in_ms: 40, audio_out_ms: 103, input_audio_tokens: 5, output_audio_tokens: 10 });
+  up.commit();
+  up.clear();
+  up.createResponse();
+  up.cancelResponse('r2', 30);
+  up.updateSession({ voice: 'x' });
+  t.same(adapter.calls, ['commit', 'clear', 'createResponse', 'cancel:r2:30', 'update:x']);
+  await up.close();
+  t.same(adapter.calls.at(-1), 'close');
+});
+
+t.test('a response cut off by the upstream dropping is reported failed and still accounted', async (t) => {
+  const adapter = new ScriptedAdapter(['ok']);
+  const events: UpstreamEvent[] = [];
+  const up = await new ProviderBase(adapter).open(CONFIG, (e) => events.push(e), signal());
+  up.appendAudio(pcm(48 * 300));
+  adapter.emit({ type: 'response_created', responseId: 'r1' });
+  adapter.emit({ type: 'audio_delta', responseId: 'r1', pcm: pcm(48 * 120) });
+  adapter.emit({ type: 'closed', unexpected: true });
+  t.same(events.slice(-2), [
+    { type: 'response_done', responseId: 'r1', status: 'failed', usage: null, metered: { audio_in_ms: 300, audio_out_ms: 120, input_audio_tokens: 3, output_audio_tokens: 3 } },
+    { type: 'closed', unexpected: true },
+  ]);
+  adapter.emit({ type: 'audio_delta', responseId: 'r1', pcm: pcm(480) });
+  t.equal(up.usage().audio_out_ms, 120, 'nothing counted after closed');
+  up.appendAudio(pcm(480));
+  t.equal(up.usage().audio_in_ms, 300);
+  t.equal(events.length, 4, 'nothing delivered after closed');
+});
+
+t.test('close() mid-answer settles the answer at the ratio (a client leaving is billed what was produced)', async (t) => {
+  const adapter = new ScriptedAdapter(['ok']);
+  const events: UpstreamEvent[] = [];
+  const up = await new ProviderBase(adapter).open(CONFIG, (e) => events.push(e), signal());
+  up.appendAudio(pcm(48 * 1000));
+  adapter.emit({ type: 'response_created', responseId: 'r1' });
+  adapter.emit({ type: 'audio_delta', responseId: 'r1', pcm: pcm(48 * 250) });
+  await up.close();
+  t.same(up.usage(), { audio_in_ms: 1000, audio_out_ms: 250, input_audio_tokens: 10, output_audio_tokens: 5 });
+  t.notOk(events.some((e) => e.type === 'closed'), 'the closed event of our own close is not relayed');
+  await up.close();
+  t.same(up.usage().output_audio_tokens, 5, 'closing twice settles once');
+});
+
+t.test('close() between responses adds no tokens', async (t) => {
+  const adapter = new ScriptedAdapter(['ok']);
+  const up = await new ProviderBase(adapter).open(CONFIG, () => {}, signal());
+  up.appendAudio(pcm(48 * 500));
+  await up.close();
+  t.same(up.usage(), { audio_in_ms: 500, audio_out_ms: 0, input_audio_tokens: 0, output_audio_tokens: 0 });
+});
+
+t.test('retries: transient failures are retried, then it connects', async (t) => {
+  const adapter = new ScriptedAdapter([new UpstreamError('scripted', 'unavailable'), new Error('boom'), 'ok']);
+  const up = await new ProviderBase(adapter, { retries: 2, backoffMs: 1 }).open(CONFIG, () => {}, signal());
+  t.equal(adapter.attempts, 3);
+  await up.close();
+});
+
+t.test('retries: exhausted → the last failure', async (t) => {
+  const adapter = new ScriptedAdapter([new UpstreamError('scripted', 'unavailable'), new UpstreamError('scripted', 'unavailable', { status: 502 }), 'ok']);
+  const err = await new ProviderBase(adapter, { retries: 1, backoffMs: 1 }).open(CONFIG, () => {}, signal()).catch((e: unknown) => e);
+  t.equal(adapter.attempts, 2);
+  t.equal((err as UpstreamError).kind, 'unavailable');
+  t.equal((err as UpstreamError).status, 502);
+  t.equal((err as Error).message, 'provider scripted is unavailable (status 502)');
+});
+
+t.test('permanent failures are not retried', async (t) => {
+  for (const kind of ['unauthorized', 'rejected'] as const) {
+    const adapter = new ScriptedAdapter([new UpstreamError('scripted', kind, { status: 401 }), 'ok']);
+    const err = await new ProviderBase(adapter, { retries: 2, backoffMs: 1 }).open(CONFIG, () => {}, signal()).catch((e: unknown) => e);
+    t.equal(adapter.attempts, 1, kind);
+    t.equal((err as UpstreamError).kind, kind);
+  }
+});
+
+t.test('a hanging upstream times out at the connect timeout, and its attempt is aborted', async (t) => {
+  const adapter = new ScriptedAdapter(['hang', 'ok']);
+  const err = await new ProviderBase(adapter, { connectTimeoutMs: 50, retries: 2 }).open(CONFIG, () => {}, signal()).catch((e: unknown) => e);
+  t.equal((err as UpstreamError).kind, 'timeout');
+  t.equal((err as Error).message, 'provider scripted did not answer within the connect timeout');
+  t.equal(adapter.attempts, 1, 'the deadline covers the whole open');
+  t.equal(adapter.signals[0]!.aborted, true);
+});
+
+t.test("the caller's signal aborts the open", async (t) => {
+  const adapter = new ScriptedAdapter(['hang']);
+  const ctl = new AbortController();
+  const pending = new ProviderBase(adapter).open(CONFIG, () => {}, ctl.signal).catch((e: unknown) => e);
+  ctl.abort();
+  const err = await pending;
+  t.equal((err as UpstreamError).kind, 'aborted');
+  t.equal(adapter.signals[0]!.aborted, true);
+  const already = await new ProviderBase(new ScriptedAdapter(['ok'])).open(CONFIG, () => {}, ctl.signal).catch((e: unknown) => e);
+  t.equal((already as UpstreamError).kind, 'aborted');
+});
+
+t.test('events of an abandoned attempt are ignored', async (t) => {
+  const adapter = new ScriptedAdapter([new UpstreamError('scripted', 'unavailable'), 'ok']);
+  const events: UpstreamEvent[] = [];
+  const up = await new ProviderBase(adapter, { backoffMs: 1 }).open(CONFIG, (e) => events.push(e), signal());
+  adapter.emitters[0]!({ type: 'audio_delta', responseId: 'old', pcm: pcm(4800) });
+  adapter.emitters[1]!({ type: 'audio_delta', responseId: 'new', pcm: pcm(48) });
+  t.same(events.map((e) => e.type === 'audio_delta' && e.responseId), ['new']);
+  t.equal(up.usage().audio_out_ms, 1);
+  await up.close();
+});
+
+t.test('per-call options override the defaults', async (t) => {
+  const adapter = new ScriptedAdapter([new UpstreamError('scripted', 'unavailable'), new UpstreamError('scripted', 'unavailable'), 'ok']);
+  const err = await new ProviderBase(adapter, { retries: 5, backoffMs: 1 }).open(CONFIG, () => {}, signal(), { retries: 0 }).catch((e: unknown) => e);
+  t.equal(adapter.attempts, 1);
+  t.equal((err as UpstreamError).kind, 'unavailable');
+});

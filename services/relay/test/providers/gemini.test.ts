@@ -1,0 +1,196 @@
+import t, { type Test } from 'tap';
+import { pcmFrames, pcmTone } from '@s2s/local-provider';
+import {
+  GeminiLiveAdapter,
+  ProviderBase,
+  Resampler24kTo16k,
+  UpstreamError,
+  resampledLength,
+  type MeteredUpstream,
+  type UpstreamSessionConfig,
+} from '../../src/providers/index.js';
+import { Events, adapterSuite, type UpstreamHarness } from './adapter-suite.js';
+import { FAKE_GEMINI_REPLY, geminiTokens, startFakeGemini, type FakeGemini, type FakeGeminiOptions } from './fake-gemini.js';
+
+interface GeminiHarness extends UpstreamHarness {
+  fake: FakeGemini;
+}
+
+async function harness(opts: FakeGeminiOptions): Promise<GeminiHarness> {
+  const fake = await startFakeGemini(opts);
+  return {
+    fake,
+    adapter: new GeminiLiveAdapter({ url: fake.url, apiKey: opts.apiKey }),
+    address: `127.0.0.1:${fake.port}`,
+    handshakes: () => fake.handshakes.length,
+    drop: () => fake.drop(),
+    close: () => fake.close(),
+  };
+}
+
+/** The reference: one resampler fed the whole signal, which frame-by-frame feeding must match exactly. */
+function resampleWhole(pcm: Buffer): Buffer {
+  return new Resampler24kTo16k().push(pcm);
+}
+
+adapterSuite(t, {
+  name: 'gemini',
+  start: ({ apiKey, paced }) => harness({ apiKey, paced }),
+  adapterFor: (h, url, apiKey) => new GeminiLiveAdapter({ url: url ?? h!.fake.url, apiKey }),
+  checkSession(t, h, config: UpstreamSessionConfig, apiKey) {
+    t.same(h.fake.handshakes[0], { apiKeyHeader: apiKey, search: '' }, 'key in the x-goog-api-key header, nothing in the URL');
+    t.same(h.fake.messages[0], {
+      setup: {
+        model: `models/${config.providerModel}`,
+        generationConfig: {
+          responseModalities: ['AUDIO'],
+          speechConfig: { voiceConfig: { prebuiltVoiceConfig: { voiceName: 'Puck' } } },
+        },
+        realtimeInputConfig: { automaticActivityDetection: { disabled: false } },
+      },
+    }, 'setup; an unknown voice maps to Puck');
+  },
+  checkInputAudio(t, h, sent) {
+    const got = h.fake.audio();
+    const inSamples = sent.length / 2;
+    t.equal(got.length / 2, resampledLength(inSamples), '2/3 of the samples');
+    t.ok(Math.abs(got.length / 2 - (inSamples * 2) / 3) <= 1, 'within one sample of 2/3');
+    t.ok(got.equals(resampleWhole(sent)), 'frame by frame equals the whole signal resampled: no seams');
+    t.ok(h.fake.mimeTypes.every((m) => m === 'audio/pcm;rate=16000'));
+    t.same(h.fake.messages.slice(1).filter((m) => !m.realtimeInput?.audio), [{ realtimeInput: { audioStreamEnd: true } }], 'commit → audioStreamEnd, once');
+  },
+  expectedReply: (sent) => {
+    const inMs = Math.floor(resampledLength(sent.length / 2) / 16);
+    return { pcm: FAKE_GEMINI_REPLY, usage: { input_audio_tokens: geminiTokens(inMs), output_audio_tokens: geminiTokens(1000) } };
+  },
+  checkBargeIn(t, h) {
+    // Gemini has no cancel message: nothing but audio and stream ends went upstream.
+    t.ok(h.fake.messages.slice(1).every((m) => m.realtimeInput), 'only realtimeInput after setup');
+  },
+});
+
+t.test('resampler: 2/3 of the samples for any framing, identical output, DC and level kept', async (t) => {
+  const signal = pcmTone(1000, { frequencyHz: 1000 });
+  const whole = resampleWhole(signal);
+  t.equal(whole.length / 2, 16000);
+  for (const frameBytes of [2, 478, 960, 962, 4800]) {
+    const r = new Resampler24kTo16k();
+    const parts: Buffer[] = [];
+    for (let off = 0; off < signal.length; off += frameBytes) parts.push(r.push(signal.subarray(off, off + frameBytes)));
+    t.ok(Buffer.concat(parts).equals(whole), `frames of ${frameBytes} bytes`);
+  }
+  const odd = new Resampler24kTo16k();
+  const a = odd.push(signal.subarray(0, 961));
+  const b = odd.push(signal.subarray(961));
+  t.ok(Buffer.concat([a, b]).equals(whole), 'an odd split carries the byte over');
+
+  const dc = Buffer.alloc(4800);
+  for (let i = 0; i < 2400; i++) dc.writeInt16LE(10000, 2 * i);
+  const dcOut = resampleWhole(dc);
+  t.equal(dcOut.readInt16LE(dcOut.length - 2), 10000, 'DC passes exactly once the filter is full');
+
+  // 1 kHz passes at full level; 10 kHz (above the new Nyquist) is removed instead of folding to 6 kHz.
+  const rms = (buf: Buffer, from: number) => {
+    let s = 0;
+    let n = 0;
+    for (let i = from; i + 1 < buf.length; i += 2, n++) s += buf.readInt16LE(i) ** 2;
+    return Math.sqrt(s / n);
+  };
+  t.ok(Math.abs(rms(whole, 400) - 8000 / Math.SQRT2) < 60, `1 kHz level kept (${rms(whole, 400).toFixed(0)})`);
+  const high = resampleWhole(pcmTone(1000, { frequencyHz: 10_000 }));
+  t.ok(rms(high, 400) < 8000 / Math.SQRT2 / 1000, `10 kHz attenuated by more than 60 dB (${rms(high, 400).toFixed(1)})`);
+});
+
+async function open(t: Test, opts: FakeGeminiOptions): Promise<{ fake: FakeGemini; ev: Events; up: MeteredUpstream }> {
+  const fake = await startFakeGemini(opts);
+  t.teardown(() => fake.close());
+  const ev = new Events();
+  const up = await new ProviderBase(new GeminiLiveAdapter({ url: fake.url, apiKey: opts.apiKey }), { retries: 0 }).open(
+    { providerModel: 'gemini-live-x', voice: 'kore', turnDetection: { type: 'server_vad', silenceDurationMs: 700 } },
+    ev.push,
+    new AbortController().signal,
+  );
+  t.teardown(() => up.close());
+  return { fake, ev, up };
+}
+
+t.test('gemini: voice and silence duration go into the setup; model names already prefixed are kept', async (t) => {
+  const { fake } = await open(t, { apiKey: 'k-1' });
+  t.same(fake.messages[0]!.setup.generationConfig.speechConfig.voiceConfig.prebuiltVoiceConfig.voiceName, 'Kore');
+  t.same(fake.messages[0]!.setup.realtimeInputConfig, { automaticActivityDetection: { disabled: false, silenceDurationMs: 700 } });
+  const fake2 = await startFakeGemini({ apiKey: 'k' });
+  t.teardown(() => fake2.close());
+  const up = await new ProviderBase(new GeminiLiveAdapter({ url: fake2.url, apiKey: 'k' })).open({ providerModel: 'models/m-2' }, () => {}, new AbortController().signal);
+  t.equal(fake2.messages[0]!.setup.model, 'models/m-2');
+  await up.close();
+});
+
+t.test('gemini: usage arriving after turnComplete is still attributed to that response', async (t) => {
+  const { ev, up } = await open(t, { apiKey: 'k', usage: 'after' });
+  for (const f of pcmFrames(pcmTone(500))) up.appendAudio(f);
+  up.commit();
+  const done = await ev.wait('response_done');
+  t.same(done.usage, { input_audio_tokens: geminiTokens(500), output_audio_tokens: 32 });
+});
+
+t.test('gemini: no usage at all → response_done without usage, tokens by the 32/s ratio', async (t) => {
+  const { ev, up } = await open(t, { apiKey: 'k', usage: 'none' });
+  for (const f of pcmFrames(pcmTone(500))) up.appendAudio(f);
+  up.createResponse();
+  const done = await ev.wait('response_done');
+  t.equal(done.usage, null);
+  t.same(done.metered, { audio_in_ms: 500, audio_out_ms: 1000, input_audio_tokens: 16, output_audio_tokens: 32 });
+});
+
+t.test('gemini: interrupted → speech_started and a cancelled response; goAway → closed', async (t) => {
+  const { fake, ev, up } = await open(t, { apiKey: 'k', paced: true });
+  for (const f of pcmFrames(pcmTone(200))) up.appendAudio(f);
+  up.commit();
+  await ev.wait('audio_delta');
+  fake.broadcast({ serverContent: { interrupted: true } });
+  const done = await ev.wait('response_done');
+  t.same(ev.all.map((e) => e.type), ['response_created', 'audio_delta', 'speech_started', 'response_done']);
+  t.same(ev.all[2], { type: 'speech_started', audioStartMs: 200 });
+  t.equal(done.status, 'cancelled');
+  fake.broadcast({ goAway: { timeLeft: '10s' } });
+  t.same(await ev.wait('closed'), { type: 'closed', unexpected: true });
+});
+
+t.test('gemini: an upstream dropping the connection reports a fatal error, then closed', async (t) => {
+  const { fake, ev } = await open(t, { apiKey: 'k' });
+  fake.drop();
+  await ev.wait('closed');
+  t.same(ev.all, [
+    { type: 'error', message: 'provider gemini closed the session (code 1006)', fatal: true },
+    { type: 'closed', unexpected: true },
+  ]);
+});
+
+t.test('gemini: a key refused with HTTP 403 or a close before setupComplete is unauthorized, and not echoed', async (t) => {
+  for (const refuse of ['http', 'close'] as const) {
+    const fake = await startFakeGemini({ apiKey: 'right', refuse });
+    t.teardown(() => fake.close());
+    const err = await new ProviderBase(new GeminiLiveAdapter({ url: fake.url, apiKey: 'wrong-secret-key' }), { retries: 2, backoffMs: 1 })
+      .open({ providerModel: 'm' }, () => {}, new AbortController().signal)
+      .catch((e: unknown) => e);
+    t.ok(err instanceof UpstreamError, refuse);
+    t.equal((err as UpstreamError).kind, 'unauthorized', refuse);
+    t.equal(fake.handshakes.length, 1, `${refuse}: not retried`);
+    t.notMatch((err as Error).message, 'wrong-secret-key');
+  }
+});
+
+t.test('gemini live API (GEMINI_API_KEY)', { skip: !process.env.GEMINI_API_KEY && 'GEMINI_API_KEY is not set' }, async (t) => {
+  const ev = new Events();
+  const up = await new ProviderBase(new GeminiLiveAdapter({ apiKey: process.env.GEMINI_API_KEY! }), { connectTimeoutMs: 15_000 }).open(
+    { providerModel: process.env.GEMINI_LIVE_MODEL ?? 'gemini-live-2.5-flash-preview' },
+    ev.push,
+    new AbortController().signal,
+  );
+  t.teardown(() => up.close());
+  for (const f of pcmFrames(pcmTone(1500))) up.appendAudio(f);
+  up.commit();
+  const done = await ev.wait('response_done');
+  t.ok(['completed', 'cancelled'].includes(done.status), 'a response came back');
+  t.equal(up.usage().audio_in_ms, 1500);
+});

@@ -1,0 +1,185 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import t, { type Test } from 'tap';
+import { pcmFrames, pcmTone } from '@s2s/local-provider';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { OpenAIRealtimeAdapter, ProviderBase, UpstreamError, type MeteredUpstream } from '../../src/providers/index.js';
+import { Events, adapterSuite } from './adapter-suite.js';
+import { openAIProtocolSpec } from './simulator-harness.js';
+
+adapterSuite(t, openAIProtocolSpec('openai', (url, apiKey) => new OpenAIRealtimeAdapter({ url, apiKey })));
+
+const KEY = 'sk-test-0123456789abcdefghijklmnop';
+
+/** A scriptable GA endpoint: answers session.update, records every message, sends whatever a test says. */
+async function scripted(t: Test, opts: { status?: number; refuseSession?: boolean } = {}) {
+  const received: Record<string, any>[] = [];
+  const sockets: WebSocket[] = [];
+  let handshakes = 0;
+  const wss = new WebSocketServer({ noServer: true });
+  const server = createServer();
+  server.on('upgrade', (req, socket, head) => {
+    handshakes++;
+    if (opts.status) return void socket.end(`HTTP/1.1 ${opts.status} Nope\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      sockets.push(ws);
+      ws.on('message', (d) => {
+        const msg = JSON.parse(d.toString());
+        received.push(msg);
+        if (msg.type !== 'session.update' || received.filter((m) => m.type === 'session.update').length > 1) return;
+        if (opts.refuseSession) ws.send(JSON.stringify({ type: 'error', error: { code: 'invalid_value', message: `bad ${KEY}` } }));
+        else ws.send(JSON.stringify({ type: 'session.updated', session: {} }));
+      });
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(async () => {
+    for (const ws of wss.clients) ws.terminate();
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+  const url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}/v1/realtime`;
+  return {
+    url,
+    received,
+    handshakes: () => handshakes,
+    send: (m: Record<string, unknown>) => sockets.forEach((ws) => ws.send(JSON.stringify(m))),
+    closeAll: (code: number) => sockets.forEach((ws) => ws.close(code)),
+  };
+}
+
+async function openTo(t: Test, url: string, voice = 'shimmer'): Promise<{ up: MeteredUpstream; ev: Events }> {
+  const ev = new Events();
+  const up = await new ProviderBase(new OpenAIRealtimeAdapter({ url, apiKey: KEY }), { retries: 0 }).open(
+    { providerModel: 'gpt-realtime', voice, turnDetection: { type: 'server_vad', silenceDurationMs: 650 } },
+    ev.push,
+    new AbortController().signal,
+  );
+  t.teardown(() => up.close());
+  return { up, ev };
+}
+
+/** Lets the fake's events through: once the marker response is done, everything sent before it arrived. */
+async function sync(fake: Awaited<ReturnType<typeof scripted>>, ev: Events, n: number): Promise<void> {
+  fake.send({ type: 'response.created', response: { id: `sync_${n}` } });
+  fake.send({ type: 'response.done', response: { id: `sync_${n}`, status: 'completed' } });
+  await ev.wait('response_done', (e) => e.responseId === `sync_${n}`);
+}
+
+/** Waits until the fake has received a message of `type` (sent last by the test, as a marker). */
+async function received(fake: Awaited<ReturnType<typeof scripted>>, type: string): Promise<void> {
+  while (!fake.received.some((m) => m.type === type)) await new Promise((r) => setTimeout(r, 2));
+}
+
+t.test('openai: known voices pass, silence duration is sent, updateSession sends only what changed', async (t) => {
+  const fake = await scripted(t);
+  const { up } = await openTo(t, fake.url);
+  t.same(fake.received[0]!.session.audio, {
+    input: { format: { type: 'audio/pcm', rate: 24000 }, turn_detection: { type: 'server_vad', silence_duration_ms: 650 } },
+    output: { format: { type: 'audio/pcm', rate: 24000 }, voice: 'shimmer' },
+  });
+  up.updateSession({ voice: 'marin' });
+  up.updateSession({});
+  up.commit();
+  up.clear();
+  await received(fake, 'input_audio_buffer.clear');
+  t.same(fake.received.slice(1), [
+    { type: 'session.update', session: { type: 'realtime', output_modalities: ['audio'], audio: { input: { format: { type: 'audio/pcm', rate: 24000 } }, output: { format: { type: 'audio/pcm', rate: 24000 }, voice: 'marin' } } } },
+    { type: 'input_audio_buffer.commit' },
+    { type: 'input_audio_buffer.clear' },
+  ]);
+});
+
+t.test('openai: beta event names are understood; speech events and usage are mapped', async (t) => {
+  const fake = await scripted(t);
+  const { ev } = await openTo(t, fake.url);
+  const audio = pcmTone(40);
+  fake.send({ type: 'input_audio_buffer.speech_started', audio_start_ms: 120, item_id: 'i1' });
+  fake.send({ type: 'input_audio_buffer.speech_stopped', audio_end_ms: 900, item_id: 'i1' });
+  fake.send({ type: 'response.created', response: { id: 'r1' } });
+  fake.send({ type: 'response.audio.delta', response_id: 'r1', item_id: 'a1', delta: audio.toString('base64') });
+  fake.send({ type: 'response.audio.done', response_id: 'r1', item_id: 'a1' });
+  fake.send({ type: 'response.done', response: { id: 'r1', status: 'incomplete', usage: { total_tokens: 50, input_tokens: 30, output_tokens: 20, input_token_details: { audio_tokens: 25, text_tokens: 5 }, output_token_details: { audio_tokens: 20 } } } });
+  const done = await ev.wait('response_done');
+  t.same(ev.all.map((e) => e.type), ['speech_started', 'speech_stopped', 'response_created', 'audio_delta', 'audio_done', 'response_done']);
+  t.same(ev.all[0], { type: 'speech_started', audioStartMs: 120 });
+  t.same(ev.all[1], { type: 'speech_stopped', audioEndMs: 900 });
+  t.ok(ev.deltas('r1').equals(audio));
+  t.equal(done.status, 'incomplete');
+  t.same(done.usage, { input_audio_tokens: 25, output_audio_tokens: 20 }, 'audio tokens only');
+  t.same(done.metered, { audio_in_ms: 0, audio_out_ms: 40, input_audio_tokens: 25, output_audio_tokens: 20 });
+});
+
+t.test('openai: an upstream error is relayed by code only; non-fatal while the socket stays, fatal when it closes', async (t) => {
+  const fake = await scripted(t);
+  const { ev } = await openTo(t, fake.url);
+  fake.send({ type: 'error', error: { type: 'invalid_request_error', code: 'rate_limit_exceeded', message: `Key ${KEY} over quota` } });
+  await sync(fake, ev, 1);
+  fake.send({ type: 'error', error: { code: 'response_cancel_not_active', message: 'nothing to cancel' } });
+  fake.send({ type: 'error', error: { code: 'weird code with spaces', message: KEY } });
+  fake.closeAll(1011);
+  await ev.wait('closed');
+  t.same(ev.all.filter((e) => e.type === 'error' || e.type === 'closed'), [
+    { type: 'error', message: 'provider openai reported an error (rate_limit_exceeded)', fatal: false },
+    { type: 'error', message: 'provider openai reported an error (unknown)', fatal: true },
+    { type: 'closed', unexpected: true },
+  ], 'the benign cancel race is dropped; the last error before the close is fatal');
+  t.notMatch(JSON.stringify(ev.all), KEY);
+});
+
+t.test('openai: barge-in after the reply finished truncates without cancelling; fully played → nothing', async (t) => {
+  const fake = await scripted(t);
+  const { up, ev } = await openTo(t, fake.url);
+  fake.send({ type: 'response.created', response: { id: 'r1' } });
+  fake.send({ type: 'response.output_audio.delta', response_id: 'r1', item_id: 'a1', delta: pcmTone(300).toString('base64') });
+  fake.send({ type: 'response.done', response: { id: 'r1', status: 'completed' } });
+  await ev.wait('response_done');
+  up.cancelResponse('r1', 120.7);
+  up.cancelResponse('r1', 500);
+  up.cancelResponse('unknown', 10);
+  up.commit();
+  await received(fake, 'input_audio_buffer.commit');
+  t.same(fake.received.slice(1), [
+    { type: 'conversation.item.truncate', item_id: 'a1', content_index: 0, audio_end_ms: 120 },
+    { type: 'input_audio_buffer.commit' },
+  ], 'one truncate at the played ms; no cancel (nothing active), nothing when all was played or the id is unknown');
+});
+
+t.test('openai: a refused session.update fails the connect as rejected, without retry', async (t) => {
+  const fake = await scripted(t, { refuseSession: true });
+  const err = await new ProviderBase(new OpenAIRealtimeAdapter({ url: fake.url, apiKey: KEY }), { retries: 2, backoffMs: 1 })
+    .open({ providerModel: 'm' }, () => {}, new AbortController().signal)
+    .catch((e: unknown) => e);
+  t.equal((err as UpstreamError).kind, 'rejected');
+  t.equal(fake.handshakes(), 1);
+  t.notMatch((err as Error).message, KEY);
+});
+
+t.test('openai: handshake statuses: 403 unauthorized, 404 rejected (no retry), 503 retried', async (t) => {
+  for (const [status, kind, attempts] of [[403, 'unauthorized', 1], [404, 'rejected', 1], [503, 'unavailable', 3]] as const) {
+    const fake = await scripted(t, { status });
+    const err = await new ProviderBase(new OpenAIRealtimeAdapter({ url: fake.url, apiKey: KEY }), { retries: 2, backoffMs: 1 })
+      .open({ providerModel: 'm' }, () => {}, new AbortController().signal)
+      .catch((e: unknown) => e);
+    t.ok(err instanceof UpstreamError);
+    t.equal((err as UpstreamError).kind, kind, String(status));
+    t.equal((err as UpstreamError).status, status);
+    t.equal(fake.handshakes(), attempts, `${status}: ${attempts} attempt(s)`);
+  }
+});
+
+t.test('openai live API (OPENAI_API_KEY)', { skip: !process.env.OPENAI_API_KEY && 'OPENAI_API_KEY is not set' }, async (t) => {
+  const ev = new Events();
+  const up = await new ProviderBase(new OpenAIRealtimeAdapter({ apiKey: process.env.OPENAI_API_KEY! }), { connectTimeoutMs: 15_000 }).open(
+    { providerModel: process.env.OPENAI_REALTIME_MODEL ?? 'gpt-realtime', voice: 'alloy' },
+    ev.push,
+    new AbortController().signal,
+  );
+  t.teardown(() => up.close());
+  for (const f of pcmFrames(pcmTone(1000))) up.appendAudio(f);
+  up.commit();
+  up.createResponse();
+  const done = await ev.wait('response_done');
+  t.ok(done.usage, 'the provider reported usage');
+  t.equal(up.usage().audio_in_ms, 1000);
+});

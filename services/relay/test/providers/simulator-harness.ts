@@ -1,0 +1,85 @@
+import { LOCAL_TOKEN_RATIO, startLocalProvider, type ReceivedClientEvent } from '@s2s/local-provider';
+import type { Test } from 'tap';
+import type { ProviderAdapter, UpstreamSessionConfig } from '../../src/providers/index.js';
+import type { AdapterSuiteSpec, UpstreamHarness } from './adapter-suite.js';
+
+export interface SimulatorHarness extends UpstreamHarness {
+  url: string;
+  events: ReceivedClientEvent[];
+  handshakeLog: { path: string; model: string | null; authorized: boolean }[];
+}
+
+/** The local simulator as the fake upstream of the OpenAI protocol, recording what the adapter sent. */
+export async function startSimulatorHarness(
+  opts: { apiKey: string; paced: boolean },
+  makeAdapter: (url: string, apiKey: string) => ProviderAdapter,
+): Promise<SimulatorHarness> {
+  const events: ReceivedClientEvent[] = [];
+  const handshakeLog: SimulatorHarness['handshakeLog'] = [];
+  const sim = await startLocalProvider({
+    port: 0,
+    apiKey: opts.apiKey,
+    // Paced: one delta, then nothing for a minute, so a barge-in always lands mid-reply.
+    replyChunkIntervalMs: opts.paced ? 60_000 : 0,
+    onClientEvent: (e) => events.push(e),
+    onHandshake: (h) => handshakeLog.push(h),
+  });
+  return {
+    url: sim.url,
+    address: `127.0.0.1:${sim.port}`,
+    adapter: makeAdapter(sim.url, opts.apiKey),
+    events,
+    handshakeLog,
+    handshakes: () => handshakeLog.length,
+    drop: () => sim.terminateConnections(),
+    close: () => sim.close(),
+  };
+}
+
+/** The spec of the OpenAI Realtime (GA) protocol against the simulator, shared by `local` and `openai`. */
+export function openAIProtocolSpec(
+  name: string,
+  makeAdapter: (url: string, apiKey: string) => ProviderAdapter,
+): AdapterSuiteSpec<SimulatorHarness> {
+  return {
+    name,
+    start: (opts) => startSimulatorHarness(opts, makeAdapter),
+    adapterFor: (h, url, apiKey) => makeAdapter(url ?? h!.url, apiKey),
+    checkSession(t: Test, h: SimulatorHarness, config: UpstreamSessionConfig) {
+      t.same(h.handshakeLog[0], { path: '/v1/realtime', model: config.providerModel, authorized: true }, 'model in the query, bearer key accepted');
+      const first = h.events[0]?.event;
+      t.same(first, {
+        type: 'session.update',
+        session: {
+          type: 'realtime',
+          output_modalities: ['audio'],
+          audio: {
+            input: { format: { type: 'audio/pcm', rate: 24000 }, turn_detection: { type: 'server_vad' } },
+            output: { format: { type: 'audio/pcm', rate: 24000 }, voice: 'alloy' },
+          },
+        },
+      }, 'GA session.update; an unknown voice maps to alloy');
+    },
+    checkInputAudio(t: Test, h: SimulatorHarness, sent: Buffer) {
+      const appends = h.events.flatMap((e) => (e.event.type === 'input_audio_buffer.append' ? [Buffer.from(e.event.audio, 'base64')] : []));
+      t.equal(appends.length, sent.length / 960, 'one append per 20 ms frame');
+      t.ok(Buffer.concat(appends).equals(sent), 'the audio, byte for byte');
+      const rest = h.events.map((e) => e.event.type).filter((x) => x !== 'input_audio_buffer.append' && x !== 'session.update');
+      t.same(rest, ['input_audio_buffer.commit', 'response.create']);
+    },
+    expectedReply: (sent) => ({
+      pcm: sent,
+      usage: {
+        input_audio_tokens: Math.ceil(sent.length / 48 / LOCAL_TOKEN_RATIO.inputMsPerToken),
+        output_audio_tokens: Math.ceil(sent.length / 48 / LOCAL_TOKEN_RATIO.outputMsPerToken),
+      },
+    }),
+    checkBargeIn(t: Test, h: SimulatorHarness, playedMs: number) {
+      const cancel = h.events.find((e) => e.event.type === 'response.cancel');
+      t.same(cancel?.event, { type: 'response.cancel', response_id: 'resp_1' });
+      const truncate = h.events.find((e) => e.event.type === 'conversation.item.truncate');
+      // item_2: item_1 is the committed input, item_2 the assistant's audio of resp_1.
+      t.same(truncate?.event, { type: 'conversation.item.truncate', item_id: 'item_2', content_index: 0, audio_end_ms: playedMs });
+    },
+  };
+}
