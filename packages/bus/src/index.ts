@@ -6,6 +6,8 @@ import {
   JetStreamApiError,
   RetentionPolicy,
   StorageType,
+  type ConsumerConfig,
+  type ConsumerInfo,
   type JetStreamClient,
   type JetStreamManager,
   type PubAck,
@@ -14,9 +16,11 @@ import { context, propagation } from '@opentelemetry/api';
 import { BusEnvelope, BusMessage, busSubjects, type BusSubjects } from '@s2s/contract';
 
 export type { NatsConnection, Subscription, MsgHdrs } from '@nats-io/nats-core';
-export type { JetStreamClient, JetStreamManager, JsMsg, Consumer, ConsumerConfig } from '@nats-io/jetstream';
+export type { JetStreamClient, JetStreamManager, JsMsg, Consumer, ConsumerConfig, ConsumerInfo, ConsumerMessages } from '@nats-io/jetstream';
 export { AckPolicy, DeliverPolicy, JetStreamApiError } from '@nats-io/jetstream';
 export { nanos } from '@nats-io/nats-core';
+/** A fresh, empty NATS header set (e.g. to copy a message's headers onto a dead-letter copy). */
+export { headers as createHeaders } from '@nats-io/nats-core';
 
 export interface Bus {
   nc: NatsConnection;
@@ -90,7 +94,7 @@ export async function ensureStream(jsm: JetStreamManager, subjects: BusSubjects)
 }
 
 function isNotFound(err: unknown): boolean {
-  return err instanceof JetStreamApiError && (err.code === 10059 || err.status === 404);
+  return err instanceof JetStreamApiError && (err.code === 10059 || err.code === 10014 || err.status === 404);
 }
 
 export function encodeMessage(message: BusMessage): Uint8Array {
@@ -154,4 +158,34 @@ export function subscribeMessages(
       if (decoded.ok) onMessage(decoded.message, msg.subject);
     },
   });
+}
+
+/** True when the server accepts `filter_subjects` (several filters on one consumer): nats-server 2.10+. */
+export function supportsMultipleFilters(nc: NatsConnection): boolean {
+  const [major = 0, minor = 0] = (nc.info?.version ?? '0.0').split('.').map((n) => Number.parseInt(n, 10));
+  return major > 2 || (major === 2 && minor >= 10);
+}
+
+/**
+ * Creates a durable consumer, or brings an existing one to `config` (idempotent, safe from several
+ * processes at once). Only the settings a server lets change are updated on an existing consumer.
+ */
+export async function ensureDurableConsumer(
+  jsm: JetStreamManager,
+  stream: string,
+  config: Partial<ConsumerConfig> & { durable_name: string },
+): Promise<ConsumerInfo> {
+  const { durable_name: name, ack_policy: _a, deliver_policy: _d, ...updatable } = config;
+  try {
+    await jsm.consumers.info(stream, name);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    try {
+      return await jsm.consumers.add(stream, config);
+    } catch (addErr) {
+      // Another process created it between our info and add: fall through to the update.
+      if (!(addErr instanceof JetStreamApiError) || addErr.code !== 10148) throw addErr;
+    }
+  }
+  return jsm.consumers.update(stream, name, updatable);
 }

@@ -1,0 +1,248 @@
+// Billing benchmark (a script, not a test): prints figures, asserts nothing.
+//  (a) usage checkpoints consumed per second by one billing process, from a pre-filled stream;
+//  (b) latency from an end request to the settled message at a steady load of live sessions.
+// Each part uses a fresh database and bus prefix. Run: pnpm --filter @s2s/billing bench
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { connectBus, subscribeMessages, type Bus } from '@s2s/bus';
+import type { UsageCheckpoint } from '@s2s/contract';
+import { publishUsageCheckpoint, requestEnd } from '@s2s/core';
+import { createTestDatabase, checkLedgerInvariants, type TestDatabase } from '@s2s/db/testing';
+import { attach, createOwner, createTestSession } from '../test/fixtures.js';
+
+const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+const serviceRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
+const arg = (name: string, fallback: number) => Number(process.env[`BENCH_${name}`] ?? fallback);
+
+const THROUGHPUT_ATTACHMENTS = arg('ATTACHMENTS', 2000);
+const THROUGHPUT_PER_ATTACHMENT = arg('CHECKPOINTS_PER_ATTACHMENT', 100);
+const LIVE_SESSIONS = arg('LIVE_SESSIONS', 200);
+const ENDS_PER_SECOND = arg('ENDS_PER_SECOND', 10);
+const LATENCY_SECONDS = arg('LATENCY_SECONDS', 30);
+
+interface Env {
+  db: TestDatabase;
+  bus: Bus;
+  prefix: string;
+  close(): Promise<void>;
+}
+
+async function environment(): Promise<Env> {
+  const db = await createTestDatabase();
+  const prefix = `bench_${randomBytes(4).toString('hex')}`;
+  const bus = await connectBus({ url: NATS_URL, prefix, name: 'billing-bench' });
+  return {
+    db,
+    bus,
+    prefix,
+    close: async () => {
+      await bus.jsm.streams.delete(bus.subjects.stream).catch(() => undefined);
+      await bus.close();
+      await db.drop();
+    },
+  };
+}
+
+function billingProcess(env: Env, extra: Record<string, string> = {}): ChildProcess & { exited: Promise<void> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: serviceRoot,
+    env: {
+      ...process.env,
+      NODE_ENV: 'production',
+      DATABASE_URL: env.db.url,
+      NATS_URL,
+      BUS_PREFIX: env.prefix,
+      LOG_LEVEL: 'warn',
+      OTEL_SDK_DISABLED: 'true',
+      ...extra,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return Object.assign(child, { exited });
+}
+
+async function stop(child: ChildProcess & { exited: Promise<void> }) {
+  child.kill('SIGTERM');
+  await child.exited;
+}
+
+function checkpoint(sessionId: string, attachmentId: string, seq: number, final = false): UsageCheckpoint {
+  // Each second of a live attachment: 1000 ms in, 800 ms out, 10 / 16 tokens.
+  return {
+    type: 'usage.checkpoint',
+    version: 1,
+    session_id: sessionId,
+    attachment_id: attachmentId,
+    relay_id: 'bench-relay',
+    seq,
+    audio_in_ms: 1000 * seq,
+    audio_out_ms: 800 * seq,
+    input_audio_tokens: 10 * seq,
+    output_audio_tokens: 16 * seq,
+    final,
+    emitted_at: Date.now(),
+  };
+}
+
+async function liveSessions(env: Env, n: number) {
+  const owner = await createOwner(env.db.db, 1_000_000_000);
+  const out: { id: string; attachmentId: string }[] = [];
+  for (let i = 0; i < n; i++) {
+    const s = await createTestSession(env.db.db, owner);
+    out.push({ id: s.id, attachmentId: await attach(env.db.db, s.id, 'bench-relay') });
+  }
+  return { owner, sessions: out };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function throughput(): Promise<{ events: number; seconds: number; perSecond: number; publishPerSecond: number }> {
+  const env = await environment();
+  try {
+    const { sessions } = await liveSessions(env, THROUGHPUT_ATTACHMENTS);
+    const total = THROUGHPUT_ATTACHMENTS * THROUGHPUT_PER_ATTACHMENT;
+    const publishStart = performance.now();
+    const inFlight = new Set<Promise<void>>();
+    // seq-major order: every attachment's seq 1, then every seq 2, ... as live relays interleave.
+    for (let seq = 1; seq <= THROUGHPUT_PER_ATTACHMENT; seq++) {
+      for (const s of sessions) {
+        const p = publishUsageCheckpoint(env.bus, checkpoint(s.id, s.attachmentId, seq)).finally(() => inFlight.delete(p));
+        inFlight.add(p);
+        if (inFlight.size >= 2000) await Promise.race(inFlight);
+      }
+    }
+    await Promise.all(inFlight);
+    const publishPerSecond = total / ((performance.now() - publishStart) / 1000);
+
+    const child = billingProcess(env);
+    let started: number | undefined;
+    let finished: number | undefined;
+    for (;;) {
+      const info = await env.bus.jsm.consumers.info(env.bus.subjects.stream, 'billing').catch(() => undefined);
+      if (info && started === undefined && info.delivered.stream_seq > 0) started = performance.now();
+      if (info && info.num_pending === 0 && info.num_ack_pending === 0 && info.ack_floor.stream_seq >= total) {
+        finished = performance.now();
+        break;
+      }
+      await sleep(50);
+    }
+    await stop(child);
+    const { rows } = await env.db.db.pool.query<{ n: number }>(
+      `SELECT count(*)::float8 AS n FROM session_attachments WHERE seq = $1 AND audio_in_ms = $2`,
+      [THROUGHPUT_PER_ATTACHMENT, 1000 * THROUGHPUT_PER_ATTACHMENT],
+    );
+    if (rows[0]?.n !== THROUGHPUT_ATTACHMENTS) throw new Error(`only ${rows[0]?.n} attachments reached their last checkpoint`);
+    const seconds = ((finished ?? 0) - (started ?? 0)) / 1000;
+    return { events: total, seconds, perSecond: total / seconds, publishPerSecond };
+  } finally {
+    await env.close();
+  }
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+}
+
+async function latency(): Promise<{ ends: number; p50: number; p99: number; max: number; checkpointsPerSecond: number; invariants: number }> {
+  const env = await environment();
+  const child = billingProcess(env);
+  const relays = new Map<string, { attachmentId: string; seq: number; timer?: NodeJS.Timeout }>();
+  try {
+    const pool = await liveSessions(env, LIVE_SESSIONS + ENDS_PER_SECOND * LATENCY_SECONDS);
+    let published = 0;
+    // A simulated relay per live session: a checkpoint every second, the final one when told to stop.
+    const startRelay = (s: { id: string; attachmentId: string }) => {
+      const relay: { attachmentId: string; seq: number; timer?: NodeJS.Timeout } = { attachmentId: s.attachmentId, seq: 0 };
+      relays.set(s.id, relay);
+      const tick = () => {
+        relay.seq++;
+        published++;
+        void publishUsageCheckpoint(env.bus, checkpoint(s.id, s.attachmentId, relay.seq));
+      };
+      relay.timer = setTimeout(function again() {
+        tick();
+        relay.timer = setTimeout(again, 1000);
+      }, Math.random() * 1000);
+    };
+    const stopSub = subscribeMessages(env.bus.nc, env.bus.subjects.endRequestedAll, (m) => {
+      if (m.type !== 'session.end_requested') return;
+      const relay = relays.get(m.session_id);
+      if (!relay) return;
+      clearTimeout(relay.timer);
+      relay.seq++;
+      published++;
+      void publishUsageCheckpoint(env.bus, checkpoint(m.session_id, relay.attachmentId, relay.seq, true));
+    });
+    const waiting = new Map<string, (at: number) => void>();
+    const settledSub = subscribeMessages(env.bus.nc, env.bus.subjects.settledAll, (m) => {
+      if (m.type === 'session.settled') waiting.get(m.session_id)?.(performance.now());
+    });
+
+    const queue = [...pool.sessions];
+    const live = queue.splice(0, LIVE_SESSIONS);
+    live.forEach(startRelay);
+    await sleep(3000); // warm-up: every relay has published, the consumer has caught up
+
+    const latencies: number[] = [];
+    const pending: Promise<void>[] = [];
+    const checkpointsAtStart = published;
+    const started = performance.now();
+    for (let i = 0; i < ENDS_PER_SECOND * LATENCY_SECONDS; i++) {
+      await sleep(Math.max(0, started + (i * 1000) / ENDS_PER_SECOND - performance.now()));
+      const victim = live.splice(Math.floor(Math.random() * live.length), 1)[0];
+      const fresh = queue.shift();
+      if (fresh) {
+        live.push(fresh);
+        startRelay(fresh);
+      }
+      if (!victim) continue;
+      pending.push(
+        (async () => {
+          const settled = new Promise<number>((resolve) => waiting.set(victim.id, resolve));
+          const t0 = performance.now();
+          await requestEnd({ db: env.db.db, bus: env.bus }, victim.id, 'client_closed');
+          latencies.push((await settled) - t0);
+          waiting.delete(victim.id);
+        })(),
+      );
+    }
+    await Promise.all(pending);
+    const elapsed = (performance.now() - started) / 1000;
+    for (const r of relays.values()) clearTimeout(r.timer);
+    stopSub.unsubscribe();
+    settledSub.unsubscribe();
+    await sleep(500);
+    const invariants = (await checkLedgerInvariants(env.db.db.pool)).length;
+    latencies.sort((a, b) => a - b);
+    return {
+      ends: latencies.length,
+      p50: percentile(latencies, 50),
+      p99: percentile(latencies, 99),
+      max: latencies[latencies.length - 1] ?? NaN,
+      checkpointsPerSecond: (published - checkpointsAtStart) / elapsed,
+      invariants,
+    };
+  } finally {
+    for (const r of relays.values()) clearTimeout(r.timer);
+    await stop(child);
+    await env.close();
+  }
+}
+
+const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+
+const a = await throughput();
+console.log(
+  `(a) usage throughput: ${fmt(a.events)} checkpoints over ${fmt(THROUGHPUT_ATTACHMENTS)} attachments folded in ${fmt(a.seconds, 2)} s ` +
+    `by one billing process = ${fmt(a.perSecond)} events/s (target >= 20,000); pre-publish ran at ${fmt(a.publishPerSecond)}/s`,
+);
+const b = await latency();
+console.log(
+  `(b) end -> settled: ${b.ends} ends at ${ENDS_PER_SECOND}/s with ${LIVE_SESSIONS} live sessions ` +
+    `(${fmt(b.checkpointsPerSecond)} checkpoints/s): p50 ${fmt(b.p50, 1)} ms, p99 ${fmt(b.p99, 1)} ms, max ${fmt(b.max, 1)} ms ` +
+    `(target p99 <= 250 ms); ledger invariant violations: ${b.invariants}`,
+);
+process.exit(0);

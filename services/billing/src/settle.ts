@@ -1,0 +1,156 @@
+import type { Rate, SessionSettled, TerminalStatus } from '@s2s/contract';
+import { AppError, settledCents, type Usage } from '@s2s/core';
+import type { DbHandle } from '@s2s/db';
+import { inTransaction, type Sql } from './sql.js';
+
+export interface Settlement {
+  sessionId: string;
+  status: TerminalStatus;
+  billedCents: number;
+  settledAt: Date;
+}
+
+export type SettleOutcome =
+  | { outcome: 'settled'; settlement: Settlement; usage: Usage }
+  | { outcome: 'already_settled'; settlement: Settlement }
+  | { outcome: 'not_found' }
+  | { outcome: 'not_requested' };
+
+export interface SettlementPlan {
+  status: TerminalStatus;
+  billedCents: number;
+  /** What the wallet's reserved amount drops by: the session's whole open reservation. */
+  releaseCents: number;
+}
+
+/**
+ * What settling a session does to the money (decisions.md, Money): bill the formula on the rate snapshot
+ * and the server-measured usage, never above the preauthorization, and release the reservation.
+ */
+export function planSettlement(s: {
+  rate: Rate;
+  usage: Usage;
+  preauthorizedCents: number;
+  reservedCents: number;
+  terminalStatus: TerminalStatus;
+}): SettlementPlan {
+  return {
+    status: s.terminalStatus,
+    billedCents: settledCents(s.rate, s.usage, s.preauthorizedCents),
+    releaseCents: s.reservedCents,
+  };
+}
+
+export function settledMessage(s: Settlement): SessionSettled {
+  return {
+    type: 'session.settled',
+    version: 1,
+    session_id: s.sessionId,
+    status: s.status,
+    billed_cents: s.billedCents,
+    settled_at: s.settledAt.getTime(),
+  };
+}
+
+interface SessionForSettlement {
+  wallet_id: string;
+  status: string;
+  terminal_status: TerminalStatus | null;
+  end_requested_at: Date | null;
+  settled_at: Date | null;
+  preauthorized_cents: number;
+  reserved_cents: number;
+  billed_cents: number;
+  per_minute: number;
+  audio_in_token: number;
+  audio_out_token: number;
+  relay_fee_milli_cents: number;
+}
+
+/**
+ * Settles one ended session in one transaction: session row locked, then settlements row (its primary key
+ * makes a second settler a no-op), wallet charged and reservation released, one `charge` ledger row, and
+ * the session made terminal with its final usage. A session already settled is answered as it was.
+ */
+export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; input: { sessionId: string } }): Promise<SettleOutcome> {
+  const { sessionId } = input;
+  return inTransaction(ctx.db.pool, async (sql) => {
+    const { rows } = await sql.query<SessionForSettlement>(
+      `SELECT s.wallet_id, s.status, s.terminal_status, s.end_requested_at, s.settled_at,
+              s.preauthorized_cents, s.reserved_cents, s.billed_cents,
+              r.per_minute, r.audio_in_token, r.audio_out_token, r.relay_fee_milli_cents
+         FROM voice_sessions s JOIN rate_snapshots r ON r.id = s.rate_snapshot_id
+        WHERE s.id = $1
+          FOR UPDATE OF s`,
+      [sessionId],
+    );
+    const s = rows[0];
+    if (!s) return { outcome: 'not_found' };
+    if (s.settled_at) {
+      return {
+        outcome: 'already_settled',
+        settlement: { sessionId, status: s.status as TerminalStatus, billedCents: s.billed_cents, settledAt: s.settled_at },
+      };
+    }
+    if (!s.end_requested_at || !s.terminal_status) return { outcome: 'not_requested' };
+
+    const usage = await attachmentUsage(sql, sessionId);
+    const plan = planSettlement({
+      rate: {
+        per_minute: s.per_minute,
+        audio_in_token: s.audio_in_token,
+        audio_out_token: s.audio_out_token,
+        relay_fee_milli_cents: s.relay_fee_milli_cents,
+      },
+      usage,
+      preauthorizedCents: s.preauthorized_cents,
+      reservedCents: s.reserved_cents,
+      terminalStatus: s.terminal_status,
+    });
+
+    const inserted = await sql.query(
+      `INSERT INTO settlements (session_id, status, billed_cents, audio_in_ms, audio_out_ms, input_audio_tokens, output_audio_tokens)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (session_id) DO NOTHING
+       RETURNING session_id`,
+      [sessionId, plan.status, plan.billedCents, usage.audio_in_ms, usage.audio_out_ms, usage.input_audio_tokens, usage.output_audio_tokens],
+    );
+    // Both rows are written in this one transaction under the session lock, so this cannot happen.
+    if (inserted.rowCount !== 1) throw new AppError('internal_error', 'settlements row exists for an unsettled session');
+
+    await sql.query(
+      `UPDATE wallets SET balance_cents = balance_cents - $2, reserved_cents = reserved_cents - $3, updated_at = now()
+        WHERE id = $1`,
+      [s.wallet_id, plan.billedCents, plan.releaseCents],
+    );
+    await sql.query(`INSERT INTO ledger_entries (wallet_id, kind, amount_cents, session_id) VALUES ($1, 'charge', $2, $3)`, [
+      s.wallet_id,
+      plan.billedCents,
+      sessionId,
+    ]);
+    const updated = await sql.query<{ settled_at: Date }>(
+      `UPDATE voice_sessions
+          SET status = terminal_status, settled_at = now(), reserved_cents = 0, billed_cents = $2,
+              audio_in_ms = $3, audio_out_ms = $4, input_audio_tokens = $5, output_audio_tokens = $6
+        WHERE id = $1
+        RETURNING settled_at`,
+      [sessionId, plan.billedCents, usage.audio_in_ms, usage.audio_out_ms, usage.input_audio_tokens, usage.output_audio_tokens],
+    );
+    const settledAt = updated.rows[0]?.settled_at;
+    if (!settledAt) throw new AppError('internal_error', 'settled session row vanished');
+    return { outcome: 'settled', settlement: { sessionId, status: plan.status, billedCents: plan.billedCents, settledAt }, usage };
+  });
+}
+
+async function attachmentUsage(sql: Sql, sessionId: string): Promise<Usage> {
+  const { rows } = await sql.query<Usage>(
+    `SELECT coalesce(sum(audio_in_ms), 0)::float8 AS audio_in_ms, coalesce(sum(audio_out_ms), 0)::float8 AS audio_out_ms,
+            coalesce(sum(input_audio_tokens), 0)::float8 AS input_audio_tokens,
+            coalesce(sum(output_audio_tokens), 0)::float8 AS output_audio_tokens
+       FROM session_attachments WHERE session_id = $1`,
+    [sessionId],
+  );
+  const u = rows[0];
+  if (!u) throw new AppError('internal_error', 'usage sum returned no row');
+  return u;
+}

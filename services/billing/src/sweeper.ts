@@ -1,0 +1,120 @@
+import type { Bus } from '@s2s/bus';
+import type { EndCause, TerminalStatus } from '@s2s/contract';
+import { announceEnd, expiryCause, requestEnd, IDEMPOTENCY_RETENTION_HOURS } from '@s2s/core';
+import type { DbHandle } from '@s2s/db';
+import type { Logger } from '@s2s/telemetry';
+import type { BillingConfig } from './config.js';
+
+export interface SweepResult {
+  expired: number;
+  reannounced: number;
+  idempotencyKeysDeleted: number;
+}
+
+export interface Sweeper {
+  start(): void;
+  stop(): Promise<void>;
+  /** One pass; exported for tests. */
+  sweepOnce(): Promise<SweepResult>;
+}
+
+/**
+ * Expires idle and over-long sessions, re-announces ends that were recorded but never settled (a publish
+ * lost to a crash or a broker outage), and purges old idempotency keys. Every action is idempotent
+ * (requestEnd's first cause wins, settlement dedups), so any number of replicas may sweep at once.
+ */
+export function createSweeper(deps: { db: DbHandle; bus: Bus; config: BillingConfig; logger: Logger }): Sweeper {
+  const { db, bus, config, logger } = deps;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<unknown> | undefined;
+  let stopped = false;
+
+  async function expire(): Promise<number> {
+    const { rows } = await db.pool.query<{ id: string; last_activity_at: Date; idle_timeout_seconds: number; max_ends_at: Date; now: Date }>(
+      `SELECT id, last_activity_at, idle_timeout_seconds, max_ends_at, now() AS now
+         FROM voice_sessions
+        WHERE settled_at IS NULL AND end_requested_at IS NULL
+          AND (max_ends_at <= now() OR last_activity_at + make_interval(secs => idle_timeout_seconds) <= now())
+        ORDER BY least(max_ends_at, last_activity_at + make_interval(secs => idle_timeout_seconds))
+        LIMIT $1`,
+      [config.SWEEP_LIMIT],
+    );
+    let n = 0;
+    for (const r of rows) {
+      const cause = expiryCause({ lastActivityAt: r.last_activity_at, idleTimeoutSeconds: r.idle_timeout_seconds, maxEndsAt: r.max_ends_at }, r.now);
+      if (!cause) continue;
+      try {
+        const end = await requestEnd({ db, bus }, r.id, cause);
+        if (end?.first) {
+          n++;
+          logger.info({ session_id: r.id, cause }, 'session expired');
+        }
+      } catch (err) {
+        // An end recorded but not announced is re-announced by a later sweep.
+        logger.warn({ err, session_id: r.id, cause }, 'expiring a session failed');
+      }
+    }
+    return n;
+  }
+
+  async function reannounce(): Promise<number> {
+    const { rows } = await db.pool.query<{ id: string; end_cause: EndCause; terminal_status: TerminalStatus; end_requested_at: Date }>(
+      `SELECT id, end_cause, terminal_status, end_requested_at
+         FROM voice_sessions
+        WHERE settled_at IS NULL AND end_requested_at IS NOT NULL AND end_cause IS NOT NULL AND terminal_status IS NOT NULL
+          AND end_requested_at <= now() - make_interval(secs => $1::float8 / 1000)
+        ORDER BY end_requested_at
+        LIMIT $2`,
+      [config.END_GRACE_MS * 2, config.SWEEP_LIMIT],
+    );
+    let n = 0;
+    for (const r of rows) {
+      try {
+        await announceEnd(bus, { sessionId: r.id, cause: r.end_cause, terminalStatus: r.terminal_status, requestedAt: r.end_requested_at });
+        n++;
+      } catch (err) {
+        logger.warn({ err, session_id: r.id }, 're-announcing an end request failed');
+      }
+    }
+    if (n > 0) logger.warn({ sessions: n }, 'unsettled end requests re-announced');
+    return n;
+  }
+
+  async function purgeIdempotencyKeys(): Promise<number> {
+    const { rowCount } = await db.pool.query(
+      `DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY(
+         SELECT ctid FROM idempotency_keys WHERE created_at < now() - make_interval(hours => $1) LIMIT $2))`,
+      [IDEMPOTENCY_RETENTION_HOURS, config.SWEEP_LIMIT],
+    );
+    return rowCount ?? 0;
+  }
+
+  async function sweepOnce(): Promise<SweepResult> {
+    const expired = await expire();
+    const reannounced = await reannounce();
+    const idempotencyKeysDeleted = await purgeIdempotencyKeys();
+    return { expired, reannounced, idempotencyKeysDeleted };
+  }
+
+  function schedule() {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      running = sweepOnce()
+        .catch((err: unknown) => logger.error({ err }, 'sweep failed'))
+        .finally(schedule);
+    }, config.SWEEP_INTERVAL_MS);
+  }
+
+  return {
+    sweepOnce,
+    start() {
+      stopped = false;
+      schedule();
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,276 @@
+// Test fixtures: rows made the way the control plane makes them, usage published the way the relay
+// publishes it, and a per-test harness (own database, own bus prefix, LIFO clean-up).
+import { randomBytes } from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Test } from 'tap';
+import { connectBus, type Bus } from '@s2s/bus';
+import type { Rate, UsageCheckpoint } from '@s2s/contract';
+import {
+  createSession,
+  issueApiKey,
+  newId,
+  newTraceId,
+  publishUsageCheckpoint,
+  type AuthenticatedKey,
+  type SessionRecord,
+} from '@s2s/core';
+import { createDb, type DbHandle } from '@s2s/db';
+import { checkLedgerInvariants, createTestDatabase } from '@s2s/db/testing';
+import { createLogger, type Logger } from '@s2s/telemetry';
+import { loadConfig, type BillingConfig } from '../src/config.js';
+import { createBillingConsumer, type BillingConsumer } from '../src/consumer.js';
+
+export const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+
+/** 6 cents a minute of audio, 0.01 / 0.02 cents per input / output token, 0.5 cent relay fee. */
+export const TEST_RATE: Rate = { per_minute: 6000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 };
+/** preauthorizationCents(TEST_RATE, 10): 600 000 ms audio + 3000 in / 6000 out tokens + fee = 210 500 mc. */
+export const TEST_PREAUTH_CENTS = 211;
+
+type TapLike = Pick<Test, 'teardown' | 'same'>;
+
+export interface Harness {
+  url: string;
+  /** The test's own connections (not shared with any consumer under test). */
+  db: DbHandle;
+  bus: Bus;
+  prefix: string;
+  logger: Logger;
+  /** Runs at teardown, last registered first. */
+  defer(fn: () => unknown): void;
+}
+
+export async function harness(t: TapLike): Promise<Harness> {
+  const cleanups: (() => unknown)[] = [];
+  t.teardown(async () => {
+    for (const fn of cleanups.reverse()) await fn();
+  });
+  const testDb = await createTestDatabase();
+  cleanups.push(() => testDb.drop());
+  const prefix = `t_${randomBytes(4).toString('hex')}`;
+  const bus = await connectBus({ url: NATS_URL, prefix, name: 'billing-test' });
+  cleanups.push(async () => {
+    await bus.jsm.streams.delete(bus.subjects.stream).catch(() => undefined);
+    await bus.close();
+  });
+  const logger = createLogger({ service: 'billing-test', level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  return { url: testDb.url, db: testDb.db, bus, prefix, logger, defer: (fn) => cleanups.push(fn) };
+}
+
+/** Billing configuration for tests: short grace, waits and backoffs. */
+export function testConfig(h: Pick<Harness, 'url' | 'prefix'>, overrides: Record<string, string> = {}): BillingConfig {
+  return loadConfig({ ...testEnv(h), ...overrides });
+}
+
+export function testEnv(h: Pick<Harness, 'url' | 'prefix'>): Record<string, string> {
+  return {
+    NODE_ENV: 'test',
+    DATABASE_URL: h.url,
+    NATS_URL,
+    BUS_PREFIX: h.prefix,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    END_GRACE_MS: '400',
+    SWEEP_INTERVAL_MS: '200',
+    ACK_WAIT_MS: '5000',
+    NAK_BASE_MS: '50',
+    NAK_MAX_MS: '200',
+    MAX_DELIVER: '5',
+    OTEL_SDK_DISABLED: 'true',
+  };
+}
+
+/** An in-process consumer with its own bus connection and pool, stopped at teardown. */
+export async function startConsumer(h: Harness, config: BillingConfig): Promise<{ consumer: BillingConsumer; bus: Bus; db: DbHandle }> {
+  const bus = await connectBus({ url: NATS_URL, prefix: h.prefix, name: 'billing-under-test' });
+  const db = createDb(h.url, { max: 4 });
+  const consumer = createBillingConsumer({ db, bus, config, logger: h.logger });
+  h.defer(async () => {
+    await consumer.stop();
+    await bus.close();
+    await db.close();
+  });
+  await consumer.start();
+  return { consumer, bus, db };
+}
+
+/** `node --import tsx services/billing/src/main.ts` as a real child process. */
+export function spawnBilling(h: Harness, env: Record<string, string> = {}): ChildProcess & { exited: Promise<number | null> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'services/billing/src/main.ts'], {
+    cwd: repoRoot,
+    env: { ...process.env, ...testEnv(h), ...env },
+    stdio: ['ignore', 'ignore', process.env.TEST_LOG_LEVEL ? 'inherit' : 'ignore'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ? 128 + 9 : code)));
+  h.defer(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  });
+  return Object.assign(child, { exited });
+}
+
+export interface Owner {
+  walletId: string;
+  key: AuthenticatedKey;
+  secret: string;
+  modelId: string;
+}
+
+/** A wallet credited like the operator API does (balance and a credit ledger row), its key, and a model. */
+export async function createOwner(db: DbHandle, balanceCents = 10_000, rate: Rate = TEST_RATE): Promise<Owner> {
+  const walletId = newId('wal');
+  const keyId = newId('key');
+  const issued = issueApiKey();
+  const modelId = `test/m-${randomBytes(4).toString('hex')}`;
+  const rateId = newId('rate');
+  await db.pool.query(`INSERT INTO wallets (id, balance_cents) VALUES ($1, $2)`, [walletId, balanceCents]);
+  await db.pool.query(`INSERT INTO ledger_entries (wallet_id, kind, amount_cents) VALUES ($1, 'credit', $2)`, [walletId, balanceCents]);
+  await db.pool.query(`INSERT INTO api_keys (id, secret_hash, prefix, wallet_id) VALUES ($1, $2, $3, $4)`, [
+    keyId,
+    issued.hash,
+    issued.displayPrefix,
+    walletId,
+  ]);
+  const capabilities = { speech_to_speech: true, server_vad: true, barge_in: true, input_transcription: 'optional', output_transcription: 'optional' };
+  const format = { type: 'audio/pcm', encoding: 'pcm16le', sample_rate_hz: 24000, channels: 1 };
+  await db.pool.query(
+    `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved, capabilities, audio, modalities)
+     VALUES ($1, 'Test', 'test', 'local', 'echo', true, true, $2, $3, $4)`,
+    [modelId, capabilities, { input: format, output: format }, { input: ['audio'], output: ['audio'] }],
+  );
+  await db.pool.query(
+    `INSERT INTO rate_snapshots (id, model_id, source, per_minute, audio_in_token, audio_out_token, relay_fee_milli_cents)
+     VALUES ($1, $2, 'upstream_derived', $3, $4, $5, $6)`,
+    [rateId, modelId, rate.per_minute, rate.audio_in_token, rate.audio_out_token, rate.relay_fee_milli_cents],
+  );
+  await db.pool.query(`UPDATE catalog_models SET current_rate_id = $1 WHERE id = $2`, [rateId, modelId]);
+  return { walletId, key: { keyId, walletId }, secret: issued.secret, modelId };
+}
+
+/** A `ready` session with its reservation, through the same core function the control plane uses. */
+export async function createTestSession(
+  db: DbHandle,
+  owner: Owner,
+  settings: { idleTimeoutSeconds?: number; maxSeconds?: number } = {},
+): Promise<SessionRecord> {
+  const { session } = await createSession({
+    db,
+    input: { key: owner.key, request: { model: owner.modelId, mode: 'speech_to_speech' }, traceId: newTraceId() },
+    settings: { preauthMinutes: 10, idleTimeoutSeconds: settings.idleTimeoutSeconds ?? 300, maxSeconds: settings.maxSeconds ?? 3600 },
+  });
+  return session;
+}
+
+/** What the relay does on attach and first input: an attachment row, activity, `active`. */
+export async function attach(db: DbHandle, sessionId: string, relayId = 'relay-1'): Promise<string> {
+  const id = newId('att');
+  await db.pool.query(`INSERT INTO session_attachments (id, session_id, relay_id) VALUES ($1, $2, $3)`, [id, sessionId, relayId]);
+  await db.pool.query(
+    `UPDATE voice_sessions SET last_activity_at = now(), status = CASE WHEN status = 'ready' THEN 'active' ELSE status END,
+            activated_at = coalesce(activated_at, now()) WHERE id = $1`,
+    [sessionId],
+  );
+  return id;
+}
+
+export interface Counters {
+  audio_in_ms: number;
+  audio_out_ms: number;
+  input_audio_tokens: number;
+  output_audio_tokens: number;
+}
+
+export function checkpoint(sessionId: string, attachmentId: string, seq: number, c: Counters, final = false): UsageCheckpoint {
+  return {
+    type: 'usage.checkpoint',
+    version: 1,
+    session_id: sessionId,
+    attachment_id: attachmentId,
+    relay_id: 'relay-1',
+    seq,
+    ...c,
+    final,
+    emitted_at: Date.now(),
+  };
+}
+
+/** Cumulative checkpoints of one attachment: `steps` increments, seq 1..n, the last one `final` if asked. */
+export function history(sessionId: string, attachmentId: string, steps: Counters[], final = true): UsageCheckpoint[] {
+  const acc: Counters = { audio_in_ms: 0, audio_out_ms: 0, input_audio_tokens: 0, output_audio_tokens: 0 };
+  return steps.map((d, i) => {
+    acc.audio_in_ms += d.audio_in_ms;
+    acc.audio_out_ms += d.audio_out_ms;
+    acc.input_audio_tokens += d.input_audio_tokens;
+    acc.output_audio_tokens += d.output_audio_tokens;
+    return checkpoint(sessionId, attachmentId, i + 1, { ...acc }, final && i === steps.length - 1);
+  });
+}
+
+export function publish(bus: Bus, checkpoints: UsageCheckpoint[]): Promise<void[]> {
+  return Promise.all(checkpoints.map((c) => publishUsageCheckpoint(bus, c)));
+}
+
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export interface SessionRow {
+  status: string;
+  settled_at: Date | null;
+  billed_cents: number;
+  reserved_cents: number;
+  audio_in_ms: number;
+  audio_out_ms: number;
+  input_audio_tokens: number;
+  output_audio_tokens: number;
+  end_cause: string | null;
+}
+
+export async function sessionRow(db: DbHandle, id: string): Promise<SessionRow> {
+  const { rows } = await db.pool.query<SessionRow>(
+    `SELECT status, settled_at, billed_cents, reserved_cents, audio_in_ms::float8 AS audio_in_ms, audio_out_ms::float8 AS audio_out_ms,
+            input_audio_tokens::float8 AS input_audio_tokens, output_audio_tokens::float8 AS output_audio_tokens, end_cause
+       FROM voice_sessions WHERE id = $1`,
+    [id],
+  );
+  if (!rows[0]) throw new Error(`no session ${id}`);
+  return rows[0];
+}
+
+export function waitSettled(db: DbHandle, id: string, timeoutMs?: number): Promise<SessionRow> {
+  return waitFor(`settlement of ${id}`, async () => {
+    const row = await sessionRow(db, id);
+    return row.settled_at ? row : undefined;
+  }, timeoutMs);
+}
+
+export async function walletOf(db: DbHandle, walletId: string): Promise<{ balance: number; reserved: number; charges: number }> {
+  const { rows } = await db.pool.query<{ balance: number; reserved: number; charges: number }>(
+    `SELECT w.balance_cents::float8 AS balance, w.reserved_cents::float8 AS reserved,
+            (SELECT count(*) FROM ledger_entries l WHERE l.wallet_id = w.id AND l.kind = 'charge')::float8 AS charges
+       FROM wallets w WHERE w.id = $1`,
+    [walletId],
+  );
+  if (!rows[0]) throw new Error(`no wallet ${walletId}`);
+  return rows[0];
+}
+
+/** The ledger invariants of decisions.md, over the whole test database. */
+export async function assertLedger(t: TapLike, db: DbHandle): Promise<void> {
+  t.same(await checkLedgerInvariants(db.pool), [], 'ledger invariants hold');
+}
+
+export async function count(db: DbHandle, sql: string, values: unknown[] = []): Promise<number> {
+  const { rows } = await db.pool.query<{ n: number }>(`SELECT (${sql})::float8 AS n`, values);
+  return rows[0]?.n ?? 0;
+}
