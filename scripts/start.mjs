@@ -88,8 +88,8 @@ async function ensureNats() {
   env.NATS_URL = `nats://127.0.0.1:${port}`;
 }
 
-function start(name, cmd, args, { quiet = false, extraEnv = {} } = {}) {
-  const child = spawn(cmd, args, { cwd: root, env: { ...env, ...extraEnv }, stdio: ['ignore', quiet ? 'ignore' : 'inherit', 'inherit'] });
+function start(name, cmd, args, { quiet = false, extraEnv = {}, cwd = root } = {}) {
+  const child = spawn(cmd, args, { cwd, env: { ...env, ...extraEnv }, stdio: ['ignore', quiet ? 'ignore' : 'inherit', 'inherit'] });
   const entry = { name, child, stop: () => child.kill('SIGTERM') };
   children.push(entry);
   child.on('exit', (code, signal) => {
@@ -100,8 +100,11 @@ function start(name, cmd, args, { quiet = false, extraEnv = {} } = {}) {
   return entry;
 }
 
-function runService(name, entry, extraEnv) {
-  return start(name, process.execPath, ['--import', 'tsx', join(root, entry)], { extraEnv });
+// Each service runs from its own folder so the telemetry hook resolves; the hook must load before
+// express, http and pg are imported for ESM instrumentation to see them.
+function runService(name, extraEnv) {
+  const cwd = join(root, 'services', name);
+  return start(name, process.execPath, ['--import', 'tsx', '--import', '@s2s/telemetry/register', 'src/main.ts'], { extraEnv, cwd });
 }
 
 async function shutdown(code = 0) {
@@ -153,10 +156,10 @@ async function main() {
   });
   if (migrated.status !== 0) throw new Error('database migration failed');
 
-  runService('local-provider', 'services/local-provider/src/main.ts', { LOCAL_PROVIDER_PORT: String(providerPort) });
-  runService('billing', 'services/billing/src/main.ts');
-  runService('relay', 'services/relay/src/main.ts', { RELAY_PORT: String(relayPort) });
-  runService('control-plane', 'services/control-plane/src/main.ts', { HTTP_PORT: String(httpPort) });
+  runService('local-provider', { LOCAL_PROVIDER_PORT: String(providerPort) });
+  runService('billing', { HEALTH_PORT: String(Number(env.BILLING_HEALTH_PORT ?? 8082)) });
+  runService('relay', { RELAY_PORT: String(relayPort) });
+  runService('control-plane', { HTTP_PORT: String(httpPort) });
 
   const base = `http://127.0.0.1:${httpPort}`;
   await waitFor(async () => {

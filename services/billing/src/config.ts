@@ -20,6 +20,9 @@ export const BillingEnv = CommonEnv.extend({
   NAK_MAX_MS: envInt(30_000, { min: 1, max: 600_000 }),
   // Sessions settled at once (each its own transaction).
   SETTLE_CONCURRENCY: envInt(4, { min: 1, max: 64 }),
+  // Port of /healthz and /readyz for probes; unset runs none (several test consumers share a machine).
+  HEALTH_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  HOST: z.string().default('127.0.0.1'),
   // Database connections of this process.
   DB_POOL_SIZE: envInt(8, { min: 2, max: 100 }),
   // TEST ONLY: `exit_after_commit` exits the process (code 137) right after any fold or settlement commit,
