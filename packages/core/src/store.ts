@@ -4,7 +4,7 @@ import type { DbOrTx, DbHandle } from '@s2s/db';
 import { AppError, errors } from './errors.js';
 import { bearerToken, hashApiKey, isApiKeyShaped } from './ids.js';
 import type { SessionView } from './session-resource.js';
-import { terminalStatusFor } from './status.js';
+import { expiryCause, terminalStatusFor } from './status.js';
 
 export interface AuthenticatedKey {
   keyId: string;
@@ -148,6 +148,25 @@ export async function loadOwnedSession(db: DbOrTx, sessionId: string, keyId: str
   throw exists ? errors.invalidKey() : errors.sessionNotFound();
 }
 
+interface LockedSession {
+  status: SessionStatus;
+  end_requested_at: Date | null;
+  end_cause: EndCause | null;
+  terminal_status: TerminalStatus | null;
+  settled_at: Date | null;
+  last_activity_at: Date;
+  idle_timeout_seconds: number;
+  max_ends_at: Date;
+  db_now: Date;
+}
+
+const EXPIRY_CAUSES: ReadonlySet<EndCause> = new Set(['idle_timeout', 'max_duration']);
+
+function stillExpired(s: LockedSession, now: Date): boolean {
+  const clock = { lastActivityAt: s.last_activity_at, idleTimeoutSeconds: s.idle_timeout_seconds, maxEndsAt: s.max_ends_at };
+  return expiryCause(clock, now) !== null;
+}
+
 export interface EndRequest {
   sessionId: string;
   cause: EndCause;
@@ -159,24 +178,29 @@ export interface EndRequest {
 
 /**
  * Records that a session must end (the first cause wins) and announces it on the bus so that the relay
- * holding it stops and billing settles it. Safe to repeat: the announcement has a fixed Msg-Id and the
+ * holding it stops and billing settles it. An expiry cause only takes effect if the session is still
+ * expired under the row lock (by `opts.now`, else the database clock); otherwise null is returned. Safe to repeat: the announcement has a fixed Msg-Id and the
  * billing sweeper re-announces requests that were recorded but never settled.
  */
 export async function requestEnd(
   deps: { db: DbHandle; bus: Bus },
   sessionId: string,
   cause: EndCause,
+  opts: { now?: Date } = {},
 ): Promise<EndRequest | null> {
   const decided = await deps.db.prisma.$transaction(async (tx) => {
-    const rows = await tx.$queryRaw<
-      { status: SessionStatus; end_requested_at: Date | null; end_cause: EndCause | null; terminal_status: TerminalStatus | null; settled_at: Date | null }[]
-    >`SELECT status, end_requested_at, end_cause, terminal_status, settled_at FROM voice_sessions WHERE id = ${sessionId} FOR UPDATE`;
+    const rows = await tx.$queryRaw<LockedSession[]>`
+      SELECT status, end_requested_at, end_cause, terminal_status, settled_at,
+             last_activity_at, idle_timeout_seconds, max_ends_at, now() AS db_now
+        FROM voice_sessions WHERE id = ${sessionId} FOR UPDATE`;
     const s = rows[0];
     if (!s) return null;
     if (s.end_requested_at && s.end_cause && s.terminal_status) {
       return { cause: s.end_cause, terminalStatus: s.terminal_status, requestedAt: s.end_requested_at, first: false };
     }
     if (s.settled_at) return null;
+    // An expiry decided from an earlier read must still hold under the lock: activity may have moved it.
+    if (EXPIRY_CAUSES.has(cause) && !stillExpired(s, opts.now ?? s.db_now)) return null;
     const terminalStatus = terminalStatusFor(cause, s.status);
     const [updated] = await tx.$queryRaw<{ end_requested_at: Date }[]>`
       UPDATE voice_sessions SET end_requested_at = now(), end_cause = ${cause}, terminal_status = ${terminalStatus}

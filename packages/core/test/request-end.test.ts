@@ -1,0 +1,74 @@
+import { randomBytes } from 'node:crypto';
+import t from 'tap';
+import { connectBus, subscribeMessages, type BusMessage } from '@s2s/bus';
+import { createTestDatabase } from '@s2s/db/testing';
+import { createSession, issueApiKey, newId, requestEnd } from '../src/index.js';
+
+const SETTINGS = { preauthMinutes: 10, idleTimeoutSeconds: 300, maxSeconds: 3600 };
+
+async function setup(t: Parameters<typeof createTestDatabase>[0] & { teardown(fn: () => unknown): void }) {
+  const { db } = await createTestDatabase(t);
+  const bus = await connectBus({ url: 'nats://127.0.0.1:4222', prefix: `t_${randomBytes(4).toString('hex')}` });
+  t.teardown(async () => {
+    await bus.jsm.streams.delete(bus.subjects.stream).catch(() => {});
+    await bus.close();
+  });
+  const walletId = newId('wal');
+  const keyId = newId('key');
+  const k = issueApiKey();
+  await db.pool.query('INSERT INTO wallets (id, balance_cents) VALUES ($1, 1000)', [walletId]);
+  await db.pool.query('INSERT INTO api_keys (id, secret_hash, prefix, wallet_id) VALUES ($1, $2, $3, $4)', [keyId, k.hash, k.displayPrefix, walletId]);
+  await db.pool.query(
+    `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved, capabilities, audio, modalities)
+     VALUES ('local/a', 'A', 'test', 'local', 'm', true, true, '{"speech_to_speech":true}', '{}', '{}')`,
+  );
+  await db.pool.query(
+    `INSERT INTO rate_snapshots (id, model_id, source, per_minute, audio_in_token, audio_out_token, relay_fee_milli_cents)
+     VALUES ('rate_a', 'local/a', 'upstream_derived', 1000, 10, 20, 500)`,
+  );
+  await db.pool.query(`UPDATE catalog_models SET current_rate_id = 'rate_a' WHERE id = 'local/a'`);
+  const make = async () =>
+    (
+      await createSession({
+        db,
+        input: { key: { keyId, walletId }, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: randomBytes(16).toString('hex') },
+        settings: SETTINGS,
+      })
+    ).session;
+  return { db, bus, make };
+}
+
+t.test('the first cause wins and is announced once per Msg-Id', async (t) => {
+  const { db, bus, make } = await setup(t);
+  const s = await make();
+  const seen: BusMessage[] = [];
+  const sub = subscribeMessages(bus.nc, bus.subjects.endRequested(s.id), (m) => seen.push(m));
+  t.teardown(() => sub.unsubscribe());
+
+  const first = await requestEnd({ db, bus }, s.id, 'client_closed');
+  t.match(first, { sessionId: s.id, cause: 'client_closed', terminalStatus: 'cancelled', first: true });
+  const second = await requestEnd({ db, bus }, s.id, 'error');
+  t.match(second, { cause: 'client_closed', terminalStatus: 'cancelled', first: false }, 'a later cause does not replace it');
+  await bus.nc.flush();
+  t.ok(seen.length >= 1);
+  t.match(seen[0], { type: 'session.end_requested', session_id: s.id, cause: 'client_closed', terminal_status: 'cancelled' });
+  const info = await bus.jsm.streams.info(bus.subjects.stream);
+  t.equal(info.state.messages, 1, 'the repeated announcement is a duplicate the stream dropped');
+  t.equal(await requestEnd({ db, bus }, 'vs_missing', 'client_closed'), null);
+});
+
+t.test('an expiry cause re-checks the deadline under the lock', async (t) => {
+  const { db, bus, make } = await setup(t);
+  const s = await make();
+  // Decided from a stale read 301 s after creation, but activity moved the deadline meanwhile.
+  const late = new Date(s.createdAt.getTime() + 301_000);
+  await db.pool.query(`UPDATE voice_sessions SET last_activity_at = $2 WHERE id = $1`, [s.id, new Date(late.getTime() - 1000)]);
+  t.equal(await requestEnd({ db, bus }, s.id, 'idle_timeout', { now: late }), null, 'not expired any more: nothing happens');
+  const row = await db.pool.query('SELECT end_requested_at FROM voice_sessions WHERE id = $1', [s.id]);
+  t.equal(row.rows[0].end_requested_at, null);
+
+  const muchLater = new Date(late.getTime() + 300_000);
+  t.match(await requestEnd({ db, bus }, s.id, 'idle_timeout', { now: muchLater }), { terminalStatus: 'expired', first: true });
+  const fresh = await make();
+  t.equal(await requestEnd({ db, bus }, fresh.id, 'max_duration'), null, 'by the database clock a fresh session is not past its maximum');
+});
