@@ -1,5 +1,8 @@
 import { z } from 'zod';
 
+// Services build their config schemas with the same zod instance as these helpers (they do not depend on zod).
+export { z };
+
 /** "true"/"1"/"yes" and "false"/"0"/"no": z.coerce.boolean() would read "false" as true. */
 export const envBoolean = (defaultValue: boolean) =>
   z

@@ -5,3 +5,5 @@ export * from './errors.js';
 export * from './config.js';
 export * from './session-resource.js';
 export * from './store.js';
+export * from './sessions.js';
+export * from './usage.js';

@@ -1,0 +1,88 @@
+import { randomBytes } from 'node:crypto';
+import t from 'tap';
+import { createTestDatabase } from '@s2s/db/testing';
+import { createSession, issueApiKey, newId, preauthorizationCents, type SessionSettings } from '../src/index.js';
+
+const SETTINGS: SessionSettings = { preauthMinutes: 10, idleTimeoutSeconds: 300, maxSeconds: 3600 };
+const RATE = { per_minute: 1000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 };
+
+async function fixtures(t: Parameters<typeof createTestDatabase>[0]) {
+  const { db } = await createTestDatabase(t);
+  const walletId = newId('wal');
+  const keyId = newId('key');
+  const k = issueApiKey();
+  await db.pool.query('INSERT INTO wallets (id, balance_cents) VALUES ($1, 1000)', [walletId]);
+  await db.pool.query(`INSERT INTO ledger_entries (wallet_id, kind, amount_cents) VALUES ($1, 'credit', 1000)`, [walletId]);
+  await db.pool.query('INSERT INTO api_keys (id, secret_hash, prefix, wallet_id) VALUES ($1, $2, $3, $4)', [keyId, k.hash, k.displayPrefix, walletId]);
+  for (const [id, approved] of [['local/a', true], ['local/hidden', false]] as const) {
+    await db.pool.query(
+      `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved, capabilities, audio, modalities)
+       VALUES ($1, $1, 'test', 'local', 'm', true, $2, '{"speech_to_speech":true}', '{}', '{}')`,
+      [id, approved],
+    );
+    await db.pool.query(
+      `INSERT INTO rate_snapshots (id, model_id, source, per_minute, audio_in_token, audio_out_token, relay_fee_milli_cents)
+       VALUES ($1, $2, 'upstream_derived', 1000, 10, 20, 500)`,
+      [`rate_${id.slice(6)}`, id],
+    );
+    await db.pool.query('UPDATE catalog_models SET current_rate_id = $1 WHERE id = $2', [`rate_${id.slice(6)}`, id]);
+  }
+  return { db, key: { keyId, walletId } };
+}
+
+const traceId = () => randomBytes(16).toString('hex');
+
+t.test('createSession reserves the preauthorization and refuses like POST /v1/voice/sessions', async (t) => {
+  const { db, key } = await fixtures(t);
+  const preauth = preauthorizationCents(RATE, SETTINGS.preauthMinutes);
+  const { session, replayed } = await createSession({
+    db,
+    input: { key, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: traceId() },
+    settings: SETTINGS,
+  });
+  t.equal(replayed, false);
+  t.equal(session.status, 'ready');
+  t.equal(session.preauthorizedCents, preauth);
+  t.equal(session.reservedCents, preauth);
+  t.equal(session.legacy, false);
+  t.equal(session.maxEndsAt.getTime() - session.createdAt.getTime(), 3600_000);
+  const { rows } = await db.pool.query<{ reserved: number }>('SELECT reserved_cents::int AS reserved FROM wallets WHERE id = $1', [key.walletId]);
+  t.equal(rows[0]?.reserved, preauth);
+
+  await t.rejects(
+    createSession({ db, input: { key, request: { model: 'local/hidden', mode: 'speech_to_speech' }, traceId: traceId() }, settings: SETTINGS }),
+    { name: 'AppError', code: 'model_not_found', status: 404 },
+  );
+  // 1000 cents hold floor(1000 / preauth) preauthorizations and not one more.
+  const many = Math.floor(1000 / preauth);
+  for (let i = 1; i < many; i++) {
+    await createSession({ db, input: { key, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: traceId() }, settings: SETTINGS });
+  }
+  await t.rejects(
+    createSession({ db, input: { key, request: { model: 'local/a', mode: 'speech_to_speech' }, legacy: true, traceId: traceId() }, settings: SETTINGS }),
+    { name: 'AppError', code: 'insufficient_wallet_balance', status: 402 },
+  );
+  const count = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM voice_sessions');
+  t.equal(count.rows[0]?.n, many, 'refusals created nothing');
+});
+
+t.test('createSession with an Idempotency-Key: replays, conflicts, concurrent duplicates make one session', async (t) => {
+  const { db, key } = await fixtures(t);
+  const create = (idempotencyKey: string, model = 'local/a') =>
+    createSession({ db, input: { key, request: { model, mode: 'speech_to_speech' }, idempotencyKey, traceId: traceId() }, settings: SETTINGS });
+  const first = await create('k1');
+  const again = await create('k1');
+  t.equal(again.replayed, true);
+  t.equal(again.session.id, first.session.id);
+  await t.rejects(create('k1', 'local/hidden'), { name: 'AppError', code: 'idempotency_conflict', status: 409 });
+
+  const racing = await Promise.all([create('k2'), create('k2'), create('k2')]);
+  t.equal(new Set(racing.map((r) => r.session.id)).size, 1, 'one session for concurrent duplicates');
+  t.equal(racing.filter((r) => !r.replayed).length, 1);
+
+  // A record past its retention is taken over by a new session.
+  await db.pool.query(`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE idempotency_key = 'k1'`);
+  const fresh = await create('k1');
+  t.equal(fresh.replayed, false);
+  t.not(fresh.session.id, first.session.id);
+});

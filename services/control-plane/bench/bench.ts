@@ -1,0 +1,215 @@
+// `npm run bench`: creates/s and models/s of the control plane against a fresh real database, with a bare
+// express handler as the baseline, each server in its own process so the load generator has its own loop.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { Agent, request } from 'node:http';
+import { cpus, loadavg } from 'node:os';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import autocannon, { type Result } from 'autocannon';
+import { connectBus } from '@s2s/bus';
+import { busSubjects } from '@s2s/contract';
+import { createTestDatabase } from '@s2s/db/testing';
+
+const serviceDir = fileURLToPath(new URL('..', import.meta.url));
+const DURATION_S = Number(process.argv.find((a) => a.startsWith('--duration='))?.slice(11) ?? 10);
+const CONNECTIONS = Number(process.argv.find((a) => a.startsWith('--connections='))?.slice(14) ?? 32);
+const POOL = process.argv.find((a) => a.startsWith('--pool='))?.slice(7);
+const RATE = Number(process.argv.find((a) => a.startsWith('--rate='))?.slice(7) ?? 1500);
+const LOG_LEVEL = process.argv.find((a) => a.startsWith('--log-level='))?.slice(12) ?? 'info';
+// As shipped, telemetry is on (spans made, exported only when an OTLP endpoint is set); --no-telemetry measures without.
+const TELEMETRY = !process.argv.includes('--no-telemetry');
+
+interface Started {
+  child: ChildProcess;
+  port: number;
+}
+
+/** Spawns a server script and resolves with the port its first log line with `port` names. */
+function startServer(args: string[], env: Record<string, string>): Promise<Started> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd: serviceDir,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${args.at(-1)} exited with ${code}`)));
+    // Lines after the first are read and dropped, as a log shipper would, so the pipe never blocks.
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      try {
+        const port = (JSON.parse(line) as { port?: number }).port;
+        if (typeof port === 'number') resolve({ child, port });
+      } catch {
+        // not JSON: ignore
+      }
+    });
+  });
+}
+
+async function stop(s: Started): Promise<void> {
+  if (s.child.exitCode !== null) return;
+  const exited = new Promise((r) => s.child.once('exit', r));
+  s.child.kill('SIGTERM');
+  await exited;
+}
+
+async function run(name: string, opts: Parameters<typeof autocannon>[0]): Promise<Result> {
+  await autocannon({ ...opts, duration: 2 }); // warm-up: JIT, pool connections, prepared statements
+  const result = await autocannon({ ...opts, duration: DURATION_S });
+  if (result.errors || result.non2xx || result.timeouts) {
+    console.error(`${name}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx answers`);
+  }
+  return result;
+}
+
+interface RateResult {
+  sent: number;
+  ok: number;
+  failed: number;
+  reqPerSec: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+/**
+ * Open-loop load: requests are sent on a fixed schedule whatever the answers do, and each latency is
+ * measured from its scheduled time, so a stall shows up in the percentiles (no coordinated omission).
+ */
+async function constantRate(url: string, init: { method: string; headers: Record<string, string>; body: string }, rate: number, seconds: number): Promise<RateResult> {
+  // Like a client fleet behind a bounded connection pool: beyond 64 in flight, requests wait client-side
+  // (still timed from their schedule) instead of piling hundreds of sockets onto the server.
+  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+  const target = new URL(url);
+  const latencies: number[] = [];
+  let ok = 0;
+  let failed = 0;
+  let sent = 0;
+  const total = rate * seconds;
+  const start = performance.now();
+  const inFlight: Promise<void>[] = [];
+  const fire = (scheduled: number) =>
+    new Promise<void>((resolve) => {
+      const req = request(
+        { agent, host: target.hostname, port: target.port, path: target.pathname, method: init.method, headers: init.headers },
+        (res) => {
+          res.resume();
+          res.on('end', () => {
+            latencies.push(performance.now() - scheduled);
+            if (res.statusCode && res.statusCode < 300) ok++;
+            else failed++;
+            resolve();
+          });
+        },
+      );
+      req.on('error', () => {
+        failed++;
+        resolve();
+      });
+      req.end(init.body);
+    });
+  await new Promise<void>((done) => {
+    const tick = setInterval(() => {
+      const now = performance.now();
+      const due = Math.min(total, Math.floor(((now - start) / 1000) * rate));
+      while (sent < due) {
+        inFlight.push(fire(start + (sent * 1000) / rate));
+        sent++;
+      }
+      if (sent >= total) {
+        clearInterval(tick);
+        done();
+      }
+    }, 1);
+  });
+  await Promise.all(inFlight);
+  const elapsed = (performance.now() - start) / 1000;
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0) * 10) / 10;
+  return { sent, ok, failed, reqPerSec: Math.round(ok / elapsed), p50: at(0.5), p99: at(0.99), max: at(1) };
+}
+
+const loadBefore = loadavg()[0]!;
+const testDb = await createTestDatabase();
+
+/**
+ * Every create updates the one wallet row; this machine's PostgreSQL runs with autovacuum=off, so its dead
+ * versions would pile up across phases. Vacuum between phases, as autovacuum (once a minute) would.
+ */
+async function vacuumWallets(): Promise<void> {
+  await testDb.db.pool.query('VACUUM wallets');
+}
+const prefix = `bench_${randomBytes(4).toString('hex')}`;
+let cp: Started | undefined;
+let baseline: Started | undefined;
+try {
+  cp = await startServer(['--import', '@s2s/telemetry/register', 'src/main.ts'], {
+    NODE_ENV: 'development',
+    DATABASE_URL: testDb.url,
+    BUS_PREFIX: prefix,
+    HTTP_PORT: '0',
+    ADMIN_TOKEN: 'bench-admin-token',
+    LOG_LEVEL,
+    ...(POOL === undefined ? {} : { DB_POOL_SIZE: POOL }),
+    ...(TELEMETRY ? {} : { OTEL_SDK_DISABLED: 'true' }),
+  });
+  baseline = await startServer(['bench/baseline-server.ts'], {});
+  const cpUrl = `http://127.0.0.1:${cp.port}`;
+  const keyRes = await fetch(`${cpUrl}/admin/v1/keys`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer bench-admin-token', 'content-type': 'application/json' },
+    body: JSON.stringify({ balance_cents: 1_000_000_000_000 }),
+  });
+  const { key } = (await keyRes.json()) as { key: string };
+
+  const common = { connections: CONNECTIONS };
+  const results: [string, Result][] = [];
+  results.push(['baseline: bare express GET', await run('baseline', { ...common, url: `http://127.0.0.1:${baseline.port}/` })]);
+  results.push(['GET /v1/models', await run('models', { ...common, url: `${cpUrl}/v1/models` })]);
+  await vacuumWallets();
+  results.push([
+    'POST /v1/voice/sessions',
+    await run('create', {
+      ...common,
+      url: `${cpUrl}/v1/voice/sessions`,
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'local/echo-1', mode: 'speech_to_speech' }),
+    }),
+  ]);
+  const createInit = {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'local/echo-1', mode: 'speech_to_speech' }),
+  };
+  await vacuumWallets();
+  await constantRate(`${cpUrl}/v1/voice/sessions`, createInit, RATE, 2); // warm-up of this client's own code
+  const paced = await constantRate(`${cpUrl}/v1/voice/sessions`, createInit, RATE, DURATION_S);
+  const { rows } = await testDb.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM voice_sessions');
+
+  const base = results[0]![1].requests.average;
+  console.log(`\ncontrol-plane bench: ${new Date().toISOString()}, ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}`);
+  console.log(
+    `${DURATION_S} s per run after a 2 s warm-up, ${CONNECTIONS} connections, DB pool ${POOL ?? 'default'}, LOG_LEVEL ${LOG_LEVEL}, ` +
+      `telemetry ${TELEMETRY ? 'on' : 'off'}, 1-min load average ${loadBefore.toFixed(2)} before / ${loadavg()[0]!.toFixed(2)} after\n`,
+  );
+  console.log('| endpoint | req/s | p50 ms | p99 ms | vs baseline |');
+  console.log('|---|---:|---:|---:|---:|');
+  for (const [name, r] of results) {
+    const ratio = r.requests.average / base;
+    console.log(`| ${name} | ${Math.round(r.requests.average)} | ${r.latency.p50} | ${r.latency.p99} | ${ratio.toFixed(2)} |`);
+  }
+  console.log(`\nPOST /v1/voice/sessions at a fixed ${RATE} req/s for ${DURATION_S} s (open loop, latency from the scheduled send time):`);
+  console.log('| sent | 201 | failed | req/s | p50 ms | p99 ms | max ms |');
+  console.log('|---:|---:|---:|---:|---:|---:|---:|');
+  console.log(`| ${paced.sent} | ${paced.ok} | ${paced.failed} | ${paced.reqPerSec} | ${paced.p50} | ${paced.p99} | ${paced.max} |`);
+  console.log(`\nsessions created (warm-ups included): ${rows[0]?.n}`);
+} finally {
+  if (baseline) await stop(baseline);
+  if (cp) await stop(cp);
+  const bus = await connectBus({ url: process.env.NATS_URL ?? 'nats://127.0.0.1:4222', prefix });
+  await bus.jsm.streams.delete(busSubjects(prefix).stream).catch(() => {});
+  await bus.close();
+  await testDb.drop();
+}

@@ -1,0 +1,35 @@
+import express, { type Express } from 'express';
+import { createContext, type AppDeps } from './context.js';
+import { deferredJsonBody } from './http/body.js';
+import { errorHandler, notFoundHandler } from './http/errors.js';
+import { requestContext } from './http/request-context.js';
+import { adminRouter } from './routes/admin.js';
+import { healthRouter } from './routes/health.js';
+import { modelsRouter } from './routes/models.js';
+import { sessionsRouter } from './routes/sessions.js';
+import { sessionEndRouter } from './routes/session-end.js';
+
+export type { AppDeps } from './context.js';
+
+/** The control plane's HTTP application; main.ts listens with it, tests listen on port 0. */
+export function buildApp(deps: AppDeps): Express {
+  const ctx = createContext(deps);
+  const app = express();
+  app.disable('x-powered-by');
+  // Every answer is per-caller and uncacheable; hashing each body for an ETag would be wasted work.
+  app.set('etag', false);
+
+  app.use(requestContext(ctx.logger));
+  app.use(deferredJsonBody(ctx.config.bodyLimitBytes));
+
+  // Routers mounted at their prefix are skipped without being entered by requests for other paths.
+  app.use('/v1/voice/sessions', sessionsRouter(ctx));
+  app.use('/v1/models', modelsRouter(ctx));
+  app.use('/admin/v1', adminRouter(ctx));
+  app.use(healthRouter(ctx));
+  app.use('/v1/voice/sessions', sessionEndRouter(ctx));
+
+  app.use(notFoundHandler);
+  app.use(errorHandler);
+  return app;
+}

@@ -1,0 +1,259 @@
+import {
+  AUDIO_FORMAT,
+  type AdminModel,
+  type AudioFormats,
+  type Capabilities,
+  type Modalities,
+  type Model,
+  type ModelList,
+  type Rate,
+  type UpsertModelRequest,
+} from '@s2s/contract';
+import { errors, newId } from '@s2s/core';
+import { Prisma, isStoreUnavailableError, type DbTx } from '@s2s/db';
+import type { AppContext } from '../context.js';
+import { storeUnavailable } from '../http/errors.js';
+
+/** `pricing.source` of operator-set rates: selling rates derived from the upstream provider's cost. */
+export const PRICING_SOURCE = 'upstream_derived';
+
+export const DEFAULT_MODALITIES: Modalities = Object.freeze({ input: ['audio'], output: ['audio'] }) as Modalities;
+export const DEFAULT_AUDIO: AudioFormats = Object.freeze({ input: AUDIO_FORMAT, output: AUDIO_FORMAT });
+
+const FULL_DUPLEX: Capabilities = Object.freeze({
+  speech_to_speech: true,
+  server_vad: true,
+  barge_in: true,
+  input_transcription: 'optional',
+  output_transcription: 'optional',
+});
+
+/** What each provider adapter of the relay supports, used when an operator leaves capabilities out. */
+export const PROVIDER_CAPABILITIES: Readonly<Record<string, Capabilities>> = Object.freeze({
+  local: FULL_DUPLEX,
+  openai: FULL_DUPLEX,
+  gemini: FULL_DUPLEX,
+});
+
+/** The default catalog: one approved model on the local simulator and one registered but not approved. */
+export const SEED_MODELS: readonly UpsertModelRequest[] = Object.freeze([
+  {
+    id: 'local/echo-1',
+    display_name: 'Local Echo',
+    owned_by: 'local',
+    provider: 'local',
+    provider_model: 'echo-1',
+    enabled: true,
+    approved: true,
+    pricing: { per_minute: 1000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 },
+  },
+  {
+    id: 'local/unapproved-1',
+    display_name: 'Local Unapproved',
+    owned_by: 'local',
+    provider: 'local',
+    provider_model: 'unapproved-1',
+    enabled: true,
+    approved: false,
+    pricing: { per_minute: 1000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 },
+  },
+]);
+
+/** A catalog model joined with its current rate snapshot, as SQL returns it. */
+export interface CatalogRow {
+  id: string;
+  display_name: string;
+  owned_by: string;
+  provider: string;
+  provider_model: string;
+  enabled: boolean;
+  approved: boolean;
+  capabilities: Capabilities;
+  audio: AudioFormats;
+  modalities: Modalities;
+  created_at: Date;
+  rate_id: string;
+  source: string;
+  per_minute: number;
+  audio_in_token: number;
+  audio_out_token: number;
+  relay_fee_milli_cents: number;
+}
+
+const CATALOG_SELECT = `
+  SELECT m.id, m.display_name, m.owned_by, m.provider, m.provider_model, m.enabled, m.approved,
+         m.capabilities, m.audio, m.modalities, m.created_at,
+         r.id AS rate_id, r.source, r.per_minute, r.audio_in_token, r.audio_out_token, r.relay_fee_milli_cents
+    FROM catalog_models m
+    JOIN rate_snapshots r ON r.id = m.current_rate_id`;
+
+/** api-v1 rule 1: enabled, speech-to-speech capable, priced (a current snapshot) and approved. */
+const LISTED_MODELS_SQL = `${CATALOG_SELECT}
+   WHERE m.enabled AND m.approved AND m.capabilities->>'speech_to_speech' = 'true'
+   ORDER BY m.id`;
+
+/** The public catalog entry: canonical fields plus the legacy aliases; never provider or routing. */
+export function toModel(row: CatalogRow): Model {
+  return {
+    id: row.id,
+    object: 'model',
+    display_name: row.display_name,
+    owned_by: row.owned_by,
+    modalities: { input: [...row.modalities.input], output: [...row.modalities.output] },
+    capabilities: {
+      speech_to_speech: row.capabilities.speech_to_speech,
+      server_vad: row.capabilities.server_vad,
+      barge_in: row.capabilities.barge_in,
+      input_transcription: row.capabilities.input_transcription,
+      output_transcription: row.capabilities.output_transcription,
+    },
+    audio: { input: { ...AUDIO_FORMAT }, output: { ...AUDIO_FORMAT } },
+    pricing: {
+      source: row.source,
+      currency: 'cent',
+      unit: 'milli_cents',
+      per_minute: row.per_minute,
+      audio_in_token: row.audio_in_token,
+      audio_out_token: row.audio_out_token,
+      relay_fee_milli_cents: row.relay_fee_milli_cents,
+      rate_snapshot_id: row.rate_id,
+    },
+    name: row.display_name,
+    created: Math.floor(row.created_at.getTime() / 1000),
+    pricing_unit: 'milli_cents',
+    price_per_minute_milli_cents: row.per_minute,
+    price_audio_in_token_milli_cents: row.audio_in_token,
+    price_audio_out_token_milli_cents: row.audio_out_token,
+    price_relay_fee_milli_cents: row.relay_fee_milli_cents,
+  };
+}
+
+export function toAdminModel(row: CatalogRow): AdminModel {
+  return {
+    ...toModel(row),
+    provider: row.provider,
+    provider_model: row.provider_model,
+    enabled: row.enabled,
+    approved: row.approved,
+  };
+}
+
+/** GET /v1/models; 503 service_unavailable when the catalog store does not answer. */
+export async function listModels({ ctx }: { ctx: AppContext }): Promise<ModelList> {
+  try {
+    const { rows } = await ctx.db.pool.query<CatalogRow>({ name: 'cp_list_models', text: LISTED_MODELS_SQL });
+    return { object: 'list', data: rows.map(toModel) };
+  } catch (err) {
+    if (isStoreUnavailableError(err)) throw storeUnavailable(err);
+    throw err;
+  }
+}
+
+function sameRate(a: Rate, b: Rate): boolean {
+  return (
+    a.per_minute === b.per_minute &&
+    a.audio_in_token === b.audio_in_token &&
+    a.audio_out_token === b.audio_out_token &&
+    a.relay_fee_milli_cents === b.relay_fee_milli_cents
+  );
+}
+
+/** Fills the optional parts of an operator's model with the provider's defaults (decisions.md). */
+export function withModelDefaults(input: UpsertModelRequest): Required<UpsertModelRequest> {
+  const capabilities = input.capabilities ?? PROVIDER_CAPABILITIES[input.provider];
+  if (!capabilities) {
+    throw errors.invalidRequest(`capabilities are required for provider "${input.provider}", which has no defaults.`);
+  }
+  return {
+    ...input,
+    capabilities,
+    audio: input.audio ?? DEFAULT_AUDIO,
+    modalities: input.modalities ?? DEFAULT_MODALITIES,
+  };
+}
+
+/** Inserts the model row when its id is free; a concurrent writer of the same id waits for the other. */
+async function insertModelIfMissing(tx: DbTx, m: Required<UpsertModelRequest>): Promise<boolean> {
+  const inserted = await tx.$executeRaw`
+    INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved,
+                                capabilities, audio, modalities)
+    VALUES (${m.id}, ${m.display_name}, ${m.owned_by}, ${m.provider}, ${m.provider_model}, ${m.enabled}, ${m.approved},
+            ${JSON.stringify(m.capabilities)}::jsonb, ${JSON.stringify(m.audio)}::jsonb, ${JSON.stringify(m.modalities)}::jsonb)
+    ON CONFLICT (id) DO NOTHING`;
+  return inserted === 1;
+}
+
+/** Makes `pricing` the model's current rate; a new immutable snapshot only when it differs. */
+async function applyPricing(tx: DbTx, modelId: string, pricing: Rate): Promise<void> {
+  const [current] = await tx.$queryRaw<(Rate & { id: string; source: string })[]>`
+    SELECT r.id, r.source, r.per_minute, r.audio_in_token, r.audio_out_token, r.relay_fee_milli_cents
+      FROM catalog_models m JOIN rate_snapshots r ON r.id = m.current_rate_id
+     WHERE m.id = ${modelId}`;
+  if (current && current.source === PRICING_SOURCE && sameRate(current, pricing)) return;
+  const rateId = newId('rate');
+  await tx.rateSnapshot.create({
+    data: {
+      id: rateId,
+      modelId,
+      source: PRICING_SOURCE,
+      perMinute: pricing.per_minute,
+      audioInToken: pricing.audio_in_token,
+      audioOutToken: pricing.audio_out_token,
+      relayFeeMilliCents: pricing.relay_fee_milli_cents,
+    },
+  });
+  await tx.catalogModel.update({ where: { id: modelId }, data: { currentRateId: rateId, updatedAt: new Date() } });
+}
+
+async function readCatalogRow(tx: DbTx, modelId: string): Promise<CatalogRow> {
+  const [row] = await tx.$queryRaw<CatalogRow[]>`${Prisma.raw(CATALOG_SELECT)} WHERE m.id = ${modelId}`;
+  if (!row) throw new Error('catalog model vanished inside its own transaction');
+  return row;
+}
+
+/** PUT /admin/v1/models: upsert; a pricing change makes a new rate snapshot, unchanged pricing keeps it. */
+export async function upsertModel({ ctx, input }: { ctx: AppContext; input: UpsertModelRequest }): Promise<AdminModel> {
+  const m = withModelDefaults(input);
+  const row = await ctx.db.prisma.$transaction(async (tx) => {
+    if (!(await insertModelIfMissing(tx, m))) {
+      // Row lock first, so concurrent updates of one model compare pricing one after the other.
+      await tx.$queryRaw`SELECT 1 FROM catalog_models WHERE id = ${m.id} FOR UPDATE`;
+      await tx.catalogModel.update({
+        where: { id: m.id },
+        data: {
+          displayName: m.display_name,
+          ownedBy: m.owned_by,
+          provider: m.provider,
+          providerModel: m.provider_model,
+          enabled: m.enabled,
+          approved: m.approved,
+          capabilities: m.capabilities,
+          audio: m.audio,
+          modalities: m.modalities,
+          updatedAt: new Date(),
+        },
+      });
+    }
+    await applyPricing(tx, m.id, m.pricing);
+    return readCatalogRow(tx, m.id);
+  });
+  return toAdminModel(row);
+}
+
+/**
+ * Inserts the default models that are missing. Existing entries are left as the operator made them, so a
+ * restart never re-approves, re-enables or re-prices a model (and never adds a snapshot).
+ */
+export async function seedCatalog({ ctx }: { ctx: AppContext }): Promise<{ inserted: string[] }> {
+  const inserted: string[] = [];
+  for (const seed of SEED_MODELS) {
+    const m = withModelDefaults(seed);
+    const created = await ctx.db.prisma.$transaction(async (tx) => {
+      if (!(await insertModelIfMissing(tx, m))) return false;
+      await applyPricing(tx, m.id, m.pricing);
+      return true;
+    });
+    if (created) inserted.push(m.id);
+  }
+  return { inserted };
+}

@@ -1,0 +1,46 @@
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { Express } from 'express';
+import type { Logger } from '@s2s/telemetry';
+import type { Config } from './config.js';
+
+export interface ServeOptions {
+  app: Express;
+  config: Pick<Config, 'host' | 'httpPort' | 'shutdownGraceMs'>;
+  logger: Logger;
+  /** Closed in order once the server has drained (bus, database, telemetry). */
+  onClosed: (() => Promise<unknown>)[];
+}
+
+/**
+ * Listens, logs where, and on SIGTERM/SIGINT drains: stop accepting, let in-flight requests finish
+ * (closing their sockets after SHUTDOWN_GRACE_MS), close the dependencies, exit 0.
+ */
+export async function serve(opts: ServeOptions): Promise<Server> {
+  const { app, config, logger } = opts;
+  const server = app.listen(config.httpPort, config.host);
+  await once(server, 'listening');
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.httpPort;
+  logger.info({ host: config.host, port, url: `http://${config.host}:${port}` }, 'control plane listening');
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    const grace = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
+    await closed;
+    clearTimeout(grace);
+    for (const close of opts.onClosed) {
+      await close().catch((err: unknown) => logger.error({ err }, 'error while closing a dependency'));
+    }
+    logger.info('shut down');
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
+  return server;
+}
