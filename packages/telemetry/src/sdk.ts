@@ -8,9 +8,12 @@ import { defaultResource, resourceFromAttributes } from '@opentelemetry/resource
 import { NodeSDK, core } from '@opentelemetry/sdk-node';
 import type { NodeSDKConfiguration } from '@opentelemetry/sdk-node';
 import {
+  AlwaysOffSampler,
   AlwaysOnSampler,
   BatchSpanProcessor,
   ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  type Sampler,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
@@ -74,7 +77,7 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
       }),
     ),
     autoDetectResources: false,
-    sampler: new ParentBasedSampler({ root: new AlwaysOnSampler() }),
+    sampler: new ParentBasedSampler({ root: rootSampler(env, downstream.length > 0) }),
     spanProcessors: [new RedactingSpanProcessor(downstream)],
     metricReaders: [],
     logRecordProcessors: [],
@@ -103,6 +106,20 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
       return stopped;
     },
   };
+}
+
+/**
+ * With nothing to export, spans are not recorded at all: they still get real trace ids and propagate, but
+ * cost almost nothing (recording every span was most of the control plane's CPU per request). With an
+ * exporter, OTEL_TRACES_SAMPLER=(parentbased_)traceidratio and OTEL_TRACES_SAMPLER_ARG sample a ratio.
+ */
+function rootSampler(env: Record<string, string | undefined>, recording: boolean): Sampler {
+  if (!recording) return new AlwaysOffSampler();
+  const ratio = Number(env.OTEL_TRACES_SAMPLER_ARG);
+  if (env.OTEL_TRACES_SAMPLER?.endsWith('traceidratio') && ratio >= 0 && ratio <= 1) {
+    return new TraceIdRatioBasedSampler(ratio);
+  }
+  return new AlwaysOnSampler();
 }
 
 function buildInstrumentations(names: readonly InstrumentationName[]): Instrumentation[] {

@@ -1,7 +1,7 @@
 // Starts the SDK globally: keep this file to itself (tap runs each file in its own process).
 import t from 'tap';
 import { trace } from '@opentelemetry/api';
-import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { activeTraceId, startTelemetry, traceHeaders, withExtractedContext } from '../src/index.js';
 
 t.test('before start: no active trace, empty headers', async (t) => {
@@ -14,8 +14,13 @@ t.test('before start: no active trace, empty headers', async (t) => {
 });
 
 t.test('a trace id survives a round trip through a plain header map', async (t) => {
-  // No exporter configured: context propagation and trace ids must work anyway.
-  const telemetry = startTelemetry({ serviceName: 'propagation-test', env: {}, instrumentations: [] });
+  // A recording processor, so that parent/child links are visible on the spans.
+  const telemetry = startTelemetry({
+    serviceName: 'propagation-test',
+    env: {},
+    instrumentations: [],
+    spanProcessor: new SimpleSpanProcessor(new InMemorySpanExporter()),
+  });
   t.teardown(() => telemetry.shutdown());
   const tracer = trace.getTracer('test');
 
