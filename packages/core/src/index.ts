@@ -6,4 +6,5 @@ export * from './config.js';
 export * from './session-resource.js';
 export * from './store.js';
 export * from './sessions.js';
+export * from './idempotency.js';
 export * from './usage.js';

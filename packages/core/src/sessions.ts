@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
-import type { CreateSessionRequest, Rate } from '@s2s/contract';
+import type { Capabilities, CreateSessionRequest, Rate } from '@s2s/contract';
 import type { DbHandle } from '@s2s/db';
-import { AppError } from './errors.js';
+import { AppError, errors } from './errors.js';
 import { newId } from './ids.js';
+import { requestFingerprint } from './idempotency.js';
 import { preauthorizationCents } from './money.js';
 import { loadOwnedSession, type AuthenticatedKey, type SessionRecord } from './store.js';
 
@@ -11,13 +11,19 @@ export interface SessionSettings {
   preauthMinutes: number;
   idleTimeoutSeconds: number;
   maxSeconds: number;
+  /**
+   * Wait for the WAL flush of each create (default true). Off, a database crash can lose the sessions created
+   * in its last few hundred milliseconds, each together with its reservation; no money moves at creation.
+   */
+  syncCommit?: boolean;
 }
 
 export interface CreateSessionInput {
-  key: AuthenticatedKey;
+  /** An authenticated key, or the SHA-256 of a presented secret (checked inside the create statement). */
+  key: AuthenticatedKey | { secretHash: string };
   request: CreateSessionRequest;
   /** Idempotency-Key header, already validated as 1-255 printable ASCII characters. */
-  idempotencyKey?: string;
+  idempotencyKey?: string | undefined;
   /** Sessions created by the legacy `/v1/realtime?model=` alias. */
   legacy?: boolean;
   traceId: string;
@@ -39,23 +45,99 @@ export const sessionErrors = {
     new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.'),
 };
 
-/** What makes two create requests "the same request" for the Idempotency-Key rule. */
-export function createRequestFingerprint(request: CreateSessionRequest): string {
-  return createHash('sha256').update(JSON.stringify([request.model, request.mode])).digest('hex');
-}
+/**
+ * The whole create in one statement (one round trip, one implicit transaction): authenticate the key,
+ * read any Idempotency-Key record, check the model is listed at the expected rate, reserve the
+ * preauthorization with a conditional UPDATE, record the Idempotency-Key, insert the session.
+ * The Idempotency-Key INSERT has no ON CONFLICT on purpose: a duplicate aborts the statement, reservation
+ * included, after waiting for the first writer (it holds the wallet row until commit).
+ * `cfg` sets synchronous_commit for this transaction only ($11).
+ */
+const CREATE_SESSION_SQL = `
+WITH cfg AS (
+  SELECT set_config('synchronous_commit', $11::text, true)
+), k AS (
+  SELECT id, wallet_id FROM api_keys
+   WHERE (secret_hash = $1::text OR id = $13::text) AND revoked_at IS NULL
+), e AS (
+  SELECT i.fingerprint, i.session_id, i.created_at < now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS}) AS stale
+    FROM idempotency_keys i JOIN k ON i.key_id = k.id
+   WHERE $9::text IS NOT NULL AND i.idempotency_key = $9::text
+), m AS (
+  SELECT m.id, m.provider, m.provider_model, m.capabilities, r.id AS rate_id, r.source,
+         r.per_minute, r.audio_in_token, r.audio_out_token, r.relay_fee_milli_cents
+    FROM catalog_models m JOIN rate_snapshots r ON r.id = m.current_rate_id
+   WHERE m.id = $2 AND m.enabled AND m.approved AND m.capabilities->>'speech_to_speech' = 'true'
+), w AS (
+  UPDATE wallets SET reserved_cents = reserved_cents + $4::int, updated_at = now()
+   WHERE id = (SELECT wallet_id FROM k)
+     AND NOT EXISTS (SELECT 1 FROM e)
+     AND EXISTS (SELECT 1 FROM m WHERE m.rate_id = $3::text)
+     AND balance_cents - reserved_cents >= $4::int
+  RETURNING id, (balance_cents - reserved_cents)::float8 AS available_cents
+), i AS (
+  INSERT INTO idempotency_keys (key_id, idempotency_key, fingerprint, session_id)
+  SELECT k.id, $9::text, $10::text, $5::text FROM k, w WHERE $9::text IS NOT NULL
+), s AS (
+  INSERT INTO voice_sessions (id, key_id, wallet_id, model_id, rate_snapshot_id, status, preauthorized_cents,
+                              reserved_cents, trace_id, idle_timeout_seconds, max_ends_at, legacy)
+  SELECT $5::text, k.id, w.id, m.id, m.rate_id, 'ready', $4::int, $4::int, $6::text, $7::int,
+         now() + make_interval(secs => $8::int), $12::boolean
+    FROM k, w, m
+  RETURNING created_at, last_activity_at, max_ends_at
+)
+SELECT k.id AS key_id, k.wallet_id,
+       e.fingerprint AS idem_fingerprint, e.session_id AS idem_session_id, e.stale AS idem_stale,
+       m.id AS model_id, m.provider, m.provider_model, m.capabilities, m.rate_id, m.source,
+       m.per_minute, m.audio_in_token, m.audio_out_token, m.relay_fee_milli_cents,
+       w.available_cents, s.created_at, s.last_activity_at, s.max_ends_at
+  FROM cfg, k LEFT JOIN e ON true LEFT JOIN m ON true LEFT JOIN w ON true LEFT JOIN s ON true`;
 
-interface ModelRateRow {
-  rate_snapshot_id: string;
-  per_minute: number;
-  audio_in_token: number;
-  audio_out_token: number;
-  relay_fee_milli_cents: number;
+interface CreateRow {
+  key_id: string;
+  wallet_id: string;
+  idem_fingerprint: string | null;
+  idem_session_id: string | null;
+  idem_stale: boolean | null;
+  model_id: string | null;
+  provider: string | null;
+  provider_model: string | null;
+  capabilities: Capabilities | null;
+  rate_id: string | null;
+  source: string | null;
+  per_minute: number | null;
+  audio_in_token: number | null;
+  audio_out_token: number | null;
+  relay_fee_milli_cents: number | null;
+  available_cents: number | null;
+  created_at: Date | null;
+  last_activity_at: Date | null;
+  max_ends_at: Date | null;
 }
 
 /**
- * Creates a `ready` session in one transaction (docs/architecture.md "Session lifecycle"): idempotency row,
- * model and its current rate, wallet reservation (402 when the available amount cannot cover it), session
- * row. Shared by `POST /v1/voice/sessions` and the legacy realtime alias so both refuse and reserve alike.
+ * Last seen current rate of each model with its preauthorization, per database handle. Only a guess: the
+ * statement reserves nothing unless the model's current rate is still this one, and we refresh it then.
+ */
+interface RateGuess {
+  rateId: string;
+  preauthCents: number;
+  minutes: number;
+}
+const rateGuesses = new WeakMap<DbHandle, Map<string, RateGuess>>();
+
+function guessesOf(db: DbHandle): Map<string, RateGuess> {
+  let guesses = rateGuesses.get(db);
+  if (!guesses) rateGuesses.set(db, (guesses = new Map()));
+  return guesses;
+}
+
+const MAX_ATTEMPTS = 4;
+
+/**
+ * Creates a `ready` session (docs/architecture.md "Session lifecycle"), shared by `POST /v1/voice/sessions`
+ * and the legacy realtime alias so both refuse and reserve alike. Checks, in order: key (401),
+ * Idempotency-Key replay or conflict (replay / 409), model listed (404), wallet covers the preauthorization (402).
  */
 export async function createSession({
   db,
@@ -66,56 +148,166 @@ export async function createSession({
   input: CreateSessionInput;
   settings: SessionSettings;
 }): Promise<CreatedSession> {
-  const { key, request } = input;
-  return db.prisma.$transaction(async (tx) => {
+  const fingerprint = input.idempotencyKey === undefined ? null : requestFingerprint(input.request);
+  const guesses = guessesOf(db);
+  const modelId = input.request.model;
+  const byHash = 'secretHash' in input.key ? input.key.secretHash : null;
+  const byId = 'keyId' in input.key ? input.key.keyId : null;
+
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const cached = guesses.get(modelId);
+    const guess = cached?.minutes === settings.preauthMinutes ? cached : undefined;
     const sessionId = newId('vs');
-    if (input.idempotencyKey !== undefined) {
-      const fingerprint = createRequestFingerprint(request);
-      // A row older than the retention window is taken over as if it did not exist.
-      const claimed = await tx.$queryRaw<{ session_id: string }[]>`
-        INSERT INTO idempotency_keys (key_id, idempotency_key, fingerprint, session_id)
-        VALUES (${key.keyId}, ${input.idempotencyKey}, ${fingerprint}, ${sessionId})
-        ON CONFLICT (key_id, idempotency_key) DO UPDATE
-          SET fingerprint = EXCLUDED.fingerprint, session_id = EXCLUDED.session_id, created_at = now()
-          WHERE idempotency_keys.created_at < now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS})
-        RETURNING session_id`;
-      if (claimed.length === 0) {
-        // A concurrent duplicate waited on the unique index above, so the first one is committed by now.
-        const [existing] = await tx.$queryRaw<{ fingerprint: string; session_id: string }[]>`
-          SELECT fingerprint, session_id FROM idempotency_keys
-           WHERE key_id = ${key.keyId} AND idempotency_key = ${input.idempotencyKey}`;
-        if (!existing) throw new AppError('internal_error', 'idempotency row vanished');
-        if (existing.fingerprint !== fingerprint) throw sessionErrors.idempotencyConflict();
-        return { session: await loadOwnedSession(tx, existing.session_id, key.keyId), replayed: true };
-      }
+    let row: CreateRow | undefined;
+    try {
+      const result = await db.pool.query<CreateRow>({
+        name: 'core_create_session',
+        text: CREATE_SESSION_SQL,
+        values: [
+          byHash,
+          modelId,
+          guess?.rateId ?? null,
+          guess?.preauthCents ?? 0,
+          sessionId,
+          input.traceId,
+          settings.idleTimeoutSeconds,
+          settings.maxSeconds,
+          input.idempotencyKey ?? null,
+          fingerprint,
+          settings.syncCommit === false ? 'off' : 'on',
+          input.legacy ?? false,
+          byId,
+        ],
+      });
+      row = result.rows[0];
+    } catch (err) {
+      if (!isIdempotencyRace(err) || input.idempotencyKey === undefined || fingerprint === null) throw err;
+      // A concurrent request with the same key committed first: answer with its session.
+      const keyId = await keyIdOf(db, byHash, byId);
+      const replay = await resolveIdempotency(db, { keyId, key: input.idempotencyKey, fingerprint });
+      if (replay) return { session: replay, replayed: true };
+      continue;
     }
 
-    // Listed models only: enabled, approved, priced and speech-to-speech capable (api-v1 §4 rule 1).
-    const [model] = await tx.$queryRaw<ModelRateRow[]>`
-      SELECT r.id AS rate_snapshot_id, r.per_minute, r.audio_in_token, r.audio_out_token, r.relay_fee_milli_cents
-        FROM catalog_models m JOIN rate_snapshots r ON r.id = m.current_rate_id
-       WHERE m.id = ${request.model} AND m.enabled AND m.approved
-         AND coalesce((m.capabilities ->> 'speech_to_speech')::boolean, false)`;
-    if (!model) throw sessionErrors.modelNotFound();
-    const rate: Rate = {
-      per_minute: model.per_minute,
-      audio_in_token: model.audio_in_token,
-      audio_out_token: model.audio_out_token,
-      relay_fee_milli_cents: model.relay_fee_milli_cents,
-    };
-    const preauth = preauthorizationCents(rate, settings.preauthMinutes);
+    if (!row) throw errors.invalidKey();
+    if (row.idem_session_id !== null && input.idempotencyKey !== undefined && fingerprint !== null) {
+      const replay = await resolveIdempotency(db, {
+        keyId: row.key_id,
+        key: input.idempotencyKey,
+        fingerprint,
+        record: { fingerprint: row.idem_fingerprint ?? '', session_id: row.idem_session_id, stale: row.idem_stale === true },
+      });
+      if (replay) return { session: replay, replayed: true };
+      continue;
+    }
+    if (row.rate_id === null) {
+      guesses.delete(modelId);
+      throw sessionErrors.modelNotFound();
+    }
+    if (row.rate_id !== guess?.rateId) {
+      const preauthCents = preauthorizationCents(rateOf(row), settings.preauthMinutes);
+      guesses.set(modelId, { rateId: row.rate_id, preauthCents, minutes: settings.preauthMinutes });
+      continue;
+    }
+    if (row.available_cents === null || row.created_at === null || row.last_activity_at === null || row.max_ends_at === null) {
+      throw sessionErrors.insufficientBalance();
+    }
+    return { session: createdRecord(row, sessionId, guess.preauthCents, settings, input), replayed: false };
+  }
+  throw new AppError('internal_error', 'session creation did not settle after repeated rate or idempotency races');
+}
 
-    const reserved = await tx.$executeRaw`
-      UPDATE wallets SET reserved_cents = reserved_cents + ${preauth}, updated_at = now()
-       WHERE id = ${key.walletId} AND balance_cents - reserved_cents >= ${preauth}`;
-    if (reserved === 0) throw sessionErrors.insufficientBalance();
+function createdRecord(row: CreateRow, id: string, preauth: number, settings: SessionSettings, input: CreateSessionInput): SessionRecord {
+  return {
+    id,
+    keyId: row.key_id,
+    walletId: row.wallet_id,
+    status: 'ready',
+    modelId: row.model_id ?? input.request.model,
+    provider: row.provider ?? '',
+    providerModel: row.provider_model ?? '',
+    capabilities: row.capabilities as Capabilities,
+    rateSnapshotId: row.rate_id ?? '',
+    pricingSource: row.source ?? '',
+    rate: rateOf(row),
+    createdAt: row.created_at as Date,
+    lastActivityAt: row.last_activity_at as Date,
+    idleTimeoutSeconds: settings.idleTimeoutSeconds,
+    maxEndsAt: row.max_ends_at as Date,
+    preauthorizedCents: preauth,
+    reservedCents: preauth,
+    walletAvailableCents: row.available_cents ?? 0,
+    audioInMs: 0,
+    audioOutMs: 0,
+    inputAudioTokens: 0,
+    outputAudioTokens: 0,
+    billedCents: 0,
+    traceId: input.traceId,
+    endRequestedAt: null,
+    endCause: null,
+    terminalStatus: null,
+    settledAt: null,
+    legacy: input.legacy ?? false,
+  };
+}
 
-    await tx.$executeRaw`
-      INSERT INTO voice_sessions (id, key_id, wallet_id, model_id, rate_snapshot_id, status, preauthorized_cents,
-                                  reserved_cents, trace_id, idle_timeout_seconds, max_ends_at, legacy)
-      VALUES (${sessionId}, ${key.keyId}, ${key.walletId}, ${request.model}, ${model.rate_snapshot_id}, 'ready',
-              ${preauth}, ${preauth}, ${input.traceId}, ${settings.idleTimeoutSeconds},
-              now() + make_interval(secs => ${settings.maxSeconds}), ${input.legacy ?? false})`;
-    return { session: await loadOwnedSession(tx, sessionId, key.keyId), replayed: false };
-  });
+function rateOf(row: CreateRow): Rate {
+  return {
+    per_minute: row.per_minute ?? 0,
+    audio_in_token: row.audio_in_token ?? 0,
+    audio_out_token: row.audio_out_token ?? 0,
+    relay_fee_milli_cents: row.relay_fee_milli_cents ?? 0,
+  };
+}
+
+function isIdempotencyRace(err: unknown): boolean {
+  const e = err as { code?: unknown; constraint?: unknown };
+  return e?.code === '23505' && e.constraint === 'idempotency_keys_pkey';
+}
+
+interface IdempotencyRecord {
+  fingerprint: string;
+  session_id: string;
+  stale: boolean;
+}
+
+/**
+ * The session an Idempotency-Key already names (a replay), or null when there is no live record and the
+ * create should run again (an expired record is deleted first). A different body is 409.
+ */
+async function resolveIdempotency(
+  db: DbHandle,
+  q: { keyId: string; key: string; fingerprint: string; record?: IdempotencyRecord },
+): Promise<SessionRecord | null> {
+  let record = q.record;
+  if (!record) {
+    const { rows } = await db.pool.query<IdempotencyRecord>(
+      `SELECT fingerprint, session_id, created_at < now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS}) AS stale
+         FROM idempotency_keys WHERE key_id = $1 AND idempotency_key = $2`,
+      [q.keyId, q.key],
+    );
+    record = rows[0];
+  }
+  if (!record) return null;
+  if (record.stale) {
+    // The billing sweeper deletes records after 24 h; until then an old one counts as absent.
+    await db.pool.query(
+      `DELETE FROM idempotency_keys WHERE key_id = $1 AND idempotency_key = $2
+          AND created_at < now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS})`,
+      [q.keyId, q.key],
+    );
+    return null;
+  }
+  if (record.fingerprint !== q.fingerprint) throw sessionErrors.idempotencyConflict();
+  return loadOwnedSession(db.prisma, record.session_id, q.keyId);
+}
+
+async function keyIdOf(db: DbHandle, secretHash: string | null, keyId: string | null): Promise<string> {
+  const { rows } = await db.pool.query<{ id: string }>(
+    'SELECT id FROM api_keys WHERE (secret_hash = $1::text OR id = $2::text) AND revoked_at IS NULL',
+    [secretHash, keyId],
+  );
+  const id = rows[0]?.id;
+  if (id === undefined) throw errors.invalidKey();
+  return id;
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { connectBus, subscribeMessages, type BusMessage } from '@s2s/bus';
+import { connectBus, subscribeMessages } from '@s2s/bus';
+import type { BusMessage } from '@s2s/contract';
 import { createTestDatabase } from '@s2s/db/testing';
 import { createSession, issueApiKey, newId, requestEnd } from '../src/index.js';
 
