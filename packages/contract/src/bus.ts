@@ -61,6 +61,21 @@ export type SessionSettled = z.infer<typeof SessionSettled>;
 export const BusMessage = z.discriminatedUnion('type', [UsageCheckpoint, SessionEndRequested, SessionSettled]);
 export type BusMessage = z.infer<typeof BusMessage>;
 
+/**
+ * Core NATS only (not in the stream): a relay announces each new attachment so that any relay holding an
+ * older attachment of the same session closes it (4001). Newest = latest (started_at, attachment_id).
+ */
+export const RelayAttached = z.strictObject({
+  type: z.literal('relay.attached'),
+  version: z.literal(1),
+  session_id: SessionId,
+  attachment_id: z.string().min(1).max(128),
+  relay_id: z.string().min(1).max(128),
+  /** The attachment row's started_at, Unix milliseconds (the database clock). */
+  started_at: NonNegInt,
+});
+export type RelayAttached = z.infer<typeof RelayAttached>;
+
 /** Just enough to tell a message's kind and version before parsing it whole. */
 export const BusEnvelope = z.looseObject({ type: z.string(), version: z.int() });
 export type BusEnvelope = z.infer<typeof BusEnvelope>;
@@ -77,6 +92,9 @@ export function busSubjects(prefix: string) {
     settled: (sessionId: string) => `${prefix}.session.settled.${sessionId}`,
     settledAll: `${prefix}.session.settled.*`,
     deadLetter: `${prefix}.dlq.billing`,
+    // Core NATS, outside the stream: attachment announcements between relays.
+    relayAttached: (sessionId: string) => `${prefix}.relay.attached.${sessionId}`,
+    relayAttachedAll: `${prefix}.relay.attached.*`,
   };
 }
 export type BusSubjects = ReturnType<typeof busSubjects>;

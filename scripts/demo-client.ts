@@ -1,0 +1,243 @@
+// A small end-to-end client of the gateway: creates a session over HTTP, attaches to its realtime URL,
+// streams a WAV file (or a generated tone) in real time as 20 ms frames, saves the spoken answer as a WAV
+// file, ends the session and prints its final usage and billing.
+//
+//   S2S_API_KEY=vr_sk_... npx tsx scripts/demo-client.ts [--wav input.wav] [--out answer.wav] [--model local/echo-1]
+//
+// BASE_URL (default http://127.0.0.1:8080) is the control plane; the key may also be given as --key.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+/** What this script uses of the `ws` client (scripts/ has no dependencies of its own: ws comes from the relay's). */
+interface WsClient {
+  readonly readyState: number;
+  send(data: string): void;
+  close(code?: number): void;
+  on(event: 'open', fn: () => void): this;
+  on(event: 'message', fn: (data: Buffer) => void): this;
+  on(event: 'close', fn: (code: number, reason: Buffer) => void): this;
+  on(event: 'error', fn: (err: Error) => void): this;
+  on(event: 'unexpected-response', fn: (req: unknown, res: { statusCode?: number; on(e: 'data', f: (c: Buffer) => void): void; on(e: 'end', f: () => void): void }) => void): this;
+}
+type WsConstructor = new (url: string, protocols: string, opts: { headers: Record<string, string> }) => WsClient;
+const WebSocket = createRequire(new URL('../services/relay/package.json', import.meta.url))('ws') as WsConstructor;
+
+const SAMPLE_RATE = 24000;
+const FRAME_MS = 20;
+const BYTES_PER_MS = 48;
+const PROTOCOL = 'svc-realtime-v1';
+
+interface Args {
+  key: string;
+  wav: string | undefined;
+  out: string;
+  model: string;
+  baseUrl: string;
+}
+
+function parseArgs(argv: string[]): Args {
+  const named = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    if (a.startsWith('--')) named.set(a.slice(2), argv[++i] ?? '');
+  }
+  const key = named.get('key') ?? process.env.S2S_API_KEY ?? '';
+  if (!key) {
+    console.error('An API key is needed: set S2S_API_KEY or pass --key vr_sk_...');
+    process.exit(2);
+  }
+  return {
+    key,
+    wav: named.get('wav'),
+    out: named.get('out') ?? 'answer.wav',
+    model: named.get('model') ?? 'local/echo-1',
+    baseUrl: (process.env.BASE_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, ''),
+  };
+}
+
+// ---- audio ----
+
+/** 1 s of a 440 Hz tone then 1 s of silence: one spoken turn for the server VAD. */
+function demoAudio(): Buffer {
+  const pcm = Buffer.alloc(2 * SAMPLE_RATE * 2);
+  for (let i = 0; i < SAMPLE_RATE; i++) pcm.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / SAMPLE_RATE)), i * 2);
+  return pcm;
+}
+
+/** PCM16 WAV → raw PCM16LE mono 24 kHz (channels averaged, rate converted linearly). */
+function readWav(path: string): Buffer {
+  const file = readFileSync(path);
+  if (file.toString('ascii', 0, 4) !== 'RIFF' || file.toString('ascii', 8, 12) !== 'WAVE') throw new Error(`${path} is not a WAV file`);
+  let fmt: { format: number; channels: number; rate: number; bits: number } | null = null;
+  let data: Buffer | null = null;
+  for (let off = 12; off + 8 <= file.length; ) {
+    const id = file.toString('ascii', off, off + 4);
+    const size = file.readUInt32LE(off + 4);
+    const body = file.subarray(off + 8, off + 8 + size);
+    if (id === 'fmt ') fmt = { format: body.readUInt16LE(0), channels: body.readUInt16LE(2), rate: body.readUInt32LE(4), bits: body.readUInt16LE(14) };
+    if (id === 'data') data = body;
+    off += 8 + size + (size & 1);
+  }
+  if (!fmt || !data) throw new Error(`${path} has no fmt or data chunk`);
+  if (fmt.format !== 1 || fmt.bits !== 16) throw new Error(`${path} must be 16-bit PCM (format ${fmt.format}, ${fmt.bits} bits)`);
+  const frames = Math.floor(data.length / (2 * fmt.channels));
+  const mono = new Float64Array(frames);
+  for (let i = 0; i < frames; i++) {
+    let sum = 0;
+    for (let c = 0; c < fmt.channels; c++) sum += data.readInt16LE((i * fmt.channels + c) * 2);
+    mono[i] = sum / fmt.channels;
+  }
+  const outFrames = Math.floor((frames * SAMPLE_RATE) / fmt.rate);
+  const out = Buffer.alloc(outFrames * 2);
+  for (let i = 0; i < outFrames; i++) {
+    const pos = (i * fmt.rate) / SAMPLE_RATE;
+    const i0 = Math.floor(pos);
+    const a = mono[i0] ?? 0;
+    const b = mono[i0 + 1] ?? a;
+    out.writeInt16LE(Math.max(-32768, Math.min(32767, Math.round(a + (b - a) * (pos - i0)))), i * 2);
+  }
+  // Trailing silence, so that the server VAD sees the end of the turn.
+  return Buffer.concat([out, Buffer.alloc(700 * BYTES_PER_MS)]);
+}
+
+function wavFile(pcm: Buffer): Buffer {
+  const header = Buffer.alloc(44);
+  header.write('RIFF', 0, 'ascii');
+  header.writeUInt32LE(36 + pcm.length, 4);
+  header.write('WAVEfmt ', 8, 'ascii');
+  header.writeUInt32LE(16, 16);
+  header.writeUInt16LE(1, 20);
+  header.writeUInt16LE(1, 22);
+  header.writeUInt32LE(SAMPLE_RATE, 24);
+  header.writeUInt32LE(SAMPLE_RATE * 2, 28);
+  header.writeUInt16LE(2, 32);
+  header.writeUInt16LE(16, 34);
+  header.write('data', 36, 'ascii');
+  header.writeUInt32LE(pcm.length, 40);
+  return Buffer.concat([header, pcm]);
+}
+
+// ---- HTTP ----
+
+async function call<T>(args: Args, method: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(`${args.baseUrl}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${args.key}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const json = (await res.json()) as T & { error?: { code: string; message: string; request_id: string } };
+  if (!res.ok) {
+    throw new Error(`${method} ${path}: ${res.status} ${json.error?.code}: ${json.error?.message} (request ${json.error?.request_id})`);
+  }
+  return json;
+}
+
+interface VoiceSession {
+  id: string;
+  status: string;
+  realtime: { url: string; protocol: string };
+  billing: { preauthorized_cents: number; balance_cents: number; reserved_cents: number };
+  usage: { audio_in_ms: number; audio_out_ms: number; billed_cents: number };
+}
+
+// ---- realtime ----
+
+interface ServerEvent {
+  type: string;
+  [k: string]: unknown;
+}
+
+async function converse(session: VoiceSession, args: Args, audio: Buffer): Promise<Buffer> {
+  const ws = new WebSocket(session.realtime.url, PROTOCOL, { headers: { Authorization: `Bearer ${args.key}` } });
+  const answer: Buffer[] = [];
+  let responseId: string | null = null;
+  let ready!: () => void;
+  const readyP = new Promise<void>((r) => (ready = r));
+  const done = new Promise<void>((resolve, reject) => {
+    ws.on('message', (data) => {
+      const e = JSON.parse(data.toString()) as ServerEvent;
+      switch (e.type) {
+        case 'conversation.created':
+          ready();
+          break;
+        case 'input_audio_buffer.speech_started':
+        case 'input_audio_buffer.speech_stopped':
+          console.log(`  ${e.type.split('.').pop()} at ${String(e.audio_start_ms ?? e.audio_end_ms)} ms`);
+          break;
+        case 'response.created':
+          responseId ??= (e.response as { id: string }).id;
+          console.log(`  answer ${responseId} started`);
+          break;
+        case 'response.output_audio.delta':
+          if (e.response_id === responseId) answer.push(Buffer.from(e.audio as string, 'base64'));
+          break;
+        case 'response.done': {
+          const r = e.response as { id: string; status: string; usage: Record<string, number> };
+          if (r.id !== responseId) break;
+          console.log(`  answer ${r.status}; usage of this response: ${JSON.stringify(r.usage)}`);
+          resolve();
+          break;
+        }
+        case 'error':
+          console.error(`  error event: ${JSON.stringify(e.error)}`);
+          break;
+      }
+    });
+    ws.on('close', (code, reason) => reject(new Error(`socket closed (${code} ${reason.toString()}) before the answer was complete`)));
+    ws.on('error', reject);
+    ws.on('unexpected-response', (_req, res) => {
+      let text = '';
+      res.on('data', (c) => (text += c.toString()));
+      res.on('end', () => reject(new Error(`attach refused with ${res.statusCode}: ${text}`)));
+    });
+  });
+  done.catch(() => {});
+  await Promise.race([readyP, done]);
+  console.log(`attached to ${session.realtime.url}`);
+
+  // Real time: frame k leaves at start + k * 20 ms, whatever the timer jitter.
+  const frameBytes = FRAME_MS * BYTES_PER_MS;
+  const start = performance.now();
+  for (let k = 0, off = 0; off < audio.length; k++, off += frameBytes) {
+    const wait = start + k * FRAME_MS - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: audio.subarray(off, off + frameBytes).toString('base64') }));
+  }
+  console.log(`streamed ${Math.round(audio.length / BYTES_PER_MS)} ms of audio`);
+  // Without a turn the VAD recognised, ask for the answer explicitly.
+  const nudge = setTimeout(() => {
+    if (responseId === null) {
+      ws.send(JSON.stringify({ type: 'input_audio_buffer.commit' }));
+      ws.send(JSON.stringify({ type: 'response.create' }));
+    }
+  }, 1500);
+  try {
+    await done;
+  } finally {
+    clearTimeout(nudge);
+    ws.close(1000);
+  }
+  return Buffer.concat(answer);
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const audio = args.wav ? readWav(args.wav) : demoAudio();
+  const session = await call<VoiceSession>(args, 'POST', '/v1/voice/sessions', { model: args.model, mode: 'speech_to_speech' });
+  console.log(`session ${session.id} (${session.status}); preauthorized ${session.billing.preauthorized_cents} cents`);
+  try {
+    const answer = await converse(session, args, audio);
+    writeFileSync(args.out, wavFile(answer));
+    console.log(`saved ${Math.round(answer.length / BYTES_PER_MS)} ms of answer to ${args.out}`);
+  } finally {
+    const ended = await call<VoiceSession>(args, 'POST', `/v1/voice/sessions/${session.id}/end`);
+    console.log(`session ${ended.id}: ${ended.status}`);
+    console.log(`  usage: audio_in_ms ${ended.usage.audio_in_ms}, audio_out_ms ${ended.usage.audio_out_ms}`);
+    console.log(`  billed ${ended.usage.billed_cents} cents; wallet available ${ended.billing.balance_cents} cents, still reserved ${ended.billing.reserved_cents}`);
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

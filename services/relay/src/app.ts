@@ -1,0 +1,229 @@
+import { randomUUID } from 'node:crypto';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { errorTypeForStatus, REALTIME_PROTOCOL, type ErrorResponse } from '@s2s/contract';
+import { AppError, errors, isAppError, newId } from '@s2s/core';
+import { isStoreUnavailableError } from '@s2s/db';
+import { activeTraceId } from '@s2s/telemetry';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { authorizeAttach, type AttachTarget } from './domain/authorize.js';
+import { recordAttachment } from './domain/store.js';
+import { Relay, type RelayDeps } from './relay.js';
+
+export interface RelayAppDeps extends RelayDeps {
+  /** Wall clock for expiry decisions; tests move it. */
+  now?: () => Date;
+}
+
+export interface RelayApp {
+  server: http.Server;
+  relay: Relay;
+  /** Stops accepting, gives every socket its final checkpoint and 1012, closes the server. */
+  close(): Promise<void>;
+}
+
+const REALTIME_PATH = '/v1/realtime';
+const INTERNAL_MESSAGE = 'An internal error occurred. Quote the request id when contacting support.';
+const KEY_REGEX = /^[+/0-9A-Za-z]{22}==$/;
+
+export function newRequestId(): string {
+  return `req_${randomUUID().replaceAll('-', '')}`;
+}
+
+/**
+ * The relay's HTTP server: `GET /v1/realtime` upgrades after every check has passed (refusals are plain
+ * HTTP ErrorResponses), `/healthz` and `/readyz` for probes. The WebSocket server runs in noServer mode so
+ * that nothing is upgraded before authentication, ownership and session checks.
+ */
+export function buildRelay(deps: RelayAppDeps): RelayApp {
+  const { config, logger } = deps;
+  const now = deps.now ?? (() => new Date());
+  const relay = new Relay(deps);
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: config.maxEventBytes,
+    perMessageDeflate: false,
+    clientTracking: false,
+    handleProtocols: () => REALTIME_PROTOCOL,
+  });
+  const upgradeHeaders = new WeakMap<IncomingMessage, string[]>();
+  wss.on('headers', (headers, req) => headers.push(...(upgradeHeaders.get(req) ?? [])));
+  const authCtx = {
+    db: deps.db,
+    bus: deps.bus,
+    logger,
+    sessionSettings: config.session,
+    now,
+    traceId: activeTraceId,
+  };
+
+  const server = http.createServer((req, res) => handleRequest(req, res));
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => void handleUpgrade(req, socket, head));
+  server.on('clientError', (_err, socket) => socket.destroy());
+
+  function handleRequest(req: IncomingMessage, res: ServerResponse): void {
+    const requestId = newRequestId();
+    const path = pathOf(req.url);
+    res.setHeader('X-Request-Id', requestId);
+    res.setHeader('Cache-Control', 'no-store');
+    if (path === '/healthz' || path === '/readyz') {
+      const draining = relay.draining;
+      const status = path === '/readyz' && draining ? 503 : 200;
+      res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8' });
+      res.end(JSON.stringify({ status: draining ? 'draining' : path === '/readyz' ? 'ready' : 'ok' }));
+      return;
+    }
+    const err =
+      path === REALTIME_PATH
+        ? errors.invalidRequest('This endpoint accepts WebSocket upgrades only.')
+        : new AppError('not_found', 'No such route.');
+    const body = errorBody(err, requestId);
+    res.writeHead(err.status, { 'Content-Type': 'application/json; charset=utf-8' });
+    res.end(JSON.stringify(body));
+  }
+
+  async function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const requestId = newRequestId();
+    const log = logger.child({ request_id: requestId });
+    socket.on('error', () => socket.destroy());
+    let attached: { sessionId: string; attachmentId: string; legacy: boolean } | null = null;
+    let legacySessionId: string | null = null;
+    try {
+      const target = checkHandshake(req);
+      if (relay.draining) throw new AppError('service_unavailable', 'This relay is shutting down; attach again.');
+      const { session, legacy } = await authorizeAttach({
+        ctx: authCtx,
+        input: { authorization: req.headers.authorization, target },
+      });
+      if (legacy) legacySessionId = session.id;
+      const attachmentId = newId('att');
+      const recorded = await recordAttachment(deps.db, { sessionId: session.id, attachmentId, relayId: config.relayId });
+      if (!recorded) throw errors.sessionExpired();
+      attached = { sessionId: session.id, attachmentId, legacy };
+
+      if (relay.draining) throw new AppError('service_unavailable', 'This relay is shutting down; attach again.');
+      upgradeHeaders.set(req, [`X-Request-Id: ${requestId}`, ...(legacy ? ['Deprecation: true'] : [])]);
+      let ws: WebSocket | undefined;
+      // Synchronous when it succeeds; a socket that closed meanwhile is destroyed without the callback.
+      wss.handleUpgrade(req, socket, head, (w) => {
+        ws = w;
+      });
+      if (!ws) {
+        log.info({ session_id: session.id }, 'client left before the upgrade');
+        await relay.abandon(attached);
+        return;
+      }
+      relay.attach({
+        ws,
+        session: { ...session, lastActivityAt: recorded.lastActivityAt },
+        attachmentId,
+        startedAt: recorded.startedAt,
+        prior: recorded.prior,
+        legacy,
+        requestId,
+      });
+      log.info({ session_id: session.id, attachment_id: attachmentId, legacy }, 'attached');
+    } catch (err) {
+      const appError = toAppError(err);
+      if (appError.status >= 500) log.error({ err: appError.cause ?? appError }, 'attach failed');
+      else log.info({ code: appError.code }, 'attach refused');
+      // Whatever this request already created is released: the attachment row, a legacy session.
+      if (attached) await relay.abandon(attached).catch(() => {});
+      else if (legacySessionId) await relay.endLegacy(legacySessionId);
+      writeRawError(socket, appError, requestId);
+    }
+  }
+
+  relay.start();
+  let closing: Promise<void> | null = null;
+  return {
+    server,
+    relay,
+    close() {
+      closing ??= (async () => {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        await relay.drain();
+        server.closeAllConnections();
+        await closed;
+      })();
+      return closing;
+    },
+  };
+}
+
+/** The checks ws would make, made first so that a bad handshake creates no attachment; plus ours. */
+function checkHandshake(req: IncomingMessage): AttachTarget {
+  const url = new URL(req.url ?? '/', 'http://relay.invalid');
+  if (url.pathname !== REALTIME_PATH) throw new AppError('not_found', 'No such route.');
+  if (req.method !== 'GET') throw errors.invalidRequest('Use GET to attach.');
+  if (req.headers.upgrade?.toLowerCase() !== 'websocket') throw errors.invalidRequest('A WebSocket upgrade is required.');
+  const key = req.headers['sec-websocket-key'];
+  const version = Number(req.headers['sec-websocket-version']);
+  if (key === undefined || !KEY_REGEX.test(key) || (version !== 13 && version !== 8)) {
+    throw errors.invalidRequest('The WebSocket handshake headers are invalid.');
+  }
+  const sessionId = url.searchParams.get('session_id');
+  const model = url.searchParams.get('model');
+  if (sessionId !== null && model !== null) throw errors.invalidRequest('Give either session_id or model, not both.');
+  let target: AttachTarget;
+  if (sessionId !== null && sessionId.length > 0) target = { sessionId };
+  else if (model !== null && model.length > 0 && sessionId === null) target = { model };
+  else throw errors.invalidRequest('The query parameter session_id is required.');
+  const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
+  if (!offered.includes(REALTIME_PROTOCOL)) {
+    throw errors.invalidRequest(`The ${REALTIME_PROTOCOL} subprotocol is required (Sec-WebSocket-Protocol).`);
+  }
+  return target;
+}
+
+function toAppError(err: unknown): AppError {
+  if (isAppError(err)) return err;
+  if (isStoreUnavailableError(err)) {
+    return new AppError('service_unavailable', 'The service is temporarily unavailable; retry later.', { cause: err });
+  }
+  return new AppError('internal_error', INTERNAL_MESSAGE, { cause: err });
+}
+
+function errorBody(err: AppError, requestId: string): ErrorResponse {
+  return {
+    error: {
+      type: errorTypeForStatus(err.status),
+      code: err.code,
+      message: err.code === 'internal_error' ? INTERNAL_MESSAGE : err.message,
+      request_id: requestId,
+    },
+  };
+}
+
+/** An HTTP error answer on a socket that asked for an upgrade (nothing was upgraded). */
+function writeRawError(socket: Duplex, err: AppError, requestId: string): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify(errorBody(err, requestId));
+  const extra = [
+    ...(err.status === 401 ? ['WWW-Authenticate: Bearer'] : []),
+    ...(err.status === 503 ? ['Retry-After: 1'] : []),
+  ];
+  socket.once('finish', () => socket.destroy());
+  socket.end(
+    [
+      `HTTP/1.1 ${err.status} ${http.STATUS_CODES[err.status] ?? ''}`,
+      'Connection: close',
+      'Content-Type: application/json; charset=utf-8',
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      `X-Request-Id: ${requestId}`,
+      'Cache-Control: no-store',
+      ...extra,
+      '',
+      body,
+    ].join('\r\n'),
+  );
+}
+
+function pathOf(url: string | undefined): string {
+  const u = url ?? '/';
+  const q = u.indexOf('?');
+  return q === -1 ? u : u.slice(0, q);
+}

@@ -1,0 +1,108 @@
+import { hostname } from 'node:os';
+import { CommonEnv, envInt, envPort, parseEnv, z } from '@s2s/core';
+
+const optionalSecret = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
+
+const wsUrl = () => z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' });
+
+export const RelayEnv = CommonEnv.extend({
+  // Interface to listen on: loopback on a developer machine, 0.0.0.0 in a container.
+  HOST: z.string().min(1).default('127.0.0.1'),
+  // Realtime port; 0 picks a free one (tests, benchmarks).
+  RELAY_PORT: envPort(8081),
+  // Name of this relay process in attachments and checkpoints; defaults to <hostname>-<pid>.
+  RELAY_ID: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/).optional(),
+  // Base of `realtime.url` in the session resource; the same value the control plane uses.
+  REALTIME_PUBLIC_URL: wsUrl().default('ws://127.0.0.1:8081/v1/realtime'),
+  // Largest client event; a bigger one closes the socket with 1009.
+  REALTIME_MAX_EVENT_BYTES: envInt(1_048_576, { min: 1024, max: 64 * 1_048_576 }),
+  // Usage checkpoints are published at least this often while usage changes (at most once a second).
+  CHECKPOINT_INTERVAL_MS: envInt(1000, { min: 10, max: 1000 }),
+  // How often the relay re-reads the sessions it holds, to catch a replacement or end it missed on the bus.
+  RECONCILE_INTERVAL_MS: envInt(5000, { min: 50, max: 60_000 }),
+  // After SIGTERM: every socket gets its final checkpoint and 1012, and the process exits within this.
+  DRAIN_TIMEOUT_MS: envInt(10_000, { min: 100, max: 120_000 }),
+  // A client gone mid-answer: how long the upstream may keep producing (and being metered) before it stops.
+  RESPONSE_GRACE_MS: envInt(10_000, { min: 0, max: 60_000 }),
+  // Opening an upstream session (all retries included) gives up after this.
+  PROVIDER_CONNECT_TIMEOUT_MS: envInt(5000, { min: 100, max: 60_000 }),
+  // The local upstream simulator (provider `local`).
+  LOCAL_PROVIDER_URL: wsUrl().default('ws://127.0.0.1:8090/v1/realtime'),
+  // Bearer key of the local simulator, when it was started with one.
+  LOCAL_PROVIDER_API_KEY: optionalSecret,
+  // OpenAI Realtime (provider `openai`); the key comes from configuration only.
+  OPENAI_API_KEY: optionalSecret,
+  OPENAI_REALTIME_URL: wsUrl().default('wss://api.openai.com/v1/realtime'),
+  // Gemini Live (provider `gemini`).
+  GEMINI_API_KEY: optionalSecret,
+  GEMINI_LIVE_URL: wsUrl().optional(),
+  // Sessions created by the legacy `/v1/realtime?model=` alias snapshot the same settings as the control plane.
+  SESSION_IDLE_TIMEOUT_SECONDS: envInt(300, { min: 1, max: 86_400 }),
+  SESSION_MAX_SECONDS: envInt(3600, { min: 1, max: 7 * 86_400 }),
+  SESSION_PREAUTH_MINUTES: envInt(10, { min: 1, max: 24 * 60 }),
+  // Connections in the PostgreSQL pool.
+  DB_POOL_SIZE: envInt(8, { min: 1, max: 200 }),
+});
+
+export interface Config {
+  nodeEnv: 'development' | 'production' | 'test';
+  databaseUrl: string;
+  natsUrl: string;
+  busPrefix: string;
+  logLevel: string;
+  host: string;
+  port: number;
+  relayId: string;
+  realtimePublicUrl: string;
+  maxEventBytes: number;
+  checkpointIntervalMs: number;
+  reconcileIntervalMs: number;
+  drainTimeoutMs: number;
+  responseGraceMs: number;
+  providerConnectTimeoutMs: number;
+  localProviderUrl: string;
+  localProviderApiKey: string | undefined;
+  openaiApiKey: string | undefined;
+  openaiRealtimeUrl: string;
+  geminiApiKey: string | undefined;
+  geminiLiveUrl: string | undefined;
+  session: { idleTimeoutSeconds: number; maxSeconds: number; preauthMinutes: number };
+  dbPoolSize: number;
+}
+
+/** Parses the relay's environment; throws one error naming every bad variable. */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const e = parseEnv(RelayEnv, env);
+  return {
+    nodeEnv: e.NODE_ENV,
+    databaseUrl: e.DATABASE_URL,
+    natsUrl: e.NATS_URL,
+    busPrefix: e.BUS_PREFIX,
+    logLevel: e.LOG_LEVEL,
+    host: e.HOST,
+    port: e.RELAY_PORT,
+    relayId: e.RELAY_ID ?? `${hostname()}-${process.pid}`.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 128),
+    realtimePublicUrl: e.REALTIME_PUBLIC_URL,
+    maxEventBytes: e.REALTIME_MAX_EVENT_BYTES,
+    checkpointIntervalMs: e.CHECKPOINT_INTERVAL_MS,
+    reconcileIntervalMs: e.RECONCILE_INTERVAL_MS,
+    drainTimeoutMs: e.DRAIN_TIMEOUT_MS,
+    responseGraceMs: e.RESPONSE_GRACE_MS,
+    providerConnectTimeoutMs: e.PROVIDER_CONNECT_TIMEOUT_MS,
+    localProviderUrl: e.LOCAL_PROVIDER_URL,
+    localProviderApiKey: e.LOCAL_PROVIDER_API_KEY,
+    openaiApiKey: e.OPENAI_API_KEY,
+    openaiRealtimeUrl: e.OPENAI_REALTIME_URL,
+    geminiApiKey: e.GEMINI_API_KEY,
+    geminiLiveUrl: e.GEMINI_LIVE_URL,
+    session: {
+      idleTimeoutSeconds: e.SESSION_IDLE_TIMEOUT_SECONDS,
+      maxSeconds: e.SESSION_MAX_SECONDS,
+      preauthMinutes: e.SESSION_PREAUTH_MINUTES,
+    },
+    dbPoolSize: e.DB_POOL_SIZE,
+  };
+}

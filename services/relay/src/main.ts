@@ -1,0 +1,39 @@
+import { startTelemetry, createLogger } from '@s2s/telemetry';
+import { connectBus } from '@s2s/bus';
+import { createDb } from '@s2s/db';
+import { buildRelay } from './app.js';
+import { loadConfig } from './config.js';
+import { createProviderOpener } from './providers-opener.js';
+
+const telemetry = startTelemetry({ serviceName: 'relay', instrumentations: ['pg'] });
+const config = loadConfig(process.env);
+const logger = createLogger({ service: 'relay', level: config.logLevel });
+const db = createDb(config.databaseUrl, {
+  max: config.dbPoolSize,
+  onPoolError: (err) => logger.warn({ err }, 'idle database connection lost'),
+});
+const bus = await connectBus({ url: config.natsUrl, prefix: config.busPrefix, name: `relay ${config.relayId}`, waitOnFirstConnect: true });
+const app = buildRelay({ config, db, bus, logger, providers: createProviderOpener(config, logger) });
+await new Promise<void>((resolve) => app.server.listen(config.port, config.host, resolve));
+const address = app.server.address();
+logger.info({ relay_id: config.relayId, port: typeof address === 'object' && address ? address.port : config.port }, 'relay listening');
+
+let draining = false;
+async function drain(signal: string): Promise<void> {
+  if (draining) return;
+  draining = true;
+  logger.info({ signal, attachments: app.relay.size }, 'relay draining');
+  // Bounded: whatever is still pending at the deadline is abandoned (billing falls back to the last checkpoint).
+  setTimeout(() => {
+    logger.error('drain timed out');
+    process.exit(1);
+  }, config.drainTimeoutMs).unref();
+  await app.close();
+  await bus.close();
+  await db.close();
+  await telemetry.shutdown();
+  logger.info('relay stopped');
+  process.exit(0);
+}
+process.once('SIGTERM', () => void drain('SIGTERM'));
+process.once('SIGINT', () => void drain('SIGINT'));

@@ -1,0 +1,26 @@
+import type { Logger } from '@s2s/telemetry';
+import type { Config } from './config.js';
+import { createProviderRegistry } from './providers/index.js';
+import type { UpstreamOpener } from './upstream.js';
+
+/** The configured providers (registry of ProviderBase-wrapped adapters) behind the relay's UpstreamOpener. */
+export function createProviderOpener(config: Config, logger: Logger): UpstreamOpener {
+  const registry = createProviderRegistry({
+    localUrl: config.localProviderUrl,
+    ...(config.localProviderApiKey ? { localApiKey: config.localProviderApiKey } : {}),
+    ...(config.openaiApiKey ? { openai: { apiKey: config.openaiApiKey, url: config.openaiRealtimeUrl } } : {}),
+    ...(config.geminiApiKey
+      ? { gemini: { apiKey: config.geminiApiKey, ...(config.geminiLiveUrl ? { url: config.geminiLiveUrl } : {}) } }
+      : {}),
+    connectTimeoutMs: config.providerConnectTimeoutMs,
+    logger,
+  });
+  return {
+    open(provider, sessionConfig, onEvent, signal) {
+      const base = registry.get(provider);
+      // A catalog model routed to a provider this relay has no credentials for: an upstream failure.
+      if (!base) return Promise.reject(new Error(`provider ${provider} is not configured on this relay`));
+      return base.open(sessionConfig, onEvent, signal);
+    },
+  };
+}

@@ -1,0 +1,211 @@
+import { subscribeMessages, type Bus, type Subscription } from '@s2s/bus';
+import { RelayAttached } from '@s2s/contract';
+import { requestEnd } from '@s2s/core';
+import type { DbHandle } from '@s2s/db';
+import type { Logger } from '@s2s/telemetry';
+import type { WebSocket } from 'ws';
+import { Attachment, type AttachmentContext, type AttachmentInit, type FinishReason } from './attachment.js';
+import { Checkpointer, type Metered } from './checkpoints.js';
+import type { Config } from './config.js';
+import { EventIds } from './domain/events.js';
+import { isNewerAttachment, readHeldSessions } from './domain/store.js';
+import type { UpstreamOpener } from './upstream.js';
+
+export interface RelayDeps {
+  config: Config;
+  db: DbHandle;
+  bus: Bus;
+  logger: Logger;
+  providers: UpstreamOpener;
+}
+
+const decoder = new TextDecoder();
+const encoder = new TextEncoder();
+
+/**
+ * The attachments of this relay process and what coordinates them with other relays: the bus tells it
+ * about newer attachments (4001) and end requests (1000) at once; a periodic read of the sessions it holds
+ * catches what the bus may have missed. Only the live sockets live here; everything else is in the database.
+ */
+export class Relay {
+  private readonly all = new Set<Attachment>();
+  private readonly bySession = new Map<string, Set<Attachment>>();
+  private readonly checkpoints: Checkpointer;
+  private readonly ctx: AttachmentContext;
+  private readonly subscriptions: Subscription[] = [];
+  private reconcileTimer: NodeJS.Timeout | undefined;
+  private reconciling = false;
+  private drainPromise: Promise<void> | null = null;
+
+  constructor(private readonly deps: RelayDeps) {
+    this.checkpoints = new Checkpointer({
+      bus: deps.bus,
+      relayId: deps.config.relayId,
+      logger: deps.logger,
+      intervalMs: deps.config.checkpointIntervalMs,
+    });
+    this.ctx = {
+      config: deps.config,
+      db: deps.db,
+      bus: deps.bus,
+      logger: deps.logger,
+      providers: deps.providers,
+      checkpoints: this.checkpoints,
+      eventIds: new EventIds(),
+      onFinished: (a) => this.remove(a),
+    };
+  }
+
+  get draining(): boolean {
+    return this.drainPromise !== null;
+  }
+
+  get size(): number {
+    return this.all.size;
+  }
+
+  start(): void {
+    const { bus, logger } = this.deps;
+    this.subscriptions.push(
+      subscribeMessages(bus.nc, bus.subjects.endRequestedAll, (message) => {
+        if (message.type !== 'session.end_requested') return;
+        for (const a of this.attachmentsOf(message.session_id)) void a.finish('end_requested');
+      }),
+      bus.nc.subscribe(bus.subjects.relayAttachedAll, {
+        callback: (err, msg) => {
+          if (err) return;
+          let parsed;
+          try {
+            parsed = RelayAttached.safeParse(JSON.parse(decoder.decode(msg.data)));
+          } catch {
+            return;
+          }
+          if (parsed.success) this.supersede(parsed.data.session_id, { id: parsed.data.attachment_id, startedAtMs: parsed.data.started_at });
+          else logger.warn('malformed relay.attached message');
+        },
+      }),
+    );
+    this.checkpoints.start();
+    this.reconcileTimer = setInterval(() => void this.reconcile(), this.deps.config.reconcileIntervalMs);
+  }
+
+  /** Takes over a freshly upgraded socket: registers it, replaces older attachments here and elsewhere. */
+  attach(init: AttachmentInit & { ws: WebSocket }): Attachment {
+    const a = new Attachment(this.ctx, init);
+    this.supersede(a.sessionId, { id: a.attachmentId, startedAtMs: a.startedAtMs });
+    this.all.add(a);
+    let set = this.bySession.get(a.sessionId);
+    if (!set) this.bySession.set(a.sessionId, (set = new Set()));
+    set.add(a);
+    this.announce(a);
+    a.start();
+    return a;
+  }
+
+  /**
+   * An attachment row whose socket died before the upgrade completed: it still gets its final checkpoint
+   * (zero usage) so billing need not wait for it, and a legacy session, which nobody else can end, is ended.
+   */
+  async abandon(input: { sessionId: string; attachmentId: string; legacy: boolean }): Promise<void> {
+    const orphan: Metered = {
+      sessionId: input.sessionId,
+      attachmentId: input.attachmentId,
+      usage: () => ({ audio_in_ms: 0, audio_out_ms: 0, input_audio_tokens: 0, output_audio_tokens: 0 }),
+      seq: 0,
+      dirty: false,
+      sealed: false,
+    };
+    await this.checkpoints.publishFinal(orphan);
+    if (input.legacy) await this.endLegacy(input.sessionId);
+  }
+
+  /** Ends a legacy session whose socket never became an attachment. */
+  async endLegacy(sessionId: string): Promise<void> {
+    await requestEnd({ db: this.deps.db, bus: this.deps.bus }, sessionId, 'client_closed').catch((err: unknown) =>
+      this.deps.logger.warn({ err, session_id: sessionId }, 'end request failed'),
+    );
+  }
+
+  /** SIGTERM: every socket gets its final checkpoint and 1012; resolves when all are done. */
+  drain(): Promise<void> {
+    this.drainPromise ??= (async () => {
+      await this.finishAll('draining');
+      this.stop();
+    })();
+    return this.drainPromise;
+  }
+
+  private async finishAll(reason: FinishReason): Promise<void> {
+    await Promise.all([...this.all].map((a) => a.finish(reason)));
+  }
+
+  private stop(): void {
+    for (const s of this.subscriptions) s.unsubscribe();
+    this.subscriptions.length = 0;
+    if (this.reconcileTimer) clearInterval(this.reconcileTimer);
+    this.reconcileTimer = undefined;
+    this.checkpoints.stop();
+  }
+
+  private attachmentsOf(sessionId: string): Attachment[] {
+    const set = this.bySession.get(sessionId);
+    return set ? [...set] : [];
+  }
+
+  /** Closes (4001) every attachment of the session older than `newest`. */
+  private supersede(sessionId: string, newest: { id: string; startedAtMs: number }): void {
+    for (const a of this.attachmentsOf(sessionId)) {
+      if (a.attachmentId !== newest.id && isNewerAttachment(newest, { id: a.attachmentId, startedAtMs: a.startedAtMs })) {
+        void a.finish('replaced');
+      }
+    }
+  }
+
+  private announce(a: Attachment): void {
+    const { bus, config, logger } = this.deps;
+    const message: RelayAttached = {
+      type: 'relay.attached',
+      version: 1,
+      session_id: a.sessionId,
+      attachment_id: a.attachmentId,
+      relay_id: config.relayId,
+      started_at: a.startedAtMs,
+    };
+    try {
+      bus.nc.publish(bus.subjects.relayAttached(a.sessionId), encoder.encode(JSON.stringify(message)));
+    } catch (err) {
+      // The periodic reconcile of the other relay finds the newer attachment in the database.
+      logger.warn({ err, session_id: a.sessionId }, 'attachment announcement failed');
+    }
+  }
+
+  private remove(a: Attachment): void {
+    this.all.delete(a);
+    const set = this.bySession.get(a.sessionId);
+    if (set) {
+      set.delete(a);
+      if (set.size === 0) this.bySession.delete(a.sessionId);
+    }
+  }
+
+  /** One query for all held sessions: replaced, ended or key revoked while the bus was not listening. */
+  private async reconcile(): Promise<void> {
+    if (this.reconciling || this.bySession.size === 0) return;
+    this.reconciling = true;
+    try {
+      const states = await readHeldSessions(this.deps.db, [...this.bySession.keys()]);
+      for (const s of states) {
+        for (const a of this.attachmentsOf(s.sessionId)) {
+          if (a.isFinishing) continue;
+          if (s.keyRevoked) void a.finish('auth_lost');
+          else if (s.ending) void a.finish('end_requested');
+          else if (s.newestAttachmentId !== null && s.newestAttachmentId !== a.attachmentId) void a.finish('replaced');
+        }
+      }
+    } catch (err) {
+      this.deps.logger.warn({ err }, 'reconcile failed');
+    } finally {
+      this.reconciling = false;
+    }
+  }
+}

@@ -1,0 +1,380 @@
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { connectBus, subscribeMessages, type Bus } from '@s2s/bus';
+import { REALTIME_PROTOCOL, type BusMessage, type Rate, type UsageCheckpoint } from '@s2s/contract';
+import { createSession, issueApiKey, newId, type SessionRecord } from '@s2s/core';
+import type { DbHandle } from '@s2s/db';
+import { createTestDatabase } from '@s2s/db/testing';
+import { startLocalProvider, type LocalProvider, type ReceivedClientEvent } from '@s2s/local-provider';
+import { createLogger } from '@s2s/telemetry';
+import WebSocket from 'ws';
+import { buildRelay, type RelayApp } from '../src/app.js';
+import { loadConfig, type Config } from '../src/config.js';
+import { createProviderOpener } from '../src/providers-opener.js';
+
+export const TEST_SETTINGS = { preauthMinutes: 10, idleTimeoutSeconds: 300, maxSeconds: 3600 };
+
+export interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+export function testPrefix(): string {
+  return `t_${randomBytes(4).toString('hex')}`;
+}
+
+export async function testBus(t: Teardown, prefix = testPrefix()): Promise<Bus> {
+  const bus = await connectBus({ url: 'nats://127.0.0.1:4222', prefix });
+  t.teardown(async () => {
+    await bus.jsm.streams.delete(bus.subjects.stream).catch(() => {});
+    await bus.close();
+  });
+  return bus;
+}
+
+export function testLogger() {
+  return createLogger({ service: 'relay-test', level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+}
+
+export interface RelayEnv {
+  db: DbHandle;
+  dbUrl: string;
+  bus: Bus;
+  sim: LocalProvider;
+  config: Config;
+  app: RelayApp;
+  /** ws://127.0.0.1:<port>/v1/realtime */
+  url: string;
+  /** Checkpoints seen on the bus, in arrival order. */
+  checkpoints: UsageCheckpoint[];
+  endRequests: BusMessage[];
+  /** Every event the simulator received from the relay. */
+  simEvents: ReceivedClientEvent[];
+  /** Another relay process in the same deployment (same db, bus, simulator). */
+  startRelay(overrides?: Record<string, string>): Promise<{ app: RelayApp; url: string }>;
+}
+
+/** One relay on port 0 with its own database, bus prefix and simulator, all cleaned up in t.teardown. */
+export async function setupRelay(t: Teardown, env: Record<string, string> = {}): Promise<RelayEnv> {
+  const { db, url: dbUrl } = await createTestDatabase(t);
+  const bus = await testBus(t);
+  const simEvents: ReceivedClientEvent[] = [];
+  const sim = await startLocalProvider({ port: 0, onClientEvent: (e) => simEvents.push(e) });
+  t.teardown(() => sim.close());
+  const checkpoints: UsageCheckpoint[] = [];
+  const endRequests: BusMessage[] = [];
+  const sub = subscribeMessages(bus.nc, `${bus.subjects.usageCheckpointAll}`, (m) => {
+    if (m.type === 'usage.checkpoint') checkpoints.push(m);
+  });
+  const sub2 = subscribeMessages(bus.nc, bus.subjects.endRequestedAll, (m) => endRequests.push(m));
+  t.teardown(() => {
+    sub.unsubscribe();
+    sub2.unsubscribe();
+  });
+
+  const startRelay = async (overrides: Record<string, string> = {}) => {
+    const config = loadConfig({
+      NODE_ENV: 'test',
+      DATABASE_URL: dbUrl,
+      BUS_PREFIX: bus.subjects.stream.replace(/_EVENTS$/, '').toLowerCase(),
+      RELAY_PORT: '0',
+      RELAY_ID: `relay-${randomBytes(3).toString('hex')}`,
+      LOCAL_PROVIDER_URL: sim.url,
+      CHECKPOINT_INTERVAL_MS: '100',
+      RECONCILE_INTERVAL_MS: '60000',
+      RESPONSE_GRACE_MS: '3000',
+      PROVIDER_CONNECT_TIMEOUT_MS: '2000',
+      ...env,
+      ...overrides,
+    });
+    const logger = testLogger();
+    const app = buildRelay({ config, db, bus, logger, providers: createProviderOpener(config, logger) });
+    await new Promise<void>((resolve) => app.server.listen(0, '127.0.0.1', resolve));
+    t.teardown(() => app.close());
+    const port = (app.server.address() as AddressInfo).port;
+    return { app, url: `ws://127.0.0.1:${port}/v1/realtime`, config };
+  };
+  const first = await startRelay();
+  return { db, dbUrl, bus, sim, config: first.config, app: first.app, url: first.url, checkpoints, endRequests, simEvents, startRelay };
+}
+
+// ---- SQL fixtures ----
+
+export interface KeyFixture {
+  secret: string;
+  keyId: string;
+  walletId: string;
+}
+
+/** A wallet credited by an operator (ledger row included, so the ledger invariants hold) and a key on it. */
+export async function createKey(db: DbHandle, balanceCents: number, opts: { revoked?: boolean } = {}): Promise<KeyFixture> {
+  const walletId = newId('wal');
+  const keyId = newId('key');
+  const key = issueApiKey();
+  await db.pool.query('INSERT INTO wallets (id, balance_cents) VALUES ($1, $2)', [walletId, balanceCents]);
+  if (balanceCents > 0) {
+    await db.pool.query(`INSERT INTO ledger_entries (wallet_id, kind, amount_cents) VALUES ($1, 'credit', $2)`, [walletId, balanceCents]);
+  }
+  await db.pool.query(
+    'INSERT INTO api_keys (id, secret_hash, prefix, wallet_id, revoked_at) VALUES ($1, $2, $3, $4, $5)',
+    [keyId, key.hash, key.displayPrefix, walletId, opts.revoked ? new Date() : null],
+  );
+  return { secret: key.secret, keyId, walletId };
+}
+
+export const DEFAULT_RATE: Rate = { per_minute: 1000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 };
+
+const CAPABILITIES = {
+  speech_to_speech: true,
+  server_vad: true,
+  barge_in: true,
+  input_transcription: 'optional',
+  output_transcription: 'optional',
+};
+const AUDIO = {
+  input: { type: 'audio/pcm', encoding: 'pcm16le', sample_rate_hz: 24000, channels: 1 },
+  output: { type: 'audio/pcm', encoding: 'pcm16le', sample_rate_hz: 24000, channels: 1 },
+};
+
+/** A listed catalog model with its current rate snapshot. */
+export async function createModel(
+  db: DbHandle,
+  opts: { id: string; provider?: string; providerModel?: string; rate?: Rate; approved?: boolean },
+): Promise<{ id: string; rateId: string; rate: Rate }> {
+  const rate = opts.rate ?? DEFAULT_RATE;
+  const rateId = newId('rate');
+  await db.pool.query(
+    `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved, capabilities, audio, modalities)
+     VALUES ($1, $1, 'test', $2, $3, true, $4, $5, $6, $7)`,
+    [
+      opts.id,
+      opts.provider ?? 'local',
+      opts.providerModel ?? 'vad-1',
+      opts.approved ?? true,
+      JSON.stringify(CAPABILITIES),
+      JSON.stringify(AUDIO),
+      JSON.stringify({ input: ['audio'], output: ['audio'] }),
+    ],
+  );
+  await db.pool.query(
+    `INSERT INTO rate_snapshots (id, model_id, source, per_minute, audio_in_token, audio_out_token, relay_fee_milli_cents)
+     VALUES ($1, $2, 'upstream_derived', $3, $4, $5, $6)`,
+    [rateId, opts.id, rate.per_minute, rate.audio_in_token, rate.audio_out_token, rate.relay_fee_milli_cents],
+  );
+  await db.pool.query('UPDATE catalog_models SET current_rate_id = $1 WHERE id = $2', [rateId, opts.id]);
+  return { id: opts.id, rateId, rate };
+}
+
+/** A session made by the real create path (core createSession). */
+export async function newSession(db: DbHandle, key: KeyFixture, model: string): Promise<SessionRecord> {
+  const { session } = await createSession({
+    db,
+    input: { key: { keyId: key.keyId, walletId: key.walletId }, request: { model, mode: 'speech_to_speech' }, traceId: randomBytes(16).toString('hex') },
+    settings: TEST_SETTINGS,
+  });
+  return session;
+}
+
+/** A session with a chosen preauthorization (e.g. a tiny one for the budget test), reserved like a real one. */
+export async function insertSession(
+  db: DbHandle,
+  key: KeyFixture,
+  model: { id: string; rateId: string },
+  preauthCents: number,
+): Promise<string> {
+  const id = newId('vs');
+  await db.pool.query('UPDATE wallets SET reserved_cents = reserved_cents + $2 WHERE id = $1', [key.walletId, preauthCents]);
+  await db.pool.query(
+    `INSERT INTO voice_sessions (id, key_id, wallet_id, model_id, rate_snapshot_id, status, preauthorized_cents, reserved_cents,
+                                 trace_id, idle_timeout_seconds, max_ends_at)
+     VALUES ($1, $2, $3, $4, $5, 'ready', $6, $6, $7, 300, now() + interval '1 hour')`,
+    [id, key.keyId, key.walletId, model.id, model.rateId, preauthCents, randomBytes(16).toString('hex')],
+  );
+  return id;
+}
+
+export async function sessionRow(db: DbHandle, id: string) {
+  const { rows } = await db.pool.query<{
+    status: string;
+    activated_at: Date | null;
+    end_requested_at: Date | null;
+    end_cause: string | null;
+    terminal_status: string | null;
+    last_activity_at: Date;
+  }>('SELECT status, activated_at, end_requested_at, end_cause, terminal_status, last_activity_at FROM voice_sessions WHERE id = $1', [id]);
+  return rows[0];
+}
+
+export async function countRows(db: DbHandle, table: 'voice_sessions' | 'session_attachments'): Promise<number> {
+  const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
+  return rows[0]?.n ?? 0;
+}
+
+export async function walletOf(db: DbHandle, walletId: string): Promise<{ balance: number; reserved: number }> {
+  const { rows } = await db.pool.query<{ balance: number; reserved: number }>(
+    'SELECT balance_cents::int AS balance, reserved_cents::int AS reserved FROM wallets WHERE id = $1',
+    [walletId],
+  );
+  return rows[0] ?? { balance: -1, reserved: -1 };
+}
+
+// ---- audio ----
+
+/** PCM16LE mono 24 kHz: a sine of `ms` milliseconds (loud enough for the simulator's VAD). */
+export function tone(ms: number, hz = 440, amplitude = 8000): Buffer {
+  const samples = (ms * 24000) / 1000;
+  const b = Buffer.alloc(samples * 2);
+  for (let i = 0; i < samples; i++) b.writeInt16LE(Math.round(amplitude * Math.sin((2 * Math.PI * hz * i) / 24000)), i * 2);
+  return b;
+}
+
+export function silence(ms: number): Buffer {
+  return Buffer.alloc(ms * 48);
+}
+
+/** 20 ms frames. */
+export function frames(pcm: Buffer, ms = 20): Buffer[] {
+  const out: Buffer[] = [];
+  for (let off = 0; off < pcm.length; off += ms * 48) out.push(pcm.subarray(off, off + ms * 48));
+  return out;
+}
+
+// ---- realtime client ----
+
+export interface ServerEventLike {
+  type: string;
+  event_id: string;
+  [k: string]: unknown;
+}
+
+/** A test client: every server event is queued; next() awaits the next one (optionally of one type). */
+export class Client {
+  readonly events: ServerEventLike[] = [];
+  private cursor = 0;
+  private waiters: (() => void)[] = [];
+  closeCode: number | null = null;
+  closeReason = '';
+  readonly closed: Promise<{ code: number; reason: string }>;
+  readonly headers: Record<string, string | string[] | undefined> = {};
+
+  constructor(readonly ws: WebSocket) {
+    ws.on('upgrade', (res) => Object.assign(this.headers, res.headers));
+    ws.on('message', (data) => {
+      this.events.push(JSON.parse(data.toString()) as ServerEventLike);
+      this.wake();
+    });
+    this.closed = new Promise((resolve) => {
+      ws.on('close', (code, reason) => {
+        this.closeCode = code;
+        this.closeReason = reason.toString();
+        this.wake();
+        resolve({ code, reason: this.closeReason });
+      });
+    });
+    ws.on('error', () => {});
+  }
+
+  private wake(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const f of w) f();
+  }
+
+  /** The next event (of `type` when given, skipping others); rejects if the socket closes first. */
+  async next(type?: string, timeoutMs = 10_000): Promise<ServerEventLike> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      while (this.cursor < this.events.length) {
+        const e = this.events[this.cursor++] as ServerEventLike;
+        if (type === undefined || e.type === type) return e;
+      }
+      if (this.closeCode !== null) throw new Error(`socket closed (${this.closeCode}) while waiting for ${type ?? 'an event'}`);
+      if (Date.now() > deadline) throw new Error(`no ${type ?? 'event'} within ${timeoutMs} ms`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.max(1, deadline - Date.now()));
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+
+  send(event: unknown): void {
+    this.ws.send(typeof event === 'string' ? event : JSON.stringify(event));
+  }
+
+  append(pcm: Buffer, eventId?: string): void {
+    this.send({ type: 'input_audio_buffer.append', ...(eventId ? { event_id: eventId } : {}), audio: pcm.toString('base64') });
+  }
+
+  async close(): Promise<void> {
+    if (this.closeCode === null) this.ws.close(1000);
+    await this.closed;
+  }
+}
+
+export function attachUrl(base: string, sessionId: string): string {
+  return `${base}?session_id=${encodeURIComponent(sessionId)}`;
+}
+
+/** Attaches and waits for session.created and conversation.created. */
+export async function attach(url: string, secret: string): Promise<{ client: Client; created: ServerEventLike; conversation: ServerEventLike }> {
+  const ws = new WebSocket(url, REALTIME_PROTOCOL, { headers: { Authorization: `Bearer ${secret}` }, perMessageDeflate: false });
+  const client = new Client(ws);
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('unexpected-response', (_req, res) => reject(new Error(`attach refused: ${res.statusCode}`)));
+    ws.once('error', reject);
+  });
+  const created = await client.next();
+  const conversation = await client.next();
+  return { client, created, conversation };
+}
+
+export interface Refusal {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: { error: { type: string; code: string; message: string; request_id: string } };
+}
+
+/** An upgrade the relay must refuse before upgrading: its HTTP status, headers and ErrorResponse body. */
+export function refused(url: string, opts: { secret?: string; protocol?: string | null; headers?: Record<string, string> } = {}): Promise<Refusal> {
+  const protocols = opts.protocol === null ? [] : [opts.protocol ?? REALTIME_PROTOCOL];
+  const ws = new WebSocket(url, protocols, {
+    headers: { ...(opts.secret ? { Authorization: `Bearer ${opts.secret}` } : {}), ...opts.headers },
+  });
+  return new Promise((resolve, reject) => {
+    ws.on('open', () => {
+      ws.terminate();
+      reject(new Error('upgrade was accepted'));
+    });
+    ws.on('error', () => {});
+    ws.on('unexpected-response', (_req, res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => {
+        try {
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: JSON.parse(text) });
+        } catch (err) {
+          reject(err);
+        }
+      });
+    });
+  });
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Polls `read` until `accept` holds (bounded), for effects that land asynchronously (bus, database). */
+export async function eventually<T>(read: () => Promise<T> | T, accept: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await read();
+    if (accept(v)) return v;
+    if (Date.now() > deadline) return v;
+    await sleep(20);
+  }
+}

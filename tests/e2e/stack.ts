@@ -1,0 +1,137 @@
+// End-to-end harness: the real processes (local provider, relay, control plane, billing), each started with
+// `node --import tsx <main.ts>` over a fresh test database and a unique bus prefix, on ports they pick.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { connectBus, createTestDatabase, type Bus, type TestDatabase } from '../../services/relay/test/e2e-deps.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const ADMIN_TOKEN = 'e2e-admin-token-0123456789abcdef';
+
+export interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+export interface Service {
+  name: string;
+  child: ChildProcess;
+  port: number;
+  /** Every line the process wrote to stdout and stderr (JSON logs). */
+  output: string[];
+  exited: Promise<number | null>;
+}
+
+export interface Stack {
+  db: TestDatabase;
+  bus: Bus;
+  prefix: string;
+  provider: Service;
+  relay: Service;
+  controlPlane: Service;
+  billing: Service;
+  /** http://127.0.0.1:<port> of the control plane. */
+  baseUrl: string;
+  /** ws://127.0.0.1:<port>/v1/realtime of the relay. */
+  relayUrl: string;
+}
+
+/** Spawns one service and resolves once it logged `listening` (with the port it picked, when it has one). */
+function start(t: Teardown, name: string, script: string, env: Record<string, string>, listening: string): Promise<Service> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    cwd: ROOT,
+    env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', OTEL_SDK_DISABLED: 'true', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  t.teardown(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await new Promise((resolve) => child.once('exit', resolve));
+    clearTimeout(timer);
+  });
+  const output: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    const onData = (chunk: Buffer) => {
+      buf += chunk.toString();
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        output.push(line);
+        try {
+          const o = JSON.parse(line) as { msg?: string; port?: number };
+          if (o.msg === listening) resolve({ name, child, port: typeof o.port === 'number' ? o.port : 0, output, exited });
+        } catch {
+          // not a log line
+        }
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${name} exited (${code}) before it was ready:\n${output.join('\n')}`)));
+  });
+}
+
+export async function startStack(t: Teardown, env: { relay?: Record<string, string>; billing?: Record<string, string>; controlPlane?: Record<string, string> } = {}): Promise<Stack> {
+  const db = await createTestDatabase(t);
+  const prefix = `e2e_${randomBytes(4).toString('hex')}`;
+  const bus = await connectBus({ url: process.env.NATS_URL ?? 'nats://127.0.0.1:4222', prefix });
+  t.teardown(async () => {
+    await bus.jsm.streams.delete(bus.subjects.stream).catch(() => {});
+    await bus.close();
+  });
+  const common = { DATABASE_URL: db.url, BUS_PREFIX: prefix };
+
+  const provider = await start(t, 'local-provider', 'services/local-provider/src/main.ts', { LOCAL_PROVIDER_PORT: '0' }, 'local provider listening');
+  const relay = await start(
+    t,
+    'relay',
+    'services/relay/src/main.ts',
+    {
+      ...common,
+      RELAY_PORT: '0',
+      RELAY_ID: `e2e-relay-${randomBytes(2).toString('hex')}`,
+      LOCAL_PROVIDER_URL: `ws://127.0.0.1:${provider.port}/v1/realtime`,
+      CHECKPOINT_INTERVAL_MS: '200',
+      ...env.relay,
+    },
+    'relay listening',
+  );
+  const relayUrl = `ws://127.0.0.1:${relay.port}/v1/realtime`;
+  const controlPlane = await start(
+    t,
+    'control-plane',
+    'services/control-plane/src/main.ts',
+    { ...common, HTTP_PORT: '0', ADMIN_TOKEN, REALTIME_PUBLIC_URL: relayUrl, END_WAIT_MS: '10000', ...env.controlPlane },
+    'control plane listening',
+  );
+  const billing = await start(
+    t,
+    'billing',
+    'services/billing/src/main.ts',
+    { ...common, END_GRACE_MS: '1500', SWEEP_INTERVAL_MS: '500', ...env.billing },
+    'billing consumer started',
+  );
+  return { db, bus, prefix, provider, relay, controlPlane, billing, baseUrl: `http://127.0.0.1:${controlPlane.port}`, relayUrl };
+}
+
+export async function api<T = unknown>(
+  stack: Stack,
+  method: string,
+  path: string,
+  opts: { body?: unknown; key?: string; admin?: boolean } = {},
+): Promise<{ status: number; body: T; headers: Headers }> {
+  const headers: Record<string, string> = {};
+  if (opts.body !== undefined) headers['Content-Type'] = 'application/json';
+  if (opts.key) headers.Authorization = `Bearer ${opts.key}`;
+  if (opts.admin) headers.Authorization = `Bearer ${ADMIN_TOKEN}`;
+  const res = await fetch(`${stack.baseUrl}${path}`, {
+    method,
+    headers,
+    ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
+  });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : null) as T, headers: res.headers };
+}
