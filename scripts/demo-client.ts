@@ -2,7 +2,7 @@
 // streams a WAV file (or a generated tone) in real time as 20 ms frames, saves the spoken answer as a WAV
 // file, ends the session and prints its final usage and billing.
 //
-//   S2S_API_KEY=vr_sk_... npx tsx scripts/demo-client.ts [--wav input.wav] [--out answer.wav] [--model local/echo-1]
+//   S2S_API_KEY=vr_sk_... npm run demo -- [--wav input.wav] [--out answer.wav] [--model local/echo-1]
 //
 // BASE_URL (default http://127.0.0.1:8080) is the control plane; the key may also be given as --key.
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -39,7 +39,11 @@ function parseArgs(argv: string[]): Args {
   const named = new Map<string, string>();
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
-    if (a.startsWith('--')) named.set(a.slice(2), argv[++i] ?? '');
+    if (!a.startsWith('--')) {
+      console.error(`Unexpected argument ${JSON.stringify(a)}: use --wav FILE, --out FILE, --model ID, --key KEY`);
+      process.exit(2);
+    }
+    named.set(a.slice(2), argv[++i] ?? '');
   }
   const key = named.get('key') ?? process.env.S2S_API_KEY ?? '';
   if (!key) {

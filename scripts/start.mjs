@@ -181,7 +181,7 @@ async function main() {
   if (env.NODE_ENV !== 'production') say(`admin token (development): ${env.ADMIN_TOKEN}`);
   if (demo) say(`demo key (shown once, wallet ${demo.wallet_id} with ${demo.balance_cents} cents): ${demo.key}`);
   say(`try: curl ${base}/v1/models`);
-  say(`     node --import tsx scripts/demo-client.ts   (S2S_API_KEY=<demo key>)`);
+  say(`     S2S_API_KEY=<demo key> npm run demo -- --out answer.wav`);
   say('Ctrl-C stops everything.');
 }
 
