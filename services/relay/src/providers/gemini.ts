@@ -8,7 +8,7 @@ import type {
   UpstreamSessionConfig,
   UpstreamTokenUsage,
 } from './types.js';
-import { openUpstreamSocket, parseUpstreamJson, type WebSocket } from './ws-upstream.js';
+import { openUpstreamSocket, WsUpstreamConnection } from './ws-upstream.js';
 
 export const GEMINI_LIVE_URL =
   'wss://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent';
@@ -90,10 +90,7 @@ interface Turn {
   cancelled: boolean;
 }
 
-class GeminiLiveConnection implements UpstreamConnection {
-  private phase: 'configuring' | 'open' | 'closed' = 'configuring';
-  private closingByUs = false;
-  private configured: { resolve: () => void; reject: (err: UpstreamError) => void } | null = null;
+class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConnection {
   private readonly resampler = new Resampler24kTo16k();
   private inputBytes = 0;
   private streamOpen = false;
@@ -105,39 +102,9 @@ class GeminiLiveConnection implements UpstreamConnection {
   /** A usage report arriving now belongs to a turn already settled without it; it must not leak into the next. */
   private staleUsage = false;
 
-  constructor(
-    private readonly provider: string,
-    private readonly ws: WebSocket,
-    private readonly onEvent: (event: UpstreamEvent) => void,
-  ) {
-    ws.on('message', (data) => this.onMessage(parseUpstreamJson(data)));
-    ws.on('close', (code, reason) => this.onClose(code, reason));
-    ws.on('error', () => {});
-  }
 
   configure(config: UpstreamSessionConfig, signal: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const onAbort = () => fail(new UpstreamError(this.provider, 'aborted'));
-      const fail = (err: UpstreamError) => {
-        signal.removeEventListener('abort', onAbort);
-        this.configured = null;
-        this.phase = 'closed';
-        this.ws.terminate();
-        reject(err);
-      };
-      this.configured = {
-        resolve: () => {
-          signal.removeEventListener('abort', onAbort);
-          this.configured = null;
-          this.phase = 'open';
-          resolve();
-        },
-        reject: fail,
-      };
-      if (signal.aborted) return onAbort();
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.send(geminiSetup(config));
-    });
+    return this.awaitSetup(geminiSetup(config), signal);
   }
 
   appendAudio(pcm: Buffer): void {
@@ -173,16 +140,6 @@ class GeminiLiveConnection implements UpstreamConnection {
     // The Live API fixes voice and activity detection at setup; a later change applies to the next session.
   }
 
-  close(): Promise<void> {
-    if (this.phase === 'closed') return Promise.resolve();
-    this.closingByUs = true;
-    return new Promise<void>((resolve) => {
-      this.ws.once('close', () => resolve());
-      const timer = setTimeout(() => this.ws.terminate(), 2000);
-      timer.unref();
-      this.ws.close(1000);
-    });
-  }
 
   private endStream(): void {
     if (!this.streamOpen) return;
@@ -190,16 +147,9 @@ class GeminiLiveConnection implements UpstreamConnection {
     this.send({ realtimeInput: { audioStreamEnd: true } });
   }
 
-  private send(message: Record<string, unknown>): void {
-    if (this.phase === 'closed' || this.ws.readyState !== this.ws.OPEN) return;
-    this.ws.send(JSON.stringify(message));
-  }
 
-  private emit(event: UpstreamEvent): void {
-    if (this.phase === 'open') this.onEvent(event);
-  }
 
-  private onMessage(msg: Record<string, unknown> | null): void {
+  protected onMessage(msg: Record<string, unknown> | null): void {
     if (!msg) return;
     if (msg.setupComplete !== undefined) {
       this.configured?.resolve();
@@ -291,7 +241,7 @@ class GeminiLiveConnection implements UpstreamConnection {
     this.ws.close(1000);
   }
 
-  private onClose(code: number, reason: Buffer): void {
+  protected onClose(code: number, reason: Buffer): void {
     if (this.configured) {
       this.configured.reject(new UpstreamError(this.provider, setupRefusal(code, reason.toString('utf8')), { status: code }));
       return;

@@ -8,7 +8,7 @@ import type {
   UpstreamSessionConfig,
   UpstreamTokenUsage,
 } from './types.js';
-import { openUpstreamSocket, parseUpstreamJson, safeCode, type WebSocket } from './ws-upstream.js';
+import { openUpstreamSocket, safeCode, WsUpstreamConnection } from './ws-upstream.js';
 
 export const OPENAI_REALTIME_URL = 'wss://api.openai.com/v1/realtime';
 export const OPENAI_VOICES: ReadonlySet<string> = new Set([
@@ -90,48 +90,15 @@ interface TrackedItem {
   bytes: number;
 }
 
-class OpenAIRealtimeConnection implements UpstreamConnection {
-  private phase: 'configuring' | 'open' | 'closed' = 'configuring';
-  private closingByUs = false;
+class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamConnection {
   private activeResponseId: string | null = null;
   /** responseId → its assistant audio item, for conversation.item.truncate. */
   private readonly items = new Map<string, TrackedItem>();
   private pendingError: { message: string; timer: NodeJS.Timeout } | null = null;
-  private configured: { resolve: () => void; reject: (err: UpstreamError) => void } | null = null;
 
-  constructor(
-    private readonly provider: string,
-    private readonly ws: WebSocket,
-    private readonly onEvent: (event: UpstreamEvent) => void,
-  ) {
-    ws.on('message', (data) => this.onMessage(parseUpstreamJson(data)));
-    ws.on('close', (code) => this.onClose(code));
-    ws.on('error', () => {}); // a socket error is always followed by 'close', handled there
-  }
 
   configure(config: UpstreamSessionConfig, signal: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const onAbort = () => fail(new UpstreamError(this.provider, 'aborted'));
-      const fail = (err: UpstreamError) => {
-        signal.removeEventListener('abort', onAbort);
-        this.configured = null;
-        this.phase = 'closed';
-        this.ws.terminate();
-        reject(err);
-      };
-      this.configured = {
-        resolve: () => {
-          signal.removeEventListener('abort', onAbort);
-          this.configured = null;
-          this.phase = 'open';
-          resolve();
-        },
-        reject: fail,
-      };
-      if (signal.aborted) return onAbort();
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.send(openAISessionUpdate(config, true));
-    });
+    return this.awaitSetup(openAISessionUpdate(config, true), signal);
   }
 
   appendAudio(pcm: Buffer): void {
@@ -172,28 +139,10 @@ class OpenAIRealtimeConnection implements UpstreamConnection {
     this.send(openAISessionUpdate(config, false));
   }
 
-  close(): Promise<void> {
-    if (this.phase === 'closed') return Promise.resolve();
-    this.closingByUs = true;
-    return new Promise<void>((resolve) => {
-      this.ws.once('close', () => resolve());
-      // A peer that does not answer the close frame is cut off.
-      const timer = setTimeout(() => this.ws.terminate(), 2000);
-      timer.unref();
-      this.ws.close(1000);
-    });
-  }
 
-  private send(event: Record<string, unknown>): void {
-    if (this.phase === 'closed' || this.ws.readyState !== this.ws.OPEN) return;
-    this.ws.send(JSON.stringify(event));
-  }
 
-  private emit(event: UpstreamEvent): void {
-    if (this.phase === 'open') this.onEvent(event);
-  }
 
-  private onMessage(msg: Record<string, unknown> | null): void {
+  protected onMessage(msg: Record<string, unknown> | null): void {
     if (!msg || typeof msg.type !== 'string') return;
     if (this.pendingError && msg.type !== 'error') this.flushError(false);
     switch (msg.type) {
@@ -272,7 +221,7 @@ class OpenAIRealtimeConnection implements UpstreamConnection {
     this.emit({ type: 'error', message: pending.message, fatal });
   }
 
-  private onClose(code: number): void {
+  protected onClose(code: number): void {
     if (this.configured) {
       const kind = code === 1008 ? 'unauthorized' : code >= 4000 || code === 1003 || code === 1007 ? 'rejected' : 'unavailable';
       this.configured.reject(new UpstreamError(this.provider, kind, { status: code }));

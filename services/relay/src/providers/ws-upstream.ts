@@ -1,5 +1,6 @@
 import WebSocket from 'ws';
 import { UpstreamError } from './errors.js';
+import type { UpstreamEvent } from './types.js';
 
 /** Largest upstream event accepted; a provider's audio delta is far smaller. */
 const MAX_UPSTREAM_EVENT_BYTES = 32 * 1024 * 1024;
@@ -81,6 +82,79 @@ export function parseUpstreamJson(data: WebSocket.RawData): Record<string, unkno
 /** Upstream error codes are copied into our messages only when they look like codes, never free text. */
 export function safeCode(code: unknown): string {
   return typeof code === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(code) ? code : 'unknown';
+}
+
+type SetupWaiter = { resolve: () => void; reject: (err: UpstreamError) => void };
+
+/**
+ * What every WebSocket upstream connection shares: the set-up handshake (send the provider's setup message,
+ * wait for its confirmation, fail on abort or close), guarded send/emit, and a bounded close. A protocol
+ * subclass parses messages, calls `configured?.resolve()` on the provider's confirmation, and handles close.
+ */
+export abstract class WsUpstreamConnection {
+  protected phase: 'configuring' | 'open' | 'closed' = 'configuring';
+  protected closingByUs = false;
+  protected configured: SetupWaiter | null = null;
+
+  constructor(
+    protected readonly provider: string,
+    protected readonly ws: WebSocket,
+    private readonly onEvent: (event: UpstreamEvent) => void,
+  ) {
+    ws.on('message', (data) => this.onMessage(parseUpstreamJson(data)));
+    ws.on('close', (code, reason) => this.onClose(code, reason));
+    ws.on('error', () => {}); // a socket error is always followed by 'close', handled there
+  }
+
+  protected abstract onMessage(msg: Record<string, unknown> | null): void;
+  protected abstract onClose(code: number, reason: Buffer): void;
+
+  /** Sends `setup` and resolves once the subclass sees the provider confirm it. */
+  protected awaitSetup(setup: Record<string, unknown>, signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => fail(new UpstreamError(this.provider, 'aborted'));
+      const fail = (err: UpstreamError) => {
+        signal.removeEventListener('abort', onAbort);
+        this.configured = null;
+        this.phase = 'closed';
+        this.ws.terminate();
+        reject(err);
+      };
+      this.configured = {
+        resolve: () => {
+          signal.removeEventListener('abort', onAbort);
+          this.configured = null;
+          this.phase = 'open';
+          resolve();
+        },
+        reject: fail,
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.send(setup);
+    });
+  }
+
+  close(): Promise<void> {
+    if (this.phase === 'closed') return Promise.resolve();
+    this.closingByUs = true;
+    return new Promise<void>((resolve) => {
+      this.ws.once('close', () => resolve());
+      // A peer that does not answer the close frame is cut off.
+      const timer = setTimeout(() => this.ws.terminate(), 2000);
+      timer.unref();
+      this.ws.close(1000);
+    });
+  }
+
+  protected send(message: Record<string, unknown>): void {
+    if (this.phase === 'closed' || this.ws.readyState !== this.ws.OPEN) return;
+    this.ws.send(JSON.stringify(message));
+  }
+
+  protected emit(event: UpstreamEvent): void {
+    if (this.phase === 'open') this.onEvent(event);
+  }
 }
 
 export type { WebSocket };
