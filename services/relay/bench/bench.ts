@@ -403,18 +403,20 @@ async function main(): Promise<void> {
         `Node ${process.version}${env.BENCH_NICE ? `; nice ${env.BENCH_NICE}` : ''}.`,
     );
     lines.push('');
-    lines.push('| N | frames/s (relay / baseline) | CPU µs/frame relay | CPU µs/frame baseline | ratio | p50 direct | p50 added baseline | p50 added relay | p99 direct | p99 added baseline | p99 added relay | lost (relay / baseline) |');
-    lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
+    lines.push('| N | frames/s relay / baseline | CPU µs per frame relay / baseline (ratio) | p50 direct | p50 added relay / baseline | p99 direct | p99 added relay / baseline | frames lost relay / baseline |');
+    lines.push('|---|---|---|---|---|---|---|---|');
     for (const r of results) {
       const cpuR = r.relay.cpuUsPerFrame ?? NaN;
       const cpuB = r.baseline.cpuUsPerFrame ?? NaN;
+      const add = (x: LoadResult, k: 'p50' | 'p99') => x[k] - r.direct[k];
       lines.push(
-        `| ${r.n} | ${f(r.relay.framesPerSecond, 0)} / ${f(r.baseline.framesPerSecond, 0)} | ${f(cpuR)} | ${f(cpuB)} | ${f(cpuR / cpuB, 2)} | ` +
-          `${f(r.direct.p50, 2)} ms | +${f(r.baseline.p50 - r.direct.p50, 2)} ms | +${f(r.relay.p50 - r.direct.p50, 2)} ms | ` +
-          `${f(r.direct.p99, 2)} ms | +${f(r.baseline.p99 - r.direct.p99, 2)} ms | +${f(r.relay.p99 - r.direct.p99, 2)} ms | ${r.relay.lost} / ${r.baseline.lost} |`,
+        `| ${r.n} | ${f(r.relay.framesPerSecond, 0)} / ${f(r.baseline.framesPerSecond, 0)} (${f(r.relay.framesPerSecond / r.baseline.framesPerSecond, 2)}) ` +
+          `| ${f(cpuR)} / ${f(cpuB)} (${f(cpuR / cpuB, 2)}) ` +
+          `| ${f(r.direct.p50, 2)} ms | +${f(add(r.relay, 'p50'), 2)} / +${f(add(r.baseline, 'p50'), 2)} ms (${f(add(r.relay, 'p50') - add(r.baseline, 'p50'), 2)} more) ` +
+          `| ${f(r.direct.p99, 2)} ms | +${f(add(r.relay, 'p99'), 2)} / +${f(add(r.baseline, 'p99'), 2)} ms (${f(add(r.relay, 'p99') - add(r.baseline, 'p99'), 2)} more) ` +
+          `| ${r.relay.lost} / ${r.baseline.lost} |`,
       );
     }
-    lines.push('');
     lines.push('');
     lines.push(`Memory per idle attached session (${IDLE} sessions attached, full GC before each reading, median of ${ROUNDS}):`);
     lines.push('');

@@ -12,7 +12,14 @@ const db = createDb(config.databaseUrl, {
   max: config.dbPoolSize,
   onPoolError: (err) => logger.warn({ err }, 'idle database connection lost'),
 });
-const bus = await connectBus({ url: config.natsUrl, prefix: config.busPrefix, name: `relay ${config.relayId}`, waitOnFirstConnect: true });
+// Every checkpoint is a JetStream request: no per-request stack capture (see BusOptions.noAsyncTraces).
+const bus = await connectBus({
+  url: config.natsUrl,
+  prefix: config.busPrefix,
+  name: `relay ${config.relayId}`,
+  waitOnFirstConnect: true,
+  noAsyncTraces: true,
+});
 const app = buildRelay({ config, db, bus, logger, providers: createProviderOpener(config, logger) });
 await new Promise<void>((resolve) => app.server.listen(config.port, config.host, resolve));
 const address = app.server.address();

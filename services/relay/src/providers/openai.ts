@@ -104,7 +104,7 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
   appendAudio(pcm: Buffer): void {
     if (this.phase !== 'open' || pcm.length === 0) return;
     // Built by hand: this is the hot path, and base64 needs no JSON escaping.
-    this.ws.send(`{"type":"input_audio_buffer.append","audio":"${pcm.toString('base64')}"}`);
+    this.ws.send(Buffer.from(`{"type":"input_audio_buffer.append","audio":"${pcm.toString('base64')}"}`, 'latin1'), { binary: false });
   }
 
   commit(): void {
