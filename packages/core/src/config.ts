@@ -37,6 +37,19 @@ export const CommonEnv = z.object({
 });
 export type CommonEnv = z.infer<typeof CommonEnv>;
 
+/** The shared variables as the services' camel-cased config objects carry them. */
+export interface CommonConfig {
+  nodeEnv: CommonEnv['NODE_ENV'];
+  databaseUrl: string;
+  natsUrl: string;
+  busPrefix: string;
+  logLevel: string;
+}
+
+export function commonConfig(e: CommonEnv): CommonConfig {
+  return { nodeEnv: e.NODE_ENV, databaseUrl: e.DATABASE_URL, natsUrl: e.NATS_URL, busPrefix: e.BUS_PREFIX, logLevel: e.LOG_LEVEL };
+}
+
 /** Parses `env` with `schema`, or throws one readable error naming every bad variable. */
 export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, string | undefined>): z.infer<S> {
   const result = schema.safeParse(env);

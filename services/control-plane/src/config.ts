@@ -1,4 +1,4 @@
-import { CommonEnv, envBoolean, envInt, envPort, parseEnv, z } from '@s2s/core';
+import { CommonEnv, commonConfig, envBoolean, envInt, envPort, parseEnv, z, type CommonConfig } from '@s2s/core';
 
 /** What `npm start` uses outside production when ADMIN_TOKEN is unset (decisions.md, Keys and operators). */
 export const DEV_ADMIN_TOKEN = 'dev-admin-token';
@@ -50,12 +50,7 @@ export const ControlPlaneEnv = CommonEnv.extend({
   }
 });
 
-export interface Config {
-  nodeEnv: 'development' | 'production' | 'test';
-  databaseUrl: string;
-  natsUrl: string;
-  busPrefix: string;
-  logLevel: string;
+export interface Config extends CommonConfig {
   host: string;
   httpPort: number;
   realtimePublicUrl: string;
@@ -78,11 +73,7 @@ export interface Config {
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const e = parseEnv(ControlPlaneEnv, env);
   return {
-    nodeEnv: e.NODE_ENV,
-    databaseUrl: e.DATABASE_URL,
-    natsUrl: e.NATS_URL,
-    busPrefix: e.BUS_PREFIX,
-    logLevel: e.LOG_LEVEL,
+    ...commonConfig(e),
     host: e.HOST,
     httpPort: e.HTTP_PORT,
     realtimePublicUrl: e.REALTIME_PUBLIC_URL,

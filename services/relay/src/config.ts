@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { CommonEnv, envInt, envPort, parseEnv, z } from '@s2s/core';
+import { CommonEnv, commonConfig, envInt, envPort, parseEnv, z, type CommonConfig } from '@s2s/core';
 
 const optionalSecret = z
   .string()
@@ -47,12 +47,7 @@ export const RelayEnv = CommonEnv.extend({
   DB_POOL_SIZE: envInt(8, { min: 1, max: 200 }),
 });
 
-export interface Config {
-  nodeEnv: 'development' | 'production' | 'test';
-  databaseUrl: string;
-  natsUrl: string;
-  busPrefix: string;
-  logLevel: string;
+export interface Config extends CommonConfig {
   host: string;
   port: number;
   relayId: string;
@@ -77,11 +72,7 @@ export interface Config {
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const e = parseEnv(RelayEnv, env);
   return {
-    nodeEnv: e.NODE_ENV,
-    databaseUrl: e.DATABASE_URL,
-    natsUrl: e.NATS_URL,
-    busPrefix: e.BUS_PREFIX,
-    logLevel: e.LOG_LEVEL,
+    ...commonConfig(e),
     host: e.HOST,
     port: e.RELAY_PORT,
     relayId: e.RELAY_ID ?? `${hostname()}-${process.pid}`.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 128),
