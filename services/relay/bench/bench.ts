@@ -1,7 +1,9 @@
 // Relay benchmark (issue 4): N sessions streaming 20 ms frames in real time through the relay to the local
 // simulator's `echo-stream` model, against a bare ws pass-through proxy in front of the same simulator and a
 // direct connection to it. Relay and proxy run on core 0, the simulator and this load client on core 1.
-// Usage: pnpm --filter @s2s/relay bench   (BENCH_SESSIONS=50,100,200 BENCH_SECONDS=10 BENCH_IDLE=300)
+// Usage: cd services/relay && npm run bench. Knobs: BENCH_SESSIONS=50,100,200 BENCH_SECONDS=10 BENCH_WARMUP=3
+// BENCH_ROUNDS=3 BENCH_IDLE=300 BENCH_NICE=-10 (priority on a shared machine); BENCH_RELAY_NODE_ARGS and
+// BENCH_PROXY_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") and BENCH_DEBUG=1 for investigations.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -170,7 +172,6 @@ async function runLoad(mode: Mode, sessions: number, urlFor: (i: number) => stri
   const samples = new Samples();
   const conns = await Promise.all(Array.from({ length: sessions }, (_, i) => open(urlFor(i), mode, secret, samples)));
   const message = frameMessage(mode);
-  const start = now();
   // Sessions are spread evenly over the 20 ms frame period, as independent clients would be.
   conns.forEach((c, i) => {
     const first = setTimeout(() => {
@@ -201,7 +202,6 @@ async function runLoad(mode: Mode, sessions: number, urlFor: (i: number) => stri
   while (now() < deadline && conns.some((c) => c.received < c.sent)) await sleep(20);
   const lost = conns.reduce((s, c) => s + (c.sent - c.received), 0);
   await Promise.all(conns.map((c) => closeWs(c.ws)));
-  void start;
   return {
     mode,
     sessions,
