@@ -58,7 +58,7 @@ t.test('rate snapshots refuse UPDATE and DELETE', async (t) => {
   await t.rejects(db.prisma.rateSnapshot.update({ where: { id: RATE_ID }, data: { perMinute: 7 } }), /immutable/);
   await t.rejects(db.pool.query('DELETE FROM rate_snapshots WHERE id = $1', [RATE_ID]), /immutable/);
   const rate = await db.prisma.rateSnapshot.findUniqueOrThrow({ where: { id: RATE_ID } });
-  t.equal(rate.perMinute, 6, 'the row is unchanged');
+  t.equal(rate.perMinute, 6n, 'the row is unchanged');
   t.equal(rate.modelId, MODEL_ID);
 });
 

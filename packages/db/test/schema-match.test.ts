@@ -20,7 +20,7 @@ t.test('drift between the database and the schema is reported', async (t) => {
   await db.pool.query(`
     ALTER TABLE wallets DROP COLUMN updated_at;
     ALTER TABLE api_keys ALTER COLUMN label TYPE varchar(40);
-    ALTER TABLE voice_sessions ALTER COLUMN billed_cents TYPE bigint;
+    ALTER TABLE voice_sessions ALTER COLUMN idle_timeout_seconds TYPE bigint;
     ALTER TABLE ledger_entries ALTER COLUMN kind DROP NOT NULL;
     ALTER TABLE catalog_models ALTER COLUMN enabled SET DEFAULT false;
     ALTER TABLE settlements ADD COLUMN note text;
@@ -37,7 +37,7 @@ t.test('drift between the database and the schema is reported', async (t) => {
   const wanted = [
     'column wallets.updated_at is missing',
     'column api_keys.label is character varying(40), schema says text',
-    'column voice_sessions.billed_cents is bigint, schema says integer',
+    'column voice_sessions.idle_timeout_seconds is bigint, schema says integer',
     'column ledger_entries.kind is nullable, schema says NOT NULL',
     'column catalog_models.enabled has default false',
     'column settlements.note is not in the Prisma schema',

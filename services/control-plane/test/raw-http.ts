@@ -39,7 +39,7 @@ export function rawRequest(baseUrl: string, raw: string | Buffer, opts: { respon
   const wanted = opts.responses ?? 1;
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), hostname);
-    let data = Buffer.alloc(0);
+    let data: Buffer = Buffer.alloc(0);
     let settled = false;
     const finish = () => {
       if (settled) return;
@@ -47,7 +47,7 @@ export function rawRequest(baseUrl: string, raw: string | Buffer, opts: { respon
       clearTimeout(timer);
       socket.destroy();
       const parsed: RawResponse[] = [];
-      let rest = data;
+      let rest: Buffer = data;
       for (let one = parseOne(rest); one; one = parseOne(rest)) {
         parsed.push(one.res);
         rest = one.rest;
@@ -65,7 +65,7 @@ export function rawRequest(baseUrl: string, raw: string | Buffer, opts: { respon
     socket.on('data', (chunk: Buffer) => {
       data = Buffer.concat([data, chunk]);
       let count = 0;
-      let rest = data;
+      let rest: Buffer = data;
       for (let one = parseOne(rest); one && one.res.headers['content-length'] !== undefined; one = parseOne(rest)) {
         count++;
         rest = one.rest;
