@@ -22,6 +22,7 @@ function parseOne(buf: Buffer): { res: RawResponse; rest: Buffer } | null {
   }
   const length = headers['content-length'] === undefined ? undefined : Number(headers['content-length']);
   const bodyStart = end + 4;
+  if (status >= 100 && status < 200) return { res: { status, headers, body: '' }, rest: buf.subarray(bodyStart) };
   if (length === undefined) return { res: { status, headers, body: buf.subarray(bodyStart).toString('utf8') }, rest: Buffer.alloc(0) };
   if (buf.length < bodyStart + length) return null;
   return {
@@ -49,7 +50,8 @@ export function rawRequest(baseUrl: string, raw: string | Buffer, opts: { respon
       const parsed: RawResponse[] = [];
       let rest: Buffer = data;
       for (let one = parseOne(rest); one; one = parseOne(rest)) {
-        parsed.push(one.res);
+        // Interim answers (100 Continue) precede the real one.
+        if (one.res.status >= 200) parsed.push(one.res);
         rest = one.rest;
         if (rest.length === 0) break;
       }
@@ -66,8 +68,8 @@ export function rawRequest(baseUrl: string, raw: string | Buffer, opts: { respon
       data = Buffer.concat([data, chunk]);
       let count = 0;
       let rest: Buffer = data;
-      for (let one = parseOne(rest); one && one.res.headers['content-length'] !== undefined; one = parseOne(rest)) {
-        count++;
+      for (let one = parseOne(rest); one && (one.res.status < 200 || one.res.headers['content-length'] !== undefined); one = parseOne(rest)) {
+        if (one.res.status >= 200) count++;
         rest = one.rest;
       }
       if (count >= wanted) finish();
