@@ -126,19 +126,56 @@ export const IdempotencyKey = z.string().regex(/^[\x20-\x7e]{1,255}$/, 'must be 
 
 // ---- Operator API (decisions.md, Keys and operators) ----
 
+/** Per-key limits (decisions.md, "Limits"): int4 columns, at least 1. */
+export const KeyLimit = z.int().min(1).max(2_147_483_647);
+
 export const CreateKeyRequest = z.strictObject({
   balance_cents: NonNegInt,
   label: z.string().min(1).max(200).optional(),
+  /** Absent: the gateway's default (KEY_MAX_LIVE_SESSIONS). */
+  max_live_sessions: KeyLimit.optional(),
+  /** Absent: the gateway's default (KEY_MAX_CREATES_PER_MINUTE). */
+  max_creates_per_minute: KeyLimit.optional(),
 });
 export type CreateKeyRequest = z.infer<typeof CreateKeyRequest>;
+
+/** The limits in effect for a key: its own, or the gateway's defaults. */
+export const KeyLimits = z.strictObject({
+  max_live_sessions: KeyLimit,
+  max_creates_per_minute: KeyLimit,
+});
+export type KeyLimits = z.infer<typeof KeyLimits>;
 
 export const CreateKeyResponse = z.strictObject({
   id: z.string(),
   key: z.string(),
   wallet_id: z.string(),
   balance_cents: NonNegInt,
+  ...KeyLimits.shape,
 });
 export type CreateKeyResponse = z.infer<typeof CreateKeyResponse>;
+
+/** PATCH /admin/v1/keys/{key_id}: null returns a limit to the gateway's default. */
+export const UpdateKeyRequest = z
+  .strictObject({
+    max_live_sessions: KeyLimit.nullable().optional(),
+    max_creates_per_minute: KeyLimit.nullable().optional(),
+    label: z.string().min(1).max(200).nullable().optional(),
+  })
+  .refine((b) => Object.keys(b).length > 0, { message: 'name at least one field to change' });
+export type UpdateKeyRequest = z.infer<typeof UpdateKeyRequest>;
+
+/** GET and PATCH /admin/v1/keys/{key_id}: a key as the operator sees it (never its secret). */
+export const ApiKeyResource = z.strictObject({
+  id: z.string(),
+  wallet_id: z.string(),
+  label: z.string().nullable(),
+  revoked: z.boolean(),
+  ...KeyLimits.shape,
+  /** Sessions of this key that are not terminal yet. */
+  live_sessions: NonNegInt,
+});
+export type ApiKeyResource = z.infer<typeof ApiKeyResource>;
 
 export const RevokeKeyResponse = z.strictObject({ id: z.string(), revoked: z.literal(true) });
 export type RevokeKeyResponse = z.infer<typeof RevokeKeyResponse>;
