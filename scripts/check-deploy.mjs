@@ -9,7 +9,7 @@
 // Usage: node scripts/check-deploy.mjs [--json]   (exit 1 on any failure; --json prints a summary object)
 // S2S_DEPLOY_CHECK_CACHE moves the tool cache.
 import { execFile as execFileCb, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -169,6 +169,7 @@ const SCENARIOS = process.env.S2S_DEPLOY_CHECK_VALUES
     '--set', 'localProvider.enabled=true', '--set', 'localProvider.autoscaling.enabled=true',
     '--set', 'config.seedDemoCatalog=true',
     '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'metrics.serviceMonitor.labels.release=kube-prometheus',
+    '--set', 'metrics.grafanaDashboard.enabled=true',
     '--set', 'relay.autoscaling.activeSessions.enabled=true',
     '--set', 'controlPlane.autoscaling.requestsPerSecond.enabled=true',
     '--set', 'billing.autoscaling.enabled=true',
@@ -257,10 +258,9 @@ async function main() {
   else summary.compose = 'ok';
 
   // Files compose mounts must exist.
-  for (const f of ['deploy/otel-collector/config.yaml', 'deploy/prometheus/prometheus.yml', 'deploy/grafana/dashboards']) {
+  for (const f of ['deploy/otel-collector/config.yaml', 'deploy/prometheus/prometheus.yml', 'deploy/grafana/provisioning', 'deploy/helm/s2s-gateway/dashboards/s2s-gateway.json']) {
     if (!existsSync(join(root, f))) fail(`${f} is missing`);
   }
-  if (readdirSync(join(root, 'deploy/grafana/dashboards')).length === 0) fail('no Grafana dashboard');
 
   summary.failures = failures;
   summary.seconds = Math.round((Date.now() - started) / 100) / 10;

@@ -38,7 +38,7 @@ t.test('the chart lints, renders and validates strictly; wrong shapes are refuse
   t.ok(minimal.includes('PodDisruptionBudget/s2s-s2s-gateway-billing'), 'billing PDB');
   t.ok(minimal.filter((o) => o.startsWith('NetworkPolicy/')).length >= 4, 'NetworkPolicies');
   const all = summary.scenarios['everything on'] ?? [];
-  for (const id of ['ServiceMonitor/s2s-s2s-gateway', 'Deployment/s2s-s2s-gateway-local-provider', 'HorizontalPodAutoscaler/s2s-s2s-gateway-billing']) {
+  for (const id of ['ServiceMonitor/s2s-s2s-gateway', 'ConfigMap/s2s-s2s-gateway-dashboard', 'Deployment/s2s-s2s-gateway-local-provider', 'HorizontalPodAutoscaler/s2s-s2s-gateway-billing']) {
     t.ok(all.includes(id), id);
   }
 });

@@ -31,8 +31,8 @@ t.test('every series the deploy files use is one the services emit', async (t) =
     'prometheus-adapter/values.yaml': adapter.replace(/^\s*(as|matches):.*$/gm, ''),
     'helm/s2s-gateway/values.yaml': readFileSync(join(DEPLOY, 'helm/s2s-gateway/values.yaml'), 'utf8'),
   };
-  for (const f of readdirSync(join(DEPLOY, 'grafana/dashboards'))) {
-    files[`grafana/dashboards/${f}`] = readFileSync(join(DEPLOY, 'grafana/dashboards', f), 'utf8');
+  for (const f of readdirSync(join(DEPLOY, 'helm/s2s-gateway/dashboards'))) {
+    files[`helm/s2s-gateway/dashboards/${f}`] = readFileSync(join(DEPLOY, 'helm/s2s-gateway/dashboards', f), 'utf8');
   }
   let used = 0;
   for (const [file, text] of Object.entries(files)) {
