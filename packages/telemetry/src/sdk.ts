@@ -129,9 +129,8 @@ function signalExported(env: Record<string, string | undefined>, signal: 'TRACES
     .split(',')
     .map((e) => e.trim())
     .filter((e) => e !== '' && e !== 'null');
-  // Prometheus is always served by the service itself; for metrics, only a push exporter counts.
-  const pushed = signal === 'METRICS' ? exporters.filter((e) => e !== 'prometheus') : exporters;
-  if (exporters.length > 0) return pushed.length > 0 && exporters[0] !== 'none';
+  // Prometheus is always served by the service itself; the one metrics push exporter is otlp.
+  if (exporters.length > 0) return signal === 'METRICS' ? exporters.includes('otlp') : exporters[0] !== 'none';
   return Boolean(env[`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`]?.trim() || env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim());
 }
 
