@@ -29,6 +29,22 @@ export interface DbHandle {
 }
 
 const DEFAULT_MAX = 10;
+const INT8_OID = 20;
+
+/**
+ * bigint columns (amounts, usage) arrive as numbers: every amount the gateway stores is held at most
+ * 2^53 - 1 (docs/architecture.md "Amounts"), so this is exact; anything larger stays a BigInt, which fails
+ * loudly in arithmetic and JSON instead of rounding silently.
+ */
+export function parseInt8(text: string): number | bigint {
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : BigInt(text);
+}
+
+const int8AsNumber: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: string) =>
+    oid === INT8_OID && format !== 'binary' ? parseInt8 : pg.types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser'],
+};
 // A bounded wait turns a saturated pool or an unreachable server into an error
 // (retryable, 503) instead of a request that hangs forever.
 const DEFAULT_CONNECTION_TIMEOUT_MS = 5_000;
@@ -38,6 +54,7 @@ export function createDb(databaseUrl: string, opts: CreateDbOptions = {}): DbHan
     connectionString: databaseUrl,
     max: opts.max ?? DEFAULT_MAX,
     connectionTimeoutMillis: opts.connectionTimeoutMs ?? DEFAULT_CONNECTION_TIMEOUT_MS,
+    types: int8AsNumber,
     ...(opts.statementTimeoutMs === undefined ? {} : { statement_timeout: opts.statementTimeoutMs }),
   });
   // pg-pool emits 'error' for idle connections that die; without a listener that
