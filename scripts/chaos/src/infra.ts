@@ -1,7 +1,7 @@
 // The campaign's own NATS and PostgreSQL, in a temporary directory on ports of the chaos range, so that it
 // can stop, kill and restart them: the shared servers (5432, 4222) are never touched.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -54,7 +54,21 @@ export async function freePort(): Promise<number> {
 /** Every process the campaign started, so that a failure still ends them all (by process group). */
 const live = new Set<ChildProcess>();
 
+const tempDirs = new Set<TempDir>();
+let exitHook = false;
+
+/** On any exit of this process (a test timeout included), no child and no temp dir is left behind. */
+function hookExit(): void {
+  if (exitHook) return;
+  exitHook = true;
+  process.once('exit', () => {
+    killAll();
+    for (const dir of tempDirs) dir.remove();
+  });
+}
+
 export function track(child: ChildProcess): void {
+  hookExit();
   live.add(child);
   child.once('exit', () => live.delete(child));
 }
@@ -105,9 +119,12 @@ export class TempDir {
     this.path = mkdtempSync(join(tmpdir(), `s2s-chaos-${label}-`));
     // PostgreSQL runs as another user and must reach its data directory inside.
     chmodSync(this.path, 0o755);
+    hookExit();
+    tempDirs.add(this);
   }
   remove(): void {
     rmSync(this.path, { recursive: true, force: true });
+    tempDirs.delete(this);
   }
 }
 
@@ -187,7 +204,7 @@ export class Postgres {
     const dataDir = join(dir.path, 'pg');
     mkdirSync(dataDir, { mode: 0o700 });
     if (user) chownSync(dataDir, user.uid, user.gid);
-    const init = spawnSync(join(PG_BIN, 'initdb'), ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync', '--no-instructions'], {
+    const init = spawnSync(join(PG_BIN, 'initdb'), ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions'], {
       cwd: dir.path,
       encoding: 'utf8',
       ...(user ?? {}),
@@ -275,12 +292,7 @@ export class Postgres {
     const timer = setTimeout(() => killGroup(child, 'SIGKILL'), 15_000);
     await exited(child);
     clearTimeout(timer);
-    // A postmaster killed outright leaves its pid file; a clean or immediate stop removes it.
-    try {
-      readFileSync(join(this.dataDir, 'postmaster.pid'));
-      rmSync(join(this.dataDir, 'postmaster.pid'), { force: true });
-    } catch {
-      // no pid file left
-    }
+    // A postmaster killed outright leaves its pid file behind, which would stop the next start.
+    rmSync(join(this.dataDir, 'postmaster.pid'), { force: true });
   }
 }

@@ -34,7 +34,7 @@ export interface ScenarioResult {
 }
 
 /** Settlement rows of each session, read back with retries (the store may just have restarted). */
-async function settlementCounts(pool: pg.Pool, ids: string[]): Promise<Map<string, { settlements: number; charges: number; settled: boolean }>> {
+export async function settlementCounts(pool: pg.Pool, ids: string[]): Promise<Map<string, { settlements: number; charges: number; settled: boolean }>> {
   for (let attempt = 0; ; attempt++) {
     try {
       const { rows } = await pool.query<{ id: string; settled: boolean; settlements: number; charges: number }>(
@@ -52,7 +52,7 @@ async function settlementCounts(pool: pg.Pool, ids: string[]): Promise<Map<strin
   }
 }
 
-async function invariants(pool: pg.Pool): Promise<LedgerViolation[]> {
+export async function invariants(pool: pg.Pool): Promise<LedgerViolation[]> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await checkLedgerInvariants(pool);
