@@ -1,11 +1,13 @@
 // The short chaos campaign in CI: every scenario of `npm run chaos` with a few sessions each, over a private
 // NATS and PostgreSQL. The full campaign (40+ sessions per scenario) is `npm run chaos`; figures in docs/chaos.md.
 import t from 'tap';
-import { lostIn, lostOut, runCampaign, summarize } from '../../scripts/chaos/src/index.js';
+import { lostIn, lostOut, runCampaign, summarize, table } from '../../scripts/chaos/src/index.js';
 
 t.setTimeout(300_000);
 
 const results = await runCampaign({ quick: true, sessions: 3, natsDownMs: 6000, pgDownMs: 3000, scenarios: [], log: () => {} });
+
+t.comment(`\n${table(results)}`);
 
 for (const r of results) {
   t.test(r.name, async (t) => {

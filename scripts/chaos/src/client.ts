@@ -224,6 +224,16 @@ export class ChaosSession {
     return true;
   }
 
+  /**
+   * One spoken turn, 1 s of tone and 700 ms of silence (the simulator answers after 500 ms of it), and the
+   * whole answer to it; false when the socket went away or the answer did not come.
+   */
+  async turn(stop: () => boolean = () => false): Promise<boolean> {
+    const answered = this.nextDone(8000);
+    const spoken = await this.speak(1000, 700, stop);
+    return spoken && (await answered);
+  }
+
   /** Resolves at the next output delta (or after `timeoutMs`). */
   nextDelta(timeoutMs: number): Promise<boolean> {
     return new Promise((resolve) => {

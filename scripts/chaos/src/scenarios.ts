@@ -87,8 +87,8 @@ const billingKill: Scenario = {
     let done = 0;
     const talkers = run.sessions.map(async (s, i) => {
       await sleep(stagger(i, run.sessions.length));
-      // Two to four turns, so the ends are spread over the kills.
-      for (let t = 0; t < 2 + (i % 3); t++) await s.speak(TONE_MS, SILENCE_MS);
+      // Two to six turns, so the ends are spread over the kills.
+      for (let t = 0; t < 2 + (i % 5); t++) await s.turn();
       await s.endAndSettle(run.api, SETTLE_TIMEOUT_MS);
       done++;
     });
@@ -99,7 +99,7 @@ const billingKill: Scenario = {
         await stack.billing.kill();
         await sleep(500 + Math.random() * 1000);
         await stack.billing.start();
-        await sleep(1000 + Math.random() * 1000);
+        await sleep(500 + Math.random() * 1000);
       }
     })();
     await Promise.all([killer, ...talkers]);
@@ -119,8 +119,9 @@ const relayKill: Scenario = {
       await sleep(stagger(i, run.sessions.length));
       let moved = false;
       for (let t = 0; t < 4; t++) {
-        const ok = await s.speak(TONE_MS, SILENCE_MS);
+        const ok = await s.turn();
         if (!ok && !moved) {
+          await s.socketClosed(5000);
           moved = true;
           await s.attach(survivor);
           reattached++;
@@ -145,15 +146,13 @@ const natsOutage: Scenario = {
     // One turn with the bus up, so each session has checkpoints folded before the outage.
     await Promise.all(run.sessions.map(async (s, i) => {
       await sleep(stagger(i, run.sessions.length) / 4);
-      await s.speak(TONE_MS, SILENCE_MS);
-      await s.nextDone(5000);
+      await s.turn();
     }));
     await stack.nats.stop();
     const downAt = Date.now();
     opts.log(`  NATS down for ${opts.natsDownMs} ms`);
     await Promise.all(run.sessions.map(async (s) => {
-      for (let t = 0; t < 2; t++) await s.speak(TONE_MS, SILENCE_MS);
-      await s.nextDone(3000);
+      for (let t = 0; t < 2; t++) await s.turn();
       await s.end(run.api, 15_000);
     }));
     await sleep(Math.max(0, opts.natsDownMs - (Date.now() - downAt)));
@@ -177,8 +176,7 @@ const pgFirstInput: Scenario = {
     opts.log(`  PostgreSQL down for ${opts.pgDownMs} ms`);
     const talkers = run.sessions.map(async (s, i) => {
       await sleep(stagger(i, run.sessions.length) / 4);
-      for (let t = 0; t < 3; t++) await s.speak(TONE_MS, SILENCE_MS);
-      await s.nextDone(3000);
+      for (let t = 0; t < 3; t++) await s.turn();
       await s.endAndSettle(run.api, SETTLE_TIMEOUT_MS);
     });
     await sleep(Math.max(0, opts.pgDownMs - (Date.now() - downAt)));
@@ -196,8 +194,7 @@ const pgRestart: Scenario = {
     const run = await prepare(stack, opts.sessions, { relay: 0 });
     const talkers = run.sessions.map(async (s, i) => {
       await sleep(stagger(i, run.sessions.length));
-      for (let t = 0; t < 1 + (i % 3); t++) await s.speak(TONE_MS, SILENCE_MS);
-      await s.nextDone(3000);
+      for (let t = 0; t < 1 + (i % 3); t++) await s.turn();
       await s.endAndSettle(run.api, SETTLE_TIMEOUT_MS);
     });
     await sleep(TONE_MS + SILENCE_MS + 1500);
@@ -216,8 +213,7 @@ const clientVanish: Scenario = {
     const run = await prepare(stack, opts.sessions, { relay: 0 });
     await Promise.all(run.sessions.map(async (s, i) => {
       await sleep(stagger(i, run.sessions.length) / 4);
-      await s.speak(TONE_MS, SILENCE_MS);
-      await s.nextDone(5000);
+      await s.turn();
       const speaking = s.speak(TONE_MS, SILENCE_MS, () => s.vanished);
       await s.nextDelta(5000);
       s.vanish();
@@ -232,23 +228,30 @@ const clientVanish: Scenario = {
 };
 
 /** Idle timeout of the sessions in the end-versus-expiry race. */
-const RACE_IDLE_SECONDS = 2;
+const RACE_IDLE_SECONDS = 3;
 
 const endVsExpiry: Scenario = {
   name: 'end-vs-expiry',
   fault: `POST …/end and a GET racing the idle expiry (${RACE_IDLE_SECONDS} s idle timeout, sweeper every second)`,
   async run(stack, opts) {
     const cp = await stack.controlPlaneWith('control-plane-short-idle', { SESSION_IDLE_TIMEOUT_SECONDS: String(RACE_IDLE_SECONDS) });
-    const run = await prepare(stack, opts.sessions, { relay: 0, cpBaseUrl: stack.baseUrl(cp) });
-    await Promise.all(run.sessions.map(async (s, i) => {
-      await sleep(stagger(i, run.sessions.length) / 4);
-      await s.speak(TONE_MS, SILENCE_MS);
-      await s.nextDone(5000);
-      // From well before to well after the deadline (last audio + idle timeout, give or take a checkpoint).
-      const spread = (RACE_IDLE_SECONDS * 1000 * i) / Math.max(1, run.sessions.length - 1);
-      await sleep(RACE_IDLE_SECONDS * 500 + spread);
-      await Promise.all([s.end(run.api), s.get(run.api)]);
-      await s.endAndSettle(run.api, SETTLE_TIMEOUT_MS);
+    const tally = new HttpTally();
+    const api: Api = { baseUrl: stack.baseUrl(cp), tally };
+    const key = await operatorKey(api, ADMIN_TOKEN, 100_000_000);
+    const run: Run = { api, tally, sessions: [], startedAt: Date.now(), crashesBefore: stack.crashes.length };
+    const n = opts.sessions;
+    // Each session talks as soon as it is attached: with a short idle timeout, waiting for the others would expire it.
+    await Promise.all(Array.from({ length: n }, async (_, i) => {
+      const s = new ChaosSession(`s${i}`, key.key);
+      run.sessions.push(s);
+      await sleep((i * 2000) / Math.max(1, n));
+      await s.create(api);
+      await s.attach(stack.relayUrl(0));
+      await s.turn();
+      // From 1 s before to 2 s after the deadline (last audio + idle timeout, give or take a checkpoint).
+      await sleep(RACE_IDLE_SECONDS * 1000 - 1000 + (3000 * i) / Math.max(1, n - 1));
+      await Promise.all([s.end(api), s.get(api)]);
+      await s.endAndSettle(api, SETTLE_TIMEOUT_MS);
     }));
     return finish(stack, run, this.name, this.fault, ['completed', 'expired']);
   },

@@ -183,7 +183,7 @@ export class Stack {
     this.provider = new Service('local-provider', 'local-provider', { LOCAL_PROVIDER_PORT: '0', ...env['local-provider'] }, this.crashes);
     await this.provider.start();
     const relays = Math.max(1, this.opts.relays ?? 2);
-    for (let i = 0; i < relays; i++) await this.addRelay();
+    await Promise.all(Array.from({ length: relays }, () => this.addRelay()));
     this.controlPlane = this.newControlPlane('control-plane', {});
     this.billing = new Service(
       'billing',
