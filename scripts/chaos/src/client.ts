@@ -231,7 +231,11 @@ export class ChaosSession {
   async turn(stop: () => boolean = () => false): Promise<boolean> {
     const answered = this.nextDone(8000);
     const spoken = await this.speak(1000, 700, stop);
-    return spoken && (await answered);
+    const ok = spoken && (await answered);
+    // The last frames go out after the answer: let them reach the relay before whatever the caller does next
+    // (an end request travels another path and could overtake them; the relay then never accepts them).
+    await sleep(300);
+    return ok;
   }
 
   /** Resolves at the next output delta (or after `timeoutMs`). */

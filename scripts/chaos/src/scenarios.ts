@@ -87,8 +87,8 @@ const billingKill: Scenario = {
     let done = 0;
     const talkers = run.sessions.map(async (s, i) => {
       await sleep(stagger(i, run.sessions.length));
-      // Two to six turns, so the ends are spread over the kills.
-      for (let t = 0; t < 2 + (i % 5); t++) await s.turn();
+      // Two to six turns (two or three in the short version), so the ends are spread over the kills.
+      for (let t = 0; t < 2 + (i % (opts.quick ? 2 : 5)); t++) await s.turn();
       await s.endAndSettle(run.api, SETTLE_TIMEOUT_MS);
       done++;
     });
