@@ -6,7 +6,7 @@ import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pnpmCommand, root } from './pnpm.mjs';
 
-for (const top of ['packages', 'services']) {
+for (const top of ['packages', 'services', 'scripts', 'tests']) {
   for (const name of readdirSync(join(root, top))) {
     const dist = join(root, top, name, 'dist');
     if (existsSync(join(root, top, name, 'tsconfig.build.json'))) rmSync(dist, { recursive: true, force: true });
