@@ -1,7 +1,7 @@
 // The short chaos campaign in CI: every scenario of `npm run chaos` with a few sessions each, over a private
 // NATS and PostgreSQL. The full campaign (40+ sessions per scenario) is `npm run chaos`; figures in docs/chaos.md.
 import t from 'tap';
-import { lostIn, lostOut, runCampaign, summarize, table } from '../../scripts/chaos/src/index.js';
+import { lostIn, lostOut, runCampaign, summarize, table } from '@s2s/chaos';
 
 t.setTimeout(300_000);
 
