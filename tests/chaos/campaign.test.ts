@@ -17,11 +17,19 @@ for (const r of results) {
     t.equal(s.http500, 0, 'no 500 answers');
     t.same(r.crashes, [], 'no process crashed');
     // A bill never exceeds what was measured: input beyond what the client sent would be a double count.
-    t.same(r.sessions.filter((x) => lostIn(x) < 0).map((x) => x.label), [], 'no session billed for input it did not send');
+    t.same(
+      r.sessions.filter((x) => lostIn(x) < 0).map((x) => x.label),
+      [],
+      'no session billed for input it did not send',
+    );
     if (r.name !== 'client-vanish' && r.name !== 'relay-kill') {
       // A client that left mid-answer is billed output it did not read (the answer was still produced), and a
       // killed relay's kernel may drop output it had metered and sent; anywhere else that would be a double count.
-      t.same(r.sessions.filter((x) => lostOut(x) < 0).map((x) => x.label), [], 'no session billed for output it did not receive');
+      t.same(
+        r.sessions.filter((x) => lostOut(x) < 0).map((x) => x.label),
+        [],
+        'no session billed for output it did not receive',
+      );
     }
   });
 }
