@@ -43,7 +43,9 @@ export function parseInt8(text: string): number | bigint {
 
 const int8AsNumber: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: string) =>
-    oid === INT8_OID && format !== 'binary' ? parseInt8 : pg.types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser'],
+    oid === INT8_OID && format !== 'binary'
+      ? parseInt8
+      : pg.types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser'],
 };
 // A bounded wait turns a saturated pool or an unreachable server into an error
 // (retryable, 503) instead of a request that hangs forever.

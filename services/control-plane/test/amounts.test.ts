@@ -66,8 +66,15 @@ t.test('credits and key balances stop at 2^53-1 with 400; balances stay exact', 
   t.equal(full.status, 201);
   t.equal(rawField(full.text, 'balance_cents'), String(MAX_EXACT));
 
-  const over = await api(h, 'POST', `/admin/v1/wallets/${full.body.wallet_id}/credit`, { headers: adminHeaders, json: { amount_cents: 1 } });
-  t.same([over.status, over.body?.error?.code, over.body?.error?.type], [400, 'invalid_request', 'invalid_request_error'], 'one more cent is refused');
+  const over = await api(h, 'POST', `/admin/v1/wallets/${full.body.wallet_id}/credit`, {
+    headers: adminHeaders,
+    json: { amount_cents: 1 },
+  });
+  t.same(
+    [over.status, over.body?.error?.code, over.body?.error?.type],
+    [400, 'invalid_request', 'invalid_request_error'],
+    'one more cent is refused',
+  );
   t.match(over.body?.error?.message, /9007199254740991/, 'the message names the largest balance');
 
   const key = await createKey(h, 0);

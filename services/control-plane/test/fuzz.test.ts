@@ -92,9 +92,21 @@ const pricing = fc.record(
 );
 
 const bodies = fc.oneof(
-  fc.record({ model: fc.oneof(fc.constantFrom('local/echo-1', 'local/unapproved-1', 'acme/none'), oddString), mode: fc.oneof(fc.constant('speech_to_speech'), oddString) }, { requiredKeys: [] }),
-  fc.record({ reason: fc.oneof(fc.constantFrom('client_closed', 'timeout', 'error'), oddString), usage_cents: numberish }, { requiredKeys: [] }),
-  fc.record({ balance_cents: numberish, label: oddString, max_live_sessions: numberish, max_creates_per_minute: numberish }, { requiredKeys: [] }),
+  fc.record(
+    {
+      model: fc.oneof(fc.constantFrom('local/echo-1', 'local/unapproved-1', 'acme/none'), oddString),
+      mode: fc.oneof(fc.constant('speech_to_speech'), oddString),
+    },
+    { requiredKeys: [] },
+  ),
+  fc.record(
+    { reason: fc.oneof(fc.constantFrom('client_closed', 'timeout', 'error'), oddString), usage_cents: numberish },
+    { requiredKeys: [] },
+  ),
+  fc.record(
+    { balance_cents: numberish, label: oddString, max_live_sessions: numberish, max_creates_per_minute: numberish },
+    { requiredKeys: [] },
+  ),
   fc.record({ amount_cents: numberish }, { requiredKeys: [] }),
   fc.record(
     {
@@ -135,7 +147,9 @@ function routes(f: Fixture): fc.Arbitrary<[string, string]> {
     wallet.map((w): [string, string] => ['GET', `/admin/v1/wallets/${w}`]),
     fc.constant<[string, string]>(['PUT', '/admin/v1/models']),
     fc.constantFrom<[string, string]>(['GET', '/healthz'], ['GET', '/readyz'], ['GET', '/v1/realtime?model=local/echo-1']),
-    fc.tuple(fc.constantFrom('/', '/v1', '/admin', '/admin/v1/', '/v1/voice/sessions/'), oddString).map(([p, s]): [string, string] => ['GET', `${p}${encodeSegment(s)}`]),
+    fc
+      .tuple(fc.constantFrom('/', '/v1', '/admin', '/admin/v1/', '/v1/voice/sessions/'), oddString)
+      .map(([p, s]): [string, string] => ['GET', `${p}${encodeSegment(s)}`]),
   );
 }
 
@@ -150,7 +164,10 @@ function authHeaders(f: Fixture) {
     [['Authorization', 'Bearer vr_sk_' + 'A'.repeat(40)]],
     [['Authorization', 'Basic x']],
     [['Authorization', 'Bearer']],
-    [['Authorization', `Bearer ${f.key}`], ['Authorization', `Bearer ${ADMIN_TOKEN}`]],
+    [
+      ['Authorization', `Bearer ${f.key}`],
+      ['Authorization', `Bearer ${ADMIN_TOKEN}`],
+    ],
   );
 }
 
@@ -171,7 +188,10 @@ const extraHeaders = fc.array(
       ['Upgrade', 'websocket'],
       ['Transfer-Encoding', 'chunked'],
     ),
-    fc.tuple(fc.constant('Idempotency-Key'), fc.string({ minLength: 1, maxLength: 20 }).filter((s) => /^[\x20-\x7e]+$/.test(s.trim()) && s === s.trim())),
+    fc.tuple(
+      fc.constant('Idempotency-Key'),
+      fc.string({ minLength: 1, maxLength: 20 }).filter((s) => /^[\x20-\x7e]+$/.test(s.trim()) && s === s.trim()),
+    ),
   ),
   { maxLength: 3 },
 );
@@ -183,7 +203,14 @@ t.test('fuzzed requests on every route answer only documented statuses and Error
   const owner = await createKey(h, 1_000_000);
   const other = await createKey(h, 1_000_000);
   const session = await createSession(h, owner.key);
-  const f: Fixture = { url: h.url, key: owner.key, otherKey: other.key, keyId: owner.id, walletId: owner.wallet_id, sessionId: session.body.id };
+  const f: Fixture = {
+    url: h.url,
+    key: owner.key,
+    otherKey: other.key,
+    keyId: owner.id,
+    walletId: owner.wallet_id,
+    sessionId: session.body.id,
+  };
 
   const request = fc.record({
     route: routes(f),
@@ -208,7 +235,10 @@ t.test('fuzzed requests on every route answer only documented statuses and Error
 t.test('fuzzed operator requests with the admin token: documented answers, exact amounts', async (t) => {
   const h = await startControlPlane(t);
   const owner = await createKey(h, 1000);
-  const admin: [string, string][] = [['Authorization', `Bearer ${ADMIN_TOKEN}`], ['Content-Type', 'application/json']];
+  const admin: [string, string][] = [
+    ['Authorization', `Bearer ${ADMIN_TOKEN}`],
+    ['Content-Type', 'application/json'],
+  ];
   const operation = fc.oneof(
     fc.record({ path: fc.constant('/admin/v1/keys'), method: fc.constant('POST'), body: bodies }),
     fc.record({ path: fc.constant(`/admin/v1/keys/${owner.id}`), method: fc.constant('PATCH'), body: bodies }),
@@ -231,7 +261,10 @@ t.test('fuzzed operator requests with the admin token: documented answers, exact
   t.equal(models.status, 200);
   t.ok(ModelList.safeParse(models.body).success, 'the catalog still has its exact shape');
   t.same(await checkLedgerInvariants(h.db.pool), [], 'ledger invariants hold');
-  t.notOk(h.logLines.some((l) => l.includes('"request failed"')), 'no request failed');
+  t.notOk(
+    h.logLines.some((l) => l.includes('"request failed"')),
+    'no request failed',
+  );
 });
 
 t.test('fuzzed bytes at the parser level: an ErrorResponse whenever an answer is possible', async (t) => {
@@ -239,10 +272,19 @@ t.test('fuzzed bytes at the parser level: an ErrorResponse whenever an answer is
   const tokenChar = fc.constantFrom(...'abcXYZ-_.!#$%&*+^|~0123456789'.split(''));
   const byte = fc.integer({ min: 0, max: 255 }).map((b) => String.fromCharCode(b));
   const request = fc.record({
-    method: fc.oneof(methods, fc.string({ unit: tokenChar, minLength: 1, maxLength: 12 }), fc.string({ unit: byte, minLength: 1, maxLength: 8 })),
-    path: fc.oneof(fc.constantFrom('/v1/models', '/v1/voice/sessions', '*', 'http://x/v1/models', ''), fc.string({ unit: byte, maxLength: 20 })),
+    method: fc.oneof(
+      methods,
+      fc.string({ unit: tokenChar, minLength: 1, maxLength: 12 }),
+      fc.string({ unit: byte, minLength: 1, maxLength: 8 }),
+    ),
+    path: fc.oneof(
+      fc.constantFrom('/v1/models', '/v1/voice/sessions', '*', 'http://x/v1/models', ''),
+      fc.string({ unit: byte, maxLength: 20 }),
+    ),
     version: fc.constantFrom('HTTP/1.1', 'HTTP/1.0', 'HTTP/2.0', 'HTTP/1.1 ', 'FOO'),
-    headers: fc.array(fc.tuple(fc.string({ unit: byte, minLength: 1, maxLength: 12 }), fc.string({ unit: byte, maxLength: 30 })), { maxLength: 4 }),
+    headers: fc.array(fc.tuple(fc.string({ unit: byte, minLength: 1, maxLength: 12 }), fc.string({ unit: byte, maxLength: 30 })), {
+      maxLength: 4,
+    }),
     big: fc.option(fc.integer({ min: 16_000, max: 40_000 }), { freq: 5 }),
     framing: fc.constantFrom('none', 'cl', 'te', 'te+cl', 'bad-cl'),
   });
@@ -263,7 +305,10 @@ t.test('fuzzed bytes at the parser level: an ErrorResponse whenever an answer is
     { numRuns: RUNS * 2 },
   );
   t.equal((await api(h, 'GET', '/healthz')).status, 200, 'still serving');
-  t.notOk(h.logLines.some((l) => l.includes('"request failed"')), 'no request failed');
+  t.notOk(
+    h.logLines.some((l) => l.includes('"request failed"')),
+    'no request failed',
+  );
 });
 
 async function checkStillHealthy(t: Test, h: Awaited<ReturnType<typeof startControlPlane>>, f: Fixture) {
@@ -272,5 +317,8 @@ async function checkStillHealthy(t: Test, h: Awaited<ReturnType<typeof startCont
   t.equal(created.status, 201, 'and still creating sessions');
   t.ok(VoiceSession.safeParse(created.body).success);
   t.same(await checkLedgerInvariants(h.db.pool), [], 'ledger invariants hold');
-  t.notOk(h.logLines.some((l) => l.includes('"request failed"')), 'no request failed (no 5xx)');
+  t.notOk(
+    h.logLines.some((l) => l.includes('"request failed"')),
+    'no request failed (no 5xx)',
+  );
 }

@@ -31,7 +31,10 @@ t.test('impossible ids answer 404 with the resource not-found code, never 500', 
   }
   const credit = await api(h, 'POST', '/admin/v1/wallets/%00/credit', { headers: adminHeaders, json: { amount_cents: 5 } });
   t.same([credit.status, credit.body?.error?.code], [404, 'wallet_not_found'], 'credit on a NUL wallet id');
-  t.notOk(h.logLines.some((l) => l.includes('"request failed"')), 'nothing was logged as a failure');
+  t.notOk(
+    h.logLines.some((l) => l.includes('"request failed"')),
+    'nothing was logged as a failure',
+  );
 });
 
 t.test('an impossible session id still checks the key first (401 before 404)', async (t) => {

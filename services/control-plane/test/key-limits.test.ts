@@ -131,7 +131,10 @@ t.test('limits are settable in POST /admin/v1/keys and PATCH /admin/v1/keys/{id}
   t.same([missing.status, missing.body?.error?.code], [404, 'key_not_found']);
   const missingGet = await api(h, 'GET', '/admin/v1/keys/key_nope', { headers: adminHeaders });
   t.same([missingGet.status, missingGet.body?.error?.code], [404, 'key_not_found']);
-  for (const [method, json] of [['PATCH', { max_live_sessions: 2 }], ['GET', undefined]] as const) {
+  for (const [method, json] of [
+    ['PATCH', { max_live_sessions: 2 }],
+    ['GET', undefined],
+  ] as const) {
     const res = await api(h, method, `/admin/v1/keys/${own.id}`, { headers: bearer(own.key), ...(json ? { json } : {}) });
     t.same([res.status, res.body?.error?.code], [401, 'invalid_admin_token'], `${method} needs the admin token`);
   }
@@ -152,7 +155,11 @@ t.test('max_live_sessions: over the limit, 429 rate_limit_exceeded with Retry-Af
   t.same(await walletRow(h, key.wallet_id), { balance: 100_000, reserved: 2 * ECHO_PREAUTH_CENTS }, 'nothing was reserved');
 
   const replay = await createSession(h, key.key, { idempotencyKey: 'first' });
-  t.same([replay.status, replay.body.id, replay.headers.get('idempotent-replayed')], [201, a.body.id, 'true'], 'a replay is not a new session');
+  t.same(
+    [replay.status, replay.body.id, replay.headers.get('idempotent-replayed')],
+    [201, a.body.id, 'true'],
+    'a replay is not a new session',
+  );
 
   const shown = await api(h, 'GET', `/admin/v1/keys/${key.id}`, { headers: adminHeaders });
   t.equal(shown.body.live_sessions, 2, 'the operator sees the live count');
@@ -221,5 +228,10 @@ t.test('the create body and other refusals keep their order around the limits', 
   t.equal(badKey.status, 401, 'an unknown key is 401, not 429');
   const badBody = await api(h, 'POST', '/v1/voice/sessions', { headers: bearer(key.key), json: { model: 'local/echo-1' } });
   t.equal(badBody.status, 400, 'a bad body is 400');
-  expectLimited(t, await createSession(h, key.key, { body: { ...CREATE_BODY, model: 'acme/none' } }), 'max_live_sessions', 'limits before the model');
+  expectLimited(
+    t,
+    await createSession(h, key.key, { body: { ...CREATE_BODY, model: 'acme/none' } }),
+    'max_live_sessions',
+    'limits before the model',
+  );
 });

@@ -9,11 +9,31 @@ const REFUSALS: [string, string, number, string][] = [
   ['a control byte in a header value', 'GET /v1/models HTTP/1.1\r\nHost: a\r\nIdempotency-Key: a\x01b\r\n\r\n', 400, 'invalid_request'],
   ['a space in a header name', 'GET /v1/models HTTP/1.1\r\nHost: a\r\nBad Name: x\r\n\r\n', 400, 'invalid_request'],
   ['an unknown method', 'FOO /v1/models HTTP/1.1\r\nHost: a\r\n\r\n', 400, 'invalid_request'],
-  ['Transfer-Encoding with Content-Length', 'POST /v1/voice/sessions HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n', 400, 'invalid_request'],
+  [
+    'Transfer-Encoding with Content-Length',
+    'POST /v1/voice/sessions HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n',
+    400,
+    'invalid_request',
+  ],
   ['a malformed request line', 'GET\r\n\r\n', 400, 'invalid_request'],
-  ['a bad chunk size', 'POST /v1/voice/sessions HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n', 400, 'invalid_request'],
-  ['headers over 16 KiB', `GET /v1/models HTTP/1.1\r\nHost: a\r\nX-Big: ${'a'.repeat(17_000)}\r\n\r\n`, 431, 'request_header_fields_too_large'],
-  ['many headers over 16 KiB', `GET /v1/models HTTP/1.1\r\nHost: a\r\n${'X-H: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n'.repeat(400)}\r\n`, 431, 'request_header_fields_too_large'],
+  [
+    'a bad chunk size',
+    'POST /v1/voice/sessions HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n',
+    400,
+    'invalid_request',
+  ],
+  [
+    'headers over 16 KiB',
+    `GET /v1/models HTTP/1.1\r\nHost: a\r\nX-Big: ${'a'.repeat(17_000)}\r\n\r\n`,
+    431,
+    'request_header_fields_too_large',
+  ],
+  [
+    'many headers over 16 KiB',
+    `GET /v1/models HTTP/1.1\r\nHost: a\r\n${'X-H: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n'.repeat(400)}\r\n`,
+    431,
+    'request_header_fields_too_large',
+  ],
 ];
 
 t.test('parser-level refusals answer an ErrorResponse with a request id and X-Request-Id', async (t) => {
@@ -42,13 +62,18 @@ t.test('parser-level refusals answer an ErrorResponse with a request id and X-Re
   }
   const lines = h.logLines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request refused by the HTTP parser');
   t.equal(lines.length, REFUSALS.length, 'one log line per refusal');
-  t.ok(lines.every((l) => /^req_/.test(l.request_id) && typeof l.parser_code === 'string'), 'with the request id and the parser code');
+  t.ok(
+    lines.every((l) => /^req_/.test(l.request_id) && typeof l.parser_code === 'string'),
+    'with the request id and the parser code',
+  );
   t.notOk(h.logLines.join('').includes('a\x01b'), 'the refused header value is not logged');
 });
 
 t.test('a refusal after a good request on a keep-alive connection answers too; the server keeps serving', async (t) => {
   const h = await startControlPlane(t);
-  const res = await rawRequest(h.url, 'GET /healthz HTTP/1.1\r\nHost: a\r\n\r\nGET /healthz HTTP/1.1\r\nHost: a\r\nX: \x7f\x01\r\n\r\n', { responses: 2 });
+  const res = await rawRequest(h.url, 'GET /healthz HTTP/1.1\r\nHost: a\r\n\r\nGET /healthz HTTP/1.1\r\nHost: a\r\nX: \x7f\x01\r\n\r\n', {
+    responses: 2,
+  });
   t.equal(res.status, 200, 'the first request is answered');
   t.equal(res.next?.status, 400, 'the refused one too');
   t.equal(JSON.parse(res.next?.body ?? '{}').error?.code, 'invalid_request');
@@ -66,7 +91,10 @@ t.test('OPTIONS answers 404 not_found as an ErrorResponse (401 first on the oper
     [`/admin/v1/wallets/${key.wallet_id}`, 401, 'invalid_admin_token'],
   ];
   for (const [path, status, code] of paths) {
-    const res = await rawRequest(h.url, `OPTIONS ${path} HTTP/1.1\r\nHost: a\r\nOrigin: https://example.com\r\nAccess-Control-Request-Method: POST\r\n\r\n`);
+    const res = await rawRequest(
+      h.url,
+      `OPTIONS ${path} HTTP/1.1\r\nHost: a\r\nOrigin: https://example.com\r\nAccess-Control-Request-Method: POST\r\n\r\n`,
+    );
     t.equal(res.status, status, `OPTIONS ${path}`);
     const body = JSON.parse(res.body || '{}');
     t.ok(ErrorResponse.safeParse(body).success, `OPTIONS ${path}: ErrorResponse`);

@@ -35,7 +35,11 @@ function parseOne(buf: Buffer): { res: RawResponse; rest: Buffer } | null {
  * Writes `raw` on a fresh connection to `baseUrl` and resolves with the first response (and the following
  * ones when `responses` > 1) once the server closes the connection or enough responses arrived.
  */
-export function rawRequest(baseUrl: string, raw: string | Buffer, opts: { responses?: number; timeoutMs?: number } = {}): Promise<RawResponse> {
+export function rawRequest(
+  baseUrl: string,
+  raw: string | Buffer,
+  opts: { responses?: number; timeoutMs?: number } = {},
+): Promise<RawResponse> {
   const { hostname, port } = new URL(baseUrl);
   const wanted = opts.responses ?? 1;
   return new Promise((resolve, reject) => {
@@ -68,7 +72,11 @@ export function rawRequest(baseUrl: string, raw: string | Buffer, opts: { respon
       data = Buffer.concat([data, chunk]);
       let count = 0;
       let rest: Buffer = data;
-      for (let one = parseOne(rest); one && (one.res.status < 200 || one.res.headers['content-length'] !== undefined); one = parseOne(rest)) {
+      for (
+        let one = parseOne(rest);
+        one && (one.res.status < 200 || one.res.headers['content-length'] !== undefined);
+        one = parseOne(rest)
+      ) {
         if (one.res.status >= 200) count++;
         rest = one.rest;
       }
