@@ -5,13 +5,16 @@ export class AppError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly retryable: boolean;
+  /** When the same request may succeed again (a limit refills): transports send it as `Retry-After`. */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: ErrorCode, message: string, opts: { retryable?: boolean; cause?: unknown } = {}) {
+  constructor(code: ErrorCode, message: string, opts: { retryable?: boolean; cause?: unknown; retryAfterSeconds?: number } = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = 'AppError';
     this.code = code;
     this.status = ERROR_STATUS[code];
     this.retryable = opts.retryable ?? this.status >= 500;
+    this.retryAfterSeconds = opts.retryAfterSeconds;
   }
 }
 
@@ -27,6 +30,9 @@ export const errors = {
   modelNotFound: () => new AppError('model_not_found', 'The selected model is not available to this key.'),
   insufficientBalance: () => new AppError('insufficient_wallet_balance', 'The wallet cannot cover the preauthorization of this session.'),
   idempotencyConflict: () => new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.'),
+  /** A per-key limit (decisions.md, "Limits"): the message names it, Retry-After says when to try again. */
+  rateLimitExceeded: (message: string, retryAfterSeconds: number) =>
+    new AppError('rate_limit_exceeded', message, { retryable: true, retryAfterSeconds }),
   sessionTerminationFailed: () =>
     new AppError(
       'session_termination_failed',

@@ -30,6 +30,17 @@ export interface IssuedKey {
 }
 
 /** A new API key: shown once; only its SHA-256 is stored (the secret has ~238 bits of entropy). */
+/** Longest identifier the gateway can ever hold (ids it makes are far shorter). */
+export const MAX_ID_LENGTH = 255;
+
+/**
+ * False for an identifier that can never exist (a NUL byte, which PostgreSQL text cannot hold, or over
+ * 255 characters): such an id is simply not found, without asking the store (decisions.md).
+ */
+export function isPossibleId(id: string): boolean {
+  return id.length > 0 && id.length <= MAX_ID_LENGTH && !id.includes('\u0000');
+}
+
 export function issueApiKey(): IssuedKey {
   const secret = API_KEY_PREFIX + randomBase62(40);
   return { secret, hash: hashApiKey(secret), displayPrefix: secret.slice(0, API_KEY_PREFIX.length + 4) };

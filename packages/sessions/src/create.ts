@@ -23,7 +23,23 @@ export interface SessionSettings {
    * in its last few hundred milliseconds, each together with its reservation; no money moves at creation.
    */
   syncCommit?: boolean;
+  /** Limits of a key without its own (decisions.md, "Limits"); absent: DEFAULT_KEY_LIMITS. */
+  keyLimits?: KeyLimitDefaults;
 }
+
+export interface KeyLimitDefaults {
+  maxLiveSessions: number;
+  maxCreatesPerMinute: number;
+}
+
+/** KEY_MAX_LIVE_SESSIONS and KEY_MAX_CREATES_PER_MINUTE when unset: against a client stuck in a loop. */
+export const DEFAULT_KEY_LIMITS: Readonly<KeyLimitDefaults> = Object.freeze({ maxLiveSessions: 1000, maxCreatesPerMinute: 6000 });
+
+/** Retry-After of a create refused for max_live_sessions: a session ends when its client ends it. */
+export const LIVE_LIMIT_RETRY_AFTER_SECONDS = 5;
+
+/** A reservation no wallet can cover (balances stop at 2^53 - 1), sent instead of a larger preauthorization. */
+const UNCOVERABLE_CENTS = 2 ** 53;
 
 export interface CreateSessionInput {
   /** An authenticated key, or the SHA-256 of a presented secret (checked inside the create statement). */
@@ -50,13 +66,22 @@ export interface CreatedSession {
  * The Idempotency-Key INSERT has no ON CONFLICT on purpose: a duplicate aborts the statement, reservation
  * included, after waiting for the first writer (it holds the wallet row until commit).
  * `cfg` sets synchronous_commit for this transaction only ($11).
+ * Per-key limits live on the wallet row the reservation updates anyway (docs/architecture.md "Per-key
+ * limits"): the same conditional UPDATE checks and counts them, so a refusal reserves and counts nothing.
+ * `ws` reads that row as of the statement's snapshot only to tell the caller why nothing was reserved.
  */
 const CREATE_SESSION_SQL = `
 WITH cfg AS (
   SELECT set_config('synchronous_commit', $11::text, true)
 ), k AS (
-  SELECT id, wallet_id FROM api_keys
+  SELECT id, wallet_id, coalesce(max_live_sessions, $14::int) AS max_live,
+         coalesce(max_creates_per_minute, $15::int) AS max_rate
+    FROM api_keys
    WHERE (secret_hash = $1::text OR id = $13::text) AND revoked_at IS NULL
+), ws AS (
+  SELECT (balance_cents - reserved_cents)::float8 AS available, (sessions_created - sessions_ended)::float8 AS live,
+         extract(epoch FROM greatest(create_rate_tat, now()) - now())::float8 AS rate_ahead_s
+    FROM wallets WHERE id = (SELECT wallet_id FROM k)
 ), e AS (
   SELECT i.fingerprint, i.session_id, i.created_at < now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS}) AS stale
     FROM idempotency_keys i JOIN k ON i.key_id = k.id
@@ -67,11 +92,15 @@ WITH cfg AS (
     FROM catalog_models m JOIN rate_snapshots r ON r.id = m.current_rate_id
    WHERE m.id = $2 AND m.enabled AND m.approved AND m.capabilities->>'speech_to_speech' = 'true'
 ), w AS (
-  UPDATE wallets SET reserved_cents = reserved_cents + $4::int, updated_at = now()
+  UPDATE wallets SET reserved_cents = reserved_cents + $4::bigint, updated_at = now(),
+         sessions_created = sessions_created + 1,
+         create_rate_tat = greatest(create_rate_tat, now()) + make_interval(secs => 60.0 / (SELECT max_rate FROM k))
    WHERE id = (SELECT wallet_id FROM k)
      AND NOT EXISTS (SELECT 1 FROM e)
      AND EXISTS (SELECT 1 FROM m WHERE m.rate_id = $3::text)
-     AND balance_cents - reserved_cents >= $4::int
+     AND balance_cents - reserved_cents >= $4::bigint
+     AND sessions_created - sessions_ended < (SELECT max_live FROM k)
+     AND greatest(create_rate_tat, now()) - now() <= make_interval(secs => 60 - 60.0 / (SELECT max_rate FROM k))
   RETURNING id, (balance_cents - reserved_cents)::float8 AS available_cents
 ), i AS (
   INSERT INTO idempotency_keys (key_id, idempotency_key, fingerprint, session_id)
@@ -79,21 +108,26 @@ WITH cfg AS (
 ), s AS (
   INSERT INTO voice_sessions (id, key_id, wallet_id, model_id, rate_snapshot_id, status, preauthorized_cents,
                               reserved_cents, trace_id, idle_timeout_seconds, max_ends_at, legacy)
-  SELECT $5::text, k.id, w.id, m.id, m.rate_id, 'ready', $4::int, $4::int, $6::text, $7::int,
+  SELECT $5::text, k.id, w.id, m.id, m.rate_id, 'ready', $4::bigint, $4::bigint, $6::text, $7::int,
          now() + make_interval(secs => $8::int), $12::boolean
     FROM k, w, m
   RETURNING created_at, last_activity_at, max_ends_at
 )
-SELECT k.id AS key_id, k.wallet_id,
+SELECT k.id AS key_id, k.wallet_id, k.max_live, k.max_rate, ws.available, ws.live, ws.rate_ahead_s,
        e.fingerprint AS idem_fingerprint, e.session_id AS idem_session_id, e.stale AS idem_stale,
        m.id AS model_id, m.provider, m.provider_model, m.capabilities, m.rate_id, m.source,
        m.per_minute, m.audio_in_token, m.audio_out_token, m.relay_fee_milli_cents,
        w.available_cents, s.created_at, s.last_activity_at, s.max_ends_at
-  FROM cfg, k LEFT JOIN e ON true LEFT JOIN m ON true LEFT JOIN w ON true LEFT JOIN s ON true`;
+  FROM cfg, k LEFT JOIN ws ON true LEFT JOIN e ON true LEFT JOIN m ON true LEFT JOIN w ON true LEFT JOIN s ON true`;
 
 interface CreateRow {
   key_id: string;
   wallet_id: string;
+  max_live: number;
+  max_rate: number;
+  available: number | null;
+  live: number | null;
+  rate_ahead_s: number | null;
   idem_fingerprint: string | null;
   idem_session_id: string | null;
   idem_stale: boolean | null;
@@ -135,7 +169,8 @@ const MAX_ATTEMPTS = 4;
 /**
  * Creates a `ready` session (docs/architecture.md "Session lifecycle"), shared by `POST /v1/voice/sessions`
  * and the legacy realtime alias so both refuse and reserve alike. Checks, in order: key (401),
- * Idempotency-Key replay or conflict (replay / 409), model listed (404), wallet covers the preauthorization (402).
+ * Idempotency-Key replay or conflict (replay / 409), the key's limits (429), model listed (404), wallet covers
+ * the preauthorization (402).
  */
 export async function createSession({ ctx, input }: { ctx: SessionsDbContext; input: CreateSessionInput }): Promise<CreatedSession> {
   const { db } = ctx;
@@ -145,6 +180,7 @@ export async function createSession({ ctx, input }: { ctx: SessionsDbContext; in
   const modelId = input.request.model;
   const byHash = 'secretHash' in input.key ? input.key.secretHash : null;
   const byId = 'keyId' in input.key ? input.key.keyId : null;
+  const limits = settings.keyLimits ?? DEFAULT_KEY_LIMITS;
 
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const cached = guesses.get(modelId);
@@ -159,7 +195,7 @@ export async function createSession({ ctx, input }: { ctx: SessionsDbContext; in
           byHash,
           modelId,
           guess?.rateId ?? null,
-          guess?.preauthCents ?? 0,
+          Math.min(guess?.preauthCents ?? 0, UNCOVERABLE_CENTS),
           sessionId,
           input.traceId,
           settings.idleTimeoutSeconds,
@@ -169,6 +205,8 @@ export async function createSession({ ctx, input }: { ctx: SessionsDbContext; in
           settings.syncCommit === false ? 'off' : 'on',
           input.legacy ?? false,
           byId,
+          limits.maxLiveSessions,
+          limits.maxCreatesPerMinute,
         ],
       });
       row = result.rows[0];
@@ -192,6 +230,11 @@ export async function createSession({ ctx, input }: { ctx: SessionsDbContext; in
       if (replay) return { session: replay, replayed: true };
       continue;
     }
+    if (guess !== undefined && row.created_at !== null) {
+      return { session: createdRecord(row, sessionId, guess.preauthCents, input), replayed: false };
+    }
+    const limited = limitRefusal(row);
+    if (limited) throw limited;
     if (row.rate_id === null) {
       guesses.delete(modelId);
       throw errors.modelNotFound();
@@ -201,12 +244,32 @@ export async function createSession({ ctx, input }: { ctx: SessionsDbContext; in
       guesses.set(modelId, { rateId: row.rate_id, preauthCents, minutes: settings.preauthMinutes });
       continue;
     }
-    if (row.available_cents === null || row.created_at === null || row.last_activity_at === null || row.max_ends_at === null) {
-      throw errors.insufficientBalance();
-    }
-    return { session: createdRecord(row, sessionId, guess.preauthCents, input), replayed: false };
+    if (row.available === null || row.available < guess.preauthCents) throw errors.insufficientBalance();
+    // The snapshot allowed it but the locked row did not: a concurrent create took the last place or funds.
   }
   throw new AppError('internal_error', 'session creation did not settle after repeated rate or idempotency races');
+}
+
+/**
+ * 429 when the wallet row, as of the statement's snapshot, shows a limit reached. The snapshot is never
+ * newer than the locked row, so it refuses no create the row would allow for long; a refusal it misses
+ * shows up on the next attempt.
+ */
+function limitRefusal(row: CreateRow): AppError | null {
+  if (row.live !== null && row.live >= row.max_live) {
+    return errors.rateLimitExceeded(
+      `This key has ${row.max_live} live sessions, its max_live_sessions; end one or ask for a higher limit.`,
+      LIVE_LIMIT_RETRY_AFTER_SECONDS,
+    );
+  }
+  const burstS = 60 - 60 / row.max_rate;
+  if (row.rate_ahead_s !== null && row.rate_ahead_s > burstS) {
+    return errors.rateLimitExceeded(
+      `This key created sessions faster than its max_creates_per_minute (${row.max_rate}); retry after the Retry-After delay.`,
+      Math.max(1, Math.ceil(row.rate_ahead_s - burstS)),
+    );
+  }
+  return null;
 }
 
 function createdRecord(row: CreateRow, id: string, preauth: number, input: CreateSessionInput): SessionRecord {

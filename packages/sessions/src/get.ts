@@ -1,4 +1,4 @@
-import { errors, type SessionRecord } from '@s2s/core';
+import { errors, isPossibleId, type SessionRecord } from '@s2s/core';
 import type { Sql } from '@s2s/db';
 import type { SessionsContext, SessionsDbContext } from './context.js';
 import { expireIfDue } from './expire-if-due.js';
@@ -17,6 +17,7 @@ export async function loadOwnedSession({ ctx, input }: { ctx: SessionsDbContext;
 
 /** loadOwnedSession on a given connection (inside a transaction). */
 export async function readOwnedSession(sql: Sql, input: OwnedSessionInput): Promise<SessionRecord> {
+  if (!isPossibleId(input.sessionId)) throw errors.sessionNotFound();
   const session = await selectOwnedSession(sql, input.sessionId, input.keyId);
   if (session) return session;
   const { rows } = await sql.query('SELECT 1 FROM voice_sessions WHERE id = $1', [input.sessionId]);
