@@ -62,3 +62,15 @@ export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, str
   }
   return result.data;
 }
+
+/** Limits of a key without its own (decisions.md, "Limits"); every service that creates sessions reads them. */
+export const KeyLimitsEnv = {
+  // Non-terminal sessions a key may hold.
+  KEY_MAX_LIVE_SESSIONS: envInt(1000, { min: 1, max: 2_147_483_647 }),
+  // Sessions a key may create per minute (a burst of this many, then refilled evenly).
+  KEY_MAX_CREATES_PER_MINUTE: envInt(6000, { min: 1, max: 2_147_483_647 }),
+};
+
+export function keyLimitsConfig(e: { KEY_MAX_LIVE_SESSIONS: number; KEY_MAX_CREATES_PER_MINUTE: number }) {
+  return { maxLiveSessions: e.KEY_MAX_LIVE_SESSIONS, maxCreatesPerMinute: e.KEY_MAX_CREATES_PER_MINUTE };
+}

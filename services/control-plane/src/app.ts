@@ -1,5 +1,6 @@
 import express, { type Express } from 'express';
 import { createContext, type AppDeps } from './context.js';
+import { refuseOptions } from './http/auth.js';
 import { deferredJsonBody } from './http/body.js';
 import { errorHandler, notFoundHandler } from './http/errors.js';
 import { requestContext } from './http/request-context.js';
@@ -20,6 +21,7 @@ export function buildApp(deps: AppDeps): Express {
   app.set('etag', false);
 
   app.use(requestContext(ctx.log));
+  app.use(refuseOptions(ctx.config.adminToken));
   app.use(deferredJsonBody(ctx.config.bodyLimitBytes));
 
   // Routers mounted at their prefix are skipped without being entered by requests for other paths.

@@ -1,4 +1,4 @@
-import { CommonEnv, commonConfig, envBoolean, envInt, envPort, parseEnv, z, type CommonConfig } from '@s2s/core';
+import { CommonEnv, KeyLimitsEnv, commonConfig, envBoolean, envInt, envPort, keyLimitsConfig, parseEnv, z, type CommonConfig } from '@s2s/core';
 
 /** What `npm start` uses outside production when ADMIN_TOKEN is unset (decisions.md, Keys and operators). */
 export const DEV_ADMIN_TOKEN = 'dev-admin-token';
@@ -37,6 +37,7 @@ export const ControlPlaneEnv = CommonEnv.extend({
   // Wait for the WAL flush before answering a create. Off by default: the wallet row stays locked until
   // commit, and a crash can only lose unused `ready` sessions together with their reservation.
   SESSION_CREATE_SYNC_COMMIT: envBoolean(false),
+  ...KeyLimitsEnv,
   // Insert the default catalog (local/echo-1, local/unapproved-1) when it is missing.
   SEED_CATALOG: envBoolean(true),
 }).superRefine((env, ctx) => {
@@ -65,6 +66,8 @@ export interface Config extends CommonConfig {
   dbStatementTimeoutMs: number;
   shutdownGraceMs: number;
   seedCatalog: boolean;
+  /** Limits of keys without their own: KEY_MAX_LIVE_SESSIONS, KEY_MAX_CREATES_PER_MINUTE. */
+  keyLimits: { maxLiveSessions: number; maxCreatesPerMinute: number };
 }
 
 /** Parses the control plane's environment; throws one error naming every bad variable. */
@@ -87,5 +90,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     dbStatementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     seedCatalog: e.SEED_CATALOG,
+    keyLimits: keyLimitsConfig(e),
   };
 }

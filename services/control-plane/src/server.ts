@@ -1,8 +1,16 @@
 import { once } from 'node:events';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { Express } from 'express';
 import type { Logger } from '@s2s/telemetry';
 import type { Config } from './config.js';
+import { answerParserRefusals } from './http/parser-refusals.js';
+
+/** The control plane's HTTP server: express for requests, ErrorResponses for what the parser refuses. */
+export function createHttpServer(app: Express, logger: Logger): Server {
+  const server = createServer(app);
+  answerParserRefusals(server, logger);
+  return server;
+}
 
 export interface ServeOptions {
   app: Express;
@@ -18,7 +26,7 @@ export interface ServeOptions {
  */
 export async function serve(opts: ServeOptions): Promise<Server> {
   const { app, config, logger } = opts;
-  const server = app.listen(config.httpPort, config.host);
+  const server = createHttpServer(app, logger).listen(config.httpPort, config.host);
   await once(server, 'listening');
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.httpPort;

@@ -10,6 +10,7 @@ import { buildApp } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { createContext } from '../src/context.js';
 import { seedCatalog } from '../src/domain/catalog.js';
+import { createHttpServer } from '../src/server.js';
 
 export interface TeardownHost {
   teardown(fn: () => unknown): void;
@@ -61,7 +62,7 @@ export async function startControlPlane(t: TeardownHost, opts: HarnessOptions = 
   let offsetMs = 0;
   const deps = { config, db, bus, logger, now: () => new Date(Date.now() + offsetMs) };
   if (opts.seed !== false && !opts.db) await seedCatalog({ ctx: createContext(deps) });
-  const server = buildApp(deps).listen(0, '127.0.0.1');
+  const server = createHttpServer(buildApp(deps), logger).listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
 

@@ -11,6 +11,7 @@ import { createDb } from '@s2s/db';
 import { checkLedgerInvariants } from '@s2s/db/testing';
 import { createLogger } from '@s2s/telemetry';
 import { buildApp } from '../src/app.js';
+import { createHttpServer } from '../src/server.js';
 import {
   CREATE_BODY,
   ECHO_PREAUTH_CENTS,
@@ -30,7 +31,7 @@ const LIMIT_ENV = { KEY_MAX_LIVE_SESSIONS: '7', KEY_MAX_CREATES_PER_MINUTE: '70'
 async function startReplica(t: Test, h: Harness): Promise<{ url: string }> {
   const db = createDb(h.testDb.url, { max: 4 });
   const logger = createLogger({ service: 'control-plane', level: 'silent' });
-  const server = buildApp({ config: h.config, db, bus: h.bus, logger }).listen(0, '127.0.0.1');
+  const server = createHttpServer(buildApp({ config: h.config, db, bus: h.bus, logger }), logger).listen(0, '127.0.0.1');
   await once(server, 'listening');
   t.teardown(async () => {
     server.closeAllConnections();

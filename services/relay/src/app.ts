@@ -202,7 +202,8 @@ function writeRawError(socket: Duplex, err: AppError, requestId: string): void {
     return;
   }
   const body = JSON.stringify(errorBody(err, requestId));
-  const extra = [...(err.status === 401 ? ['WWW-Authenticate: Bearer'] : []), ...(err.status === 503 ? ['Retry-After: 1'] : [])];
+  const retryAfter = err.retryAfterSeconds ?? (err.status === 503 ? 1 : undefined);
+  const extra = [...(err.status === 401 ? ['WWW-Authenticate: Bearer'] : []), ...(retryAfter === undefined ? [] : [`Retry-After: ${retryAfter}`])];
   socket.once('finish', () => socket.destroy());
   socket.end(
     [

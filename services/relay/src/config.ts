@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { CommonEnv, commonConfig, envInt, envPort, parseEnv, z, type CommonConfig } from '@s2s/core';
+import { CommonEnv, KeyLimitsEnv, commonConfig, envInt, envPort, keyLimitsConfig, parseEnv, z, type CommonConfig } from '@s2s/core';
 
 const optionalSecret = z
   .string()
@@ -46,6 +46,8 @@ export const RelayEnv = CommonEnv.extend({
   SESSION_IDLE_TIMEOUT_SECONDS: envInt(300, { min: 1, max: 86_400 }),
   SESSION_MAX_SECONDS: envInt(3600, { min: 1, max: 7 * 86_400 }),
   SESSION_PREAUTH_MINUTES: envInt(10, { min: 1, max: 24 * 60 }),
+  // The legacy path creates sessions, so it applies the same per-key limits.
+  ...KeyLimitsEnv,
   // Connections in the PostgreSQL pool.
   DB_POOL_SIZE: envInt(8, { min: 1, max: 200 }),
 });
@@ -67,7 +69,7 @@ export interface Config extends CommonConfig {
   openaiRealtimeUrl: string;
   geminiApiKey: string | undefined;
   geminiLiveUrl: string | undefined;
-  session: { idleTimeoutSeconds: number; maxSeconds: number; preauthMinutes: number };
+  session: { idleTimeoutSeconds: number; maxSeconds: number; preauthMinutes: number; keyLimits: { maxLiveSessions: number; maxCreatesPerMinute: number } };
   dbPoolSize: number;
 }
 
@@ -96,6 +98,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       idleTimeoutSeconds: e.SESSION_IDLE_TIMEOUT_SECONDS,
       maxSeconds: e.SESSION_MAX_SECONDS,
       preauthMinutes: e.SESSION_PREAUTH_MINUTES,
+      keyLimits: keyLimitsConfig(e),
     },
     dbPoolSize: e.DB_POOL_SIZE,
   };

@@ -80,10 +80,14 @@ export interface CatalogRow {
   relay_fee_milli_cents: number;
 }
 
+/** Rates are bigint, at most 2^53 - 1 (the API refuses more), so float8 carries them exactly through Prisma too. */
+const RATE_COLUMNS = `r.per_minute::float8 AS per_minute, r.audio_in_token::float8 AS audio_in_token,
+         r.audio_out_token::float8 AS audio_out_token, r.relay_fee_milli_cents::float8 AS relay_fee_milli_cents`;
+
 const CATALOG_SELECT = `
   SELECT m.id, m.display_name, m.owned_by, m.provider, m.provider_model, m.enabled, m.approved,
          m.capabilities, m.audio, m.modalities, m.created_at,
-         r.id AS rate_id, r.source, r.per_minute, r.audio_in_token, r.audio_out_token, r.relay_fee_milli_cents
+         r.id AS rate_id, r.source, ${RATE_COLUMNS}
     FROM catalog_models m
     JOIN rate_snapshots r ON r.id = m.current_rate_id`;
 
@@ -186,7 +190,7 @@ async function insertModelIfMissing(tx: DbTx, m: Required<UpsertModelRequest>): 
 /** Makes `pricing` the model's current rate; a new immutable snapshot only when it differs. */
 async function applyPricing(tx: DbTx, modelId: string, pricing: Rate): Promise<void> {
   const [current] = await tx.$queryRaw<(Rate & { id: string; source: string })[]>`
-    SELECT r.id, r.source, r.per_minute, r.audio_in_token, r.audio_out_token, r.relay_fee_milli_cents
+    SELECT r.id, r.source, ${Prisma.raw(RATE_COLUMNS)}
       FROM catalog_models m JOIN rate_snapshots r ON r.id = m.current_rate_id
      WHERE m.id = ${modelId}`;
   if (current && current.source === PRICING_SOURCE && sameRate(current, pricing)) return;

@@ -1,10 +1,13 @@
-import type { CreateKeyRequest, CreateKeyResponse, RevokeKeyResponse } from '@s2s/contract';
-import { AppError, issueApiKey, newId } from '@s2s/core';
+import type { ApiKeyResource, CreateKeyRequest, CreateKeyResponse, RevokeKeyResponse, UpdateKeyRequest } from '@s2s/contract';
+import { AppError, isPossibleId, issueApiKey, newId } from '@s2s/core';
 import type { AppContext } from '../context.js';
+
+const keyNotFound = () => new AppError('key_not_found', 'No API key with this id exists.');
 
 /**
  * POST /admin/v1/keys: a wallet funded with `balance_cents` (one `credit` ledger row when > 0) and a key
- * on it. Only the key's hash is stored; the secret exists in this answer and nowhere else.
+ * on it, with its own limits when given. Only the key's hash is stored; the secret exists in this answer
+ * and nowhere else.
  */
 export async function createKey({ ctx, input }: { ctx: AppContext; input: CreateKeyRequest }): Promise<CreateKeyResponse> {
   const issued = issueApiKey();
@@ -16,16 +19,79 @@ export async function createKey({ ctx, input }: { ctx: AppContext; input: Create
     prisma.wallet.create({ data: { id: walletId, balanceCents: balance } }),
     ...(balance > 0n ? [prisma.ledgerEntry.create({ data: { walletId, kind: 'credit', amountCents: balance } })] : []),
     prisma.apiKey.create({
-      data: { id: keyId, secretHash: issued.hash, prefix: issued.displayPrefix, label: input.label ?? null, walletId },
+      data: {
+        id: keyId,
+        secretHash: issued.hash,
+        prefix: issued.displayPrefix,
+        label: input.label ?? null,
+        walletId,
+        maxLiveSessions: input.max_live_sessions ?? null,
+        maxCreatesPerMinute: input.max_creates_per_minute ?? null,
+      },
     }),
   ]);
-  return { id: keyId, key: issued.secret, wallet_id: walletId, balance_cents: input.balance_cents };
+  const { keyLimits } = ctx.config;
+  return {
+    id: keyId,
+    key: issued.secret,
+    wallet_id: walletId,
+    balance_cents: input.balance_cents,
+    max_live_sessions: input.max_live_sessions ?? keyLimits.maxLiveSessions,
+    max_creates_per_minute: input.max_creates_per_minute ?? keyLimits.maxCreatesPerMinute,
+  };
 }
 
 /** POST /admin/v1/keys/{id}/revoke: effective on the next request (keys are never cached); repeatable. */
 export async function revokeKey({ ctx, input }: { ctx: AppContext; input: { keyId: string } }): Promise<RevokeKeyResponse> {
-  const rows = await ctx.db.prisma.$queryRaw<{ id: string }[]>`
-    UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${input.keyId} RETURNING id`;
-  if (rows.length === 0) throw new AppError('key_not_found', 'No API key with this id exists.');
+  if (!isPossibleId(input.keyId)) throw keyNotFound();
+  const { rows } = await ctx.db.pool.query<{ id: string }>(
+    'UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id',
+    [input.keyId],
+  );
+  if (rows.length === 0) throw keyNotFound();
   return { id: input.keyId, revoked: true };
+}
+
+/** GET /admin/v1/keys/{id}: the key as the operator sees it, with the limits in effect and its live sessions. */
+export async function getKey({ ctx, input }: { ctx: AppContext; input: { keyId: string } }): Promise<ApiKeyResource> {
+  if (!isPossibleId(input.keyId)) throw keyNotFound();
+  const { keyLimits } = ctx.config;
+  const { rows } = await ctx.db.pool.query<ApiKeyResource>(
+    `SELECT k.id, k.wallet_id, k.label, k.revoked_at IS NOT NULL AS revoked,
+            coalesce(k.max_live_sessions, $2::int) AS max_live_sessions,
+            coalesce(k.max_creates_per_minute, $3::int) AS max_creates_per_minute,
+            greatest(w.sessions_created - w.sessions_ended, 0) AS live_sessions
+       FROM api_keys k JOIN wallets w ON w.id = k.wallet_id WHERE k.id = $1`,
+    [input.keyId, keyLimits.maxLiveSessions, keyLimits.maxCreatesPerMinute],
+  );
+  const key = rows[0];
+  if (!key) throw keyNotFound();
+  return key;
+}
+
+/**
+ * PATCH /admin/v1/keys/{id}: changes only the fields the body names; `null` returns a limit to the
+ * gateway's default. The next create of the key already sees it.
+ */
+export async function updateKey({ ctx, input }: { ctx: AppContext; input: { keyId: string; patch: UpdateKeyRequest } }): Promise<ApiKeyResource> {
+  if (!isPossibleId(input.keyId)) throw keyNotFound();
+  const { patch } = input;
+  const { rows } = await ctx.db.pool.query(
+    `UPDATE api_keys
+        SET max_live_sessions = CASE WHEN $2 THEN $3::int ELSE max_live_sessions END,
+            max_creates_per_minute = CASE WHEN $4 THEN $5::int ELSE max_creates_per_minute END,
+            label = CASE WHEN $6 THEN $7::text ELSE label END
+      WHERE id = $1 RETURNING id`,
+    [
+      input.keyId,
+      patch.max_live_sessions !== undefined,
+      patch.max_live_sessions ?? null,
+      patch.max_creates_per_minute !== undefined,
+      patch.max_creates_per_minute ?? null,
+      patch.label !== undefined,
+      patch.label ?? null,
+    ],
+  );
+  if (rows.length === 0) throw keyNotFound();
+  return getKey({ ctx, input: { keyId: input.keyId } });
 }

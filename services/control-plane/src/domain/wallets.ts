@@ -1,5 +1,5 @@
 import type { Wallet } from '@s2s/contract';
-import { AppError } from '@s2s/core';
+import { AppError, errors, isPossibleId } from '@s2s/core';
 import type { AppContext } from '../context.js';
 
 interface WalletRow {
@@ -19,12 +19,19 @@ function toWallet(row: WalletRow): Wallet {
 
 const walletNotFound = () => new AppError('wallet_not_found', 'No wallet with this id exists.');
 
-/** POST /admin/v1/wallets/{id}/credit: the ledger row and the balance move together in one statement. */
+/** The largest balance a JSON number carries exactly (decisions.md: balances are exact in every answer). */
+export const MAX_BALANCE_CENTS = Number.MAX_SAFE_INTEGER;
+
+/**
+ * POST /admin/v1/wallets/{id}/credit: the ledger row and the balance move together in one statement; a credit
+ * that would take the balance past MAX_BALANCE_CENTS changes nothing and answers 400.
+ */
 export async function creditWallet({ ctx, input }: { ctx: AppContext; input: { walletId: string; amountCents: number } }): Promise<Wallet> {
+  if (!isPossibleId(input.walletId)) throw walletNotFound();
   const rows = await ctx.db.prisma.$queryRaw<WalletRow[]>`
     WITH w AS (
       UPDATE wallets SET balance_cents = balance_cents + ${input.amountCents}::bigint, updated_at = now()
-       WHERE id = ${input.walletId}
+       WHERE id = ${input.walletId} AND balance_cents + ${input.amountCents}::bigint <= ${MAX_BALANCE_CENTS}::bigint
       RETURNING id, balance_cents, reserved_cents
     ), l AS (
       INSERT INTO ledger_entries (wallet_id, kind, amount_cents)
@@ -32,12 +39,14 @@ export async function creditWallet({ ctx, input }: { ctx: AppContext; input: { w
     )
     SELECT id, balance_cents::float8 AS balance_cents, reserved_cents::float8 AS reserved_cents FROM w`;
   const row = rows[0];
-  if (!row) throw walletNotFound();
-  return toWallet(row);
+  if (row) return toWallet(row);
+  await getWallet({ ctx, input }); // 404 when there is no such wallet
+  throw errors.invalidRequest(`This credit would take the balance past ${MAX_BALANCE_CENTS} cents, the largest balance a wallet holds.`);
 }
 
 /** GET /admin/v1/wallets/{id}. */
 export async function getWallet({ ctx, input }: { ctx: AppContext; input: { walletId: string } }): Promise<Wallet> {
+  if (!isPossibleId(input.walletId)) throw walletNotFound();
   const rows = await ctx.db.prisma.$queryRaw<WalletRow[]>`
     SELECT id, balance_cents::float8 AS balance_cents, reserved_cents::float8 AS reserved_cents
       FROM wallets WHERE id = ${input.walletId}`;

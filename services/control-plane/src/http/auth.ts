@@ -11,3 +11,22 @@ export function requireAdmin(adminToken: string): RequestHandler {
     next();
   };
 }
+
+/**
+ * OPTIONS answers 404 not_found: the API has no OPTIONS route and no CORS yet, and express would otherwise
+ * answer 200 text/plain with Allow. Operator paths check the admin token first, like any other request there.
+ */
+export function refuseOptions(adminToken: string): RequestHandler {
+  const admin = requireAdmin(adminToken);
+  const notFound = () => {
+    throw new AppError('not_found', 'No such route.');
+  };
+  return (req, res, next) => {
+    if (req.method !== 'OPTIONS') {
+      next();
+      return;
+    }
+    if (/^\/admin\/v1(\/|$)/.test(req.path)) admin(req, res, notFound);
+    else notFound();
+  };
+}

@@ -41,7 +41,8 @@ export function sendError(res: Response, err: AppError): void {
   };
   l.errorCode = err.code;
   if (err.status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
-  if (err.status === 503) res.setHeader('Retry-After', '1');
+  const retryAfter = err.retryAfterSeconds ?? (err.status === 503 ? 1 : undefined);
+  if (retryAfter !== undefined) res.setHeader('Retry-After', String(retryAfter));
   res.status(err.status).json(body);
 }
 

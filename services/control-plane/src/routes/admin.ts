@@ -1,10 +1,10 @@
 import { Router } from 'express';
-import { CreateKeyRequest, CreditWalletRequest, UpsertModelRequest } from '@s2s/contract';
+import { CreateKeyRequest, CreditWalletRequest, UpdateKeyRequest, UpsertModelRequest } from '@s2s/contract';
 import type { AppContext } from '../context.js';
 import { requireAdmin } from '../http/auth.js';
 import { readJsonBody } from '../http/body.js';
 import { upsertModel } from '../domain/catalog.js';
-import { createKey, revokeKey } from '../domain/keys.js';
+import { createKey, getKey, revokeKey, updateKey } from '../domain/keys.js';
 import { creditWallet, getWallet } from '../domain/wallets.js';
 
 /** The operator API of decisions.md, mounted under /admin/v1; every route needs the admin token. */
@@ -15,6 +15,15 @@ export function adminRouter(ctx: AppContext): Router {
   router.post('/keys', async (req, res) => {
     const input = readJsonBody(req, res, CreateKeyRequest);
     res.status(201).json(await createKey({ ctx, input }));
+  });
+
+  router.get('/keys/:id', async (req, res) => {
+    res.json(await getKey({ ctx, input: { keyId: req.params.id } }));
+  });
+
+  router.patch('/keys/:id', async (req, res) => {
+    const patch = readJsonBody(req, res, UpdateKeyRequest);
+    res.json(await updateKey({ ctx, input: { keyId: req.params.id, patch } }));
   });
 
   router.post('/keys/:id/revoke', async (req, res) => {

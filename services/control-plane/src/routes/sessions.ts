@@ -16,9 +16,10 @@ export function sessionsRouter(ctx: AppContext): Router {
     idleTimeoutSeconds: config.sessionIdleTimeoutSeconds,
     maxSeconds: config.sessionMaxSeconds,
     syncCommit: config.sessionCreateSyncCommit,
+    keyLimits: config.keyLimits,
   };
 
-  // Checks, in order: key (401), Idempotency-Key replay or conflict (replay / 409), model (404), wallet (402).
+  // Checks, in order: key (401), Idempotency-Key replay or conflict (replay / 409), limits (429), model (404), wallet (402).
   router.post('/', async (req, res) => {
     const authorization = req.headers.authorization;
     const secret = bearerToken(authorization);
