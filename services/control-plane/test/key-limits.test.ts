@@ -165,7 +165,11 @@ t.test('max_live_sessions: over the limit, 429 rate_limit_exceeded with Retry-Af
   const shown = await api(h, 'GET', `/admin/v1/keys/${key.id}`, { headers: adminHeaders });
   t.equal(shown.body.live_sessions, 2, 'the operator sees the live count');
 
-  const ended = await api(h, 'POST', `/v1/voice/sessions/${a.body.id}/end`, { headers: bearer(key.key) });
+  // 409 session_termination_failed means "settling, ask again" (the billing process may still be starting).
+  let ended = await api(h, 'POST', `/v1/voice/sessions/${a.body.id}/end`, { headers: bearer(key.key) });
+  for (let i = 0; i < 10 && ended.status === 409; i++) {
+    ended = await api(h, 'POST', `/v1/voice/sessions/${a.body.id}/end`, { headers: bearer(key.key) });
+  }
   t.same([ended.status, ended.body.status], [200, 'cancelled']);
   const again = await createSession(h, key.key);
   t.equal(again.status, 201, 'a terminal session frees its place');
@@ -180,7 +184,7 @@ t.test('max_live_sessions: over the limit, 429 rate_limit_exceeded with Retry-Af
 
 t.test('max_creates_per_minute: a burst of the limit, then 429 until Retry-After has passed', async (t) => {
   const h = await startControlPlane(t, { env: LIMIT_ENV });
-  const key = await newKey(h, { max_creates_per_minute: 10 });
+  const key = await newKey(h, { max_creates_per_minute: 10, max_live_sessions: 100 });
   const burst = await Promise.all(Array.from({ length: 14 }, () => createSession(h, key.key)));
   const statuses = burst.map((r) => r.status).sort();
   t.same(statuses, [...Array(10).fill(201), ...Array(4).fill(429)], '10 of 14 concurrent creates pass');
