@@ -49,8 +49,14 @@ export interface RelayEnv {
   endRequests: BusMessage[];
   /** Every event the simulator received from the relay. */
   simEvents: ReceivedClientEvent[];
-  /** Another relay process in the same deployment (same db, bus, simulator). */
-  startRelay(overrides?: Record<string, string>): Promise<{ app: RelayApp; url: string }>;
+  /** Another relay process in the same deployment (same db, bus, simulator); `faults` wraps its db or bus. */
+  startRelay(overrides?: Record<string, string>, faults?: RelayFaults): Promise<{ app: RelayApp; url: string; config: Config }>;
+}
+
+/** Fault injection for one relay: its view of the database or the bus, wrapped. */
+export interface RelayFaults {
+  db?: (db: DbHandle) => DbHandle;
+  bus?: (bus: Bus) => Bus;
 }
 
 /** One relay on port 0 with its own database, bus prefix and simulator, all cleaned up in t.teardown. */
@@ -71,7 +77,7 @@ export async function setupRelay(t: Teardown, env: Record<string, string> = {}):
     sub2.unsubscribe();
   });
 
-  const startRelay = async (overrides: Record<string, string> = {}) => {
+  const startRelay = async (overrides: Record<string, string> = {}, faults: RelayFaults = {}) => {
     const config = loadConfig({
       NODE_ENV: 'test',
       DATABASE_URL: dbUrl,
@@ -87,7 +93,13 @@ export async function setupRelay(t: Teardown, env: Record<string, string> = {}):
       ...overrides,
     });
     const logger = testLogger();
-    const app = buildRelay({ config, db, bus, logger, providers: createProviderOpener(config, logger) });
+    const app = buildRelay({
+      config,
+      db: faults.db ? faults.db(db) : db,
+      bus: faults.bus ? faults.bus(bus) : bus,
+      logger,
+      providers: createProviderOpener(config, logger),
+    });
     await new Promise<void>((resolve) => app.server.listen(0, '127.0.0.1', resolve));
     t.teardown(() => app.close());
     const port = (app.server.address() as AddressInfo).port;
