@@ -1,7 +1,8 @@
 import type { Bus } from '@s2s/bus';
 import type { EndCause } from '@s2s/contract';
-import { newId, requestEnd, toVoiceSession, ZERO_USAGE, type SessionRecord, type Usage } from '@s2s/core';
+import { newId, toVoiceSession, ZERO_USAGE, type SessionRecord, type Usage } from '@s2s/core';
 import type { DbHandle } from '@s2s/db';
+import { activateSession, requestEnd } from '@s2s/sessions';
 import type { Logger } from '@s2s/telemetry';
 import { WebSocket, type RawData } from 'ws';
 import { AbuseWindow } from './abuse.js';
@@ -10,7 +11,6 @@ import type { CheckpointTicket, Checkpointer, MeteredSource } from './checkpoint
 import type { ClientCodec, InternalClientEvent, InternalServerEvent } from './codec/model.js';
 import type { Config } from './config.js';
 import { Budget } from './domain/budget.js';
-import { activateSession } from './domain/store.js';
 import { AttachmentMeter } from './meter.js';
 import type { MeteredUpstream, UpstreamEvent } from './providers/types.js';
 import { answerForFinish, finishReasonForError, REQUEST_ERRORS, type FinishReason } from './realtime-errors.js';
@@ -214,7 +214,7 @@ export class Attachment implements MeteredSource {
     for (let attempt = 0; !this.finished; attempt++) {
       if (attempt > 0) await sleep(backoffMs(attempt, 100, 5000), { unref: true });
       try {
-        await activateSession(this.ctx.db, this.sessionId);
+        await activateSession({ ctx: this.ctx, input: { sessionId: this.sessionId } });
         if (attempt > 0) this.log.info({ attempts: attempt + 1 }, 'session activation stored after retries');
         return this.openGate();
       } catch (err) {
@@ -377,7 +377,7 @@ export class Attachment implements MeteredSource {
     for (const delay of [0, 200, 1000]) {
       if (delay > 0) await sleep(delay);
       try {
-        await requestEnd({ db: this.ctx.db, bus: this.ctx.bus }, this.sessionId, cause);
+        await requestEnd({ ctx: this.ctx, input: { sessionId: this.sessionId, cause } });
         return;
       } catch (err) {
         this.log.warn({ err, cause }, 'end request failed');

@@ -1,5 +1,4 @@
-import { PCM16_BYTES_PER_MS } from '@s2s/contract';
-import type { Usage } from '@s2s/core';
+import { pcmMsCeil, type Usage } from '@s2s/core';
 import type { CheckpointTicket, Checkpointer } from './checkpoints.js';
 import { Budget } from './domain/budget.js';
 
@@ -27,7 +26,7 @@ export class AttachmentMeter {
    */
   admitInput(usage: Usage, bytes: number): 'under' | 'reached' | 'over' | 'exhausted' {
     if (this.exhaustedFlag) return 'exhausted';
-    const state = this.budget.check(usage, Math.ceil(bytes / PCM16_BYTES_PER_MS));
+    const state = this.budget.check(usage, pcmMsCeil(bytes));
     if (state !== 'under') this.exhaustedFlag = true;
     if (state !== 'over') this.checkpoints.markDirty(this.ticket);
     return state;

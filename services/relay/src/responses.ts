@@ -1,4 +1,4 @@
-import { PCM16_BYTES_PER_MS } from '@s2s/contract';
+import { pcmMs } from '@s2s/core';
 
 /** One response as the client knows it: our id for the provider's. */
 export interface TrackedResponse {
@@ -54,7 +54,7 @@ export class ResponseTracker {
   cancel(): { upstreamId: string | null; playedMs: number } | null {
     if (!this.expectingResponse) return null;
     const cur = this.current;
-    return { upstreamId: cur?.upstreamId ?? null, playedMs: cur ? Math.floor(this.playedBytes / PCM16_BYTES_PER_MS) : 0 };
+    return { upstreamId: cur?.upstreamId ?? null, playedMs: cur ? pcmMs(this.playedBytes) : 0 };
   }
 
   /** Server VAD committed the turn: a response follows. */

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import t from 'tap';
 import { billedCents, ZERO_USAGE, type Usage } from '@s2s/core';
 import { Budget } from '../src/domain/budget.js';
-import { isNewerAttachment } from '../src/domain/store.js';
+import { isNewerAttachment } from '@s2s/core';
 
 t.test('Budget agrees with billedCents', async (t) => {
   const usage = fc.record({

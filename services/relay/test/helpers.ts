@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { connectBus, subscribeMessages, type Bus } from '@s2s/bus';
 import { REALTIME_PROTOCOL, type BusMessage, type Rate, type UsageCheckpoint } from '@s2s/contract';
-import { createSession, issueApiKey, newId, type SessionRecord } from '@s2s/core';
+import { BYTES_PER_MS, issueApiKey, newId, type SessionRecord } from '@s2s/core';
+import { createSession } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
 import { createTestDatabase } from '@s2s/db/testing';
 import { startLocalProvider, type LocalProvider, type ReceivedClientEvent } from '@s2s/local-provider';
@@ -179,9 +180,13 @@ export async function createModel(
 /** A session made by the real create path (core createSession). */
 export async function newSession(db: DbHandle, key: KeyFixture, model: string): Promise<SessionRecord> {
   const { session } = await createSession({
-    db,
-    input: { key: { keyId: key.keyId, walletId: key.walletId }, request: { model, mode: 'speech_to_speech' }, traceId: randomBytes(16).toString('hex') },
-    settings: TEST_SETTINGS,
+    ctx: { db },
+    input: {
+      key: { keyId: key.keyId, walletId: key.walletId },
+      request: { model, mode: 'speech_to_speech' },
+      traceId: randomBytes(16).toString('hex'),
+      settings: TEST_SETTINGS,
+    },
   });
   return session;
 }
@@ -240,13 +245,13 @@ export function tone(ms: number, hz = 440, amplitude = 8000): Buffer {
 }
 
 export function silence(ms: number): Buffer {
-  return Buffer.alloc(ms * 48);
+  return Buffer.alloc(ms * BYTES_PER_MS);
 }
 
 /** 20 ms frames. */
 export function frames(pcm: Buffer, ms = 20): Buffer[] {
   const out: Buffer[] = [];
-  for (let off = 0; off < pcm.length; off += ms * 48) out.push(pcm.subarray(off, off + ms * 48));
+  for (let off = 0; off < pcm.length; off += ms * BYTES_PER_MS) out.push(pcm.subarray(off, off + ms * BYTES_PER_MS));
   return out;
 }
 
