@@ -59,7 +59,6 @@ export class Checkpointer {
   private timer: NodeJS.Timeout | undefined;
   private finals = 0;
   private idleWaiters: (() => void)[] = [];
-  private abandoned = false;
 
   constructor(private readonly deps: { bus: Bus; relayId: string; logger: Logger; intervalMs: number; now?: () => number }) {}
 
@@ -77,11 +76,6 @@ export class Checkpointer {
     this.timer = undefined;
   }
 
-  /** Gives up every retry: only for a process that exits anyway (drain deadline). */
-  abandon(): void {
-    this.abandoned = true;
-    this.stop();
-  }
 
   track(source: MeteredSource): CheckpointTicket {
     return new Tracked(source, this.nextSlice++ % SLICES);
@@ -136,7 +130,7 @@ export class Checkpointer {
     this.slices[t.slice]?.delete(t);
     this.finals++;
     try {
-      for (let attempt = 0; !this.abandoned; attempt++) {
+      for (let attempt = 0; ; attempt++) {
         if (attempt > 0) await sleep(backoffMs(attempt, RETRY_BASE_MS, RETRY_CAP_MS));
         try {
           await this.publish(t, t.source.usage(), true);
@@ -147,7 +141,6 @@ export class Checkpointer {
           this.logFailure(t, err, 'final checkpoint publish failed');
         }
       }
-      this.deps.logger.error({ session_id: t.source.sessionId, attachment_id: t.source.attachmentId }, 'final checkpoint abandoned at exit');
     } finally {
       if (--this.finals === 0) {
         const waiters = this.idleWaiters;

@@ -149,11 +149,6 @@ export class Relay {
     return this.checkpoints.pendingFinals;
   }
 
-  /** The process exits now anyway (drain deadline): stop retrying; the lease expires on its own. */
-  giveUp(): void {
-    this.checkpoints.abandon();
-    this.lease.stop();
-  }
 
   private async finishAll(reason: FinishReason): Promise<void> {
     await Promise.all([...this.all].map((a) => a.finish(reason)));

@@ -6,7 +6,7 @@ import { BYTES_PER_MS, issueApiKey, newId, type SessionRecord } from '@s2s/core'
 import { createSession } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
 import { createTestDatabase } from '@s2s/db/testing';
-import { startLocalProvider, type LocalProvider, type ReceivedClientEvent } from '@s2s/local-provider';
+import { pcmFrames, pcmSilence, pcmTone, startLocalProvider, type LocalProvider, type ReceivedClientEvent } from '@s2s/local-provider';
 import { createLogger } from '@s2s/telemetry';
 import WebSocket from 'ws';
 import { buildRelay, type RelayApp } from '../src/app.js';
@@ -236,24 +236,17 @@ export async function walletOf(db: DbHandle, walletId: string): Promise<{ balanc
 
 // ---- audio ----
 
+// The PCM fixtures are the simulator package's (one implementation for every test).
+
 /** PCM16LE mono 24 kHz: a sine of `ms` milliseconds (loud enough for the simulator's VAD). */
 export function tone(ms: number, hz = 440, amplitude = 8000): Buffer {
-  const samples = (ms * 24000) / 1000;
-  const b = Buffer.alloc(samples * 2);
-  for (let i = 0; i < samples; i++) b.writeInt16LE(Math.round(amplitude * Math.sin((2 * Math.PI * hz * i) / 24000)), i * 2);
-  return b;
+  return pcmTone(ms, { frequencyHz: hz, amplitude });
 }
 
-export function silence(ms: number): Buffer {
-  return Buffer.alloc(ms * BYTES_PER_MS);
-}
+export const silence = pcmSilence;
 
 /** 20 ms frames. */
-export function frames(pcm: Buffer, ms = 20): Buffer[] {
-  const out: Buffer[] = [];
-  for (let off = 0; off < pcm.length; off += ms * BYTES_PER_MS) out.push(pcm.subarray(off, off + ms * BYTES_PER_MS));
-  return out;
-}
+export const frames = pcmFrames;
 
 // ---- realtime client ----
 
