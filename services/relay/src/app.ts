@@ -212,10 +212,7 @@ function writeRawError(socket: Duplex, err: AppError, requestId: string, status 
     return;
   }
   const body = JSON.stringify(errorBody(err, requestId));
-  const extra = [
-    ...(status === 401 ? ['WWW-Authenticate: Bearer'] : []),
-    ...(status === 503 ? ['Retry-After: 1'] : []),
-  ];
+  const extra = [...(status === 401 ? ['WWW-Authenticate: Bearer'] : []), ...(status === 503 ? ['Retry-After: 1'] : [])];
   socket.once('finish', () => socket.destroy());
   socket.end(
     [

@@ -99,7 +99,11 @@ export class Attachment implements MeteredSource {
     this.legacy = init.legacy;
     this.activated = init.session.status !== 'ready';
     this.ticket = ctx.checkpoints.track(this);
-    this.meter = new AttachmentMeter(new Budget(init.session.rate, init.session.preauthorizedCents, init.prior), ctx.checkpoints, this.ticket);
+    this.meter = new AttachmentMeter(
+      new Budget(init.session.rate, init.session.preauthorizedCents, init.prior),
+      ctx.checkpoints,
+      this.ticket,
+    );
     this.log = ctx.logger.child({ session_id: this.sessionId, attachment_id: this.attachmentId, request_id: init.requestId });
   }
 
@@ -125,22 +129,24 @@ export class Attachment implements MeteredSource {
     this.send({ type: 'session.created', session: toVoiceSession(this.session, this.ctx.config.realtimePublicUrl) });
     this.send({ type: 'conversation.created', conversationId: newId('conv') });
 
-    this.opening = this.ctx.providers.open(this.session.provider, { providerModel: this.session.providerModel }, this.onUpstreamEvent, this.openAbort.signal).then(
-      (up) => {
-        if (this.state === FINISHING) return up; // finish() closes it
-        this.upstream = up;
-        this.state = OPEN;
-        const queued = this.pending;
-        this.pending = [];
-        for (const e of queued) if (this.state === OPEN) this.apply(e);
-        return up;
-      },
-      (err: unknown) => {
-        this.log.warn({ err, provider: this.session.provider }, 'upstream open failed');
-        if (this.state !== FINISHING) this.fail('upstream_failure');
-        return null;
-      },
-    );
+    this.opening = this.ctx.providers
+      .open(this.session.provider, { providerModel: this.session.providerModel }, this.onUpstreamEvent, this.openAbort.signal)
+      .then(
+        (up) => {
+          if (this.state === FINISHING) return up; // finish() closes it
+          this.upstream = up;
+          this.state = OPEN;
+          const queued = this.pending;
+          this.pending = [];
+          for (const e of queued) if (this.state === OPEN) this.apply(e);
+          return up;
+        },
+        (err: unknown) => {
+          this.log.warn({ err, provider: this.session.provider }, 'upstream open failed');
+          if (this.state !== FINISHING) this.fail('upstream_failure');
+          return null;
+        },
+      );
   }
 
   // ---- client → upstream ----

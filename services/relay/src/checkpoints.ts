@@ -76,7 +76,6 @@ export class Checkpointer {
     this.timer = undefined;
   }
 
-
   track(source: MeteredSource): CheckpointTicket {
     return new Tracked(source, this.nextSlice++ % SLICES);
   }
@@ -134,7 +133,11 @@ export class Checkpointer {
         if (attempt > 0) await sleep(backoffMs(attempt, RETRY_BASE_MS, RETRY_CAP_MS));
         try {
           await this.publish(t, t.source.usage(), true);
-          if (attempt > 0) this.deps.logger.info({ session_id: t.source.sessionId, attachment_id: t.source.attachmentId, attempts: attempt + 1 }, 'final checkpoint published after retries');
+          if (attempt > 0)
+            this.deps.logger.info(
+              { session_id: t.source.sessionId, attachment_id: t.source.attachmentId, attempts: attempt + 1 },
+              'final checkpoint published after retries',
+            );
           return;
         } catch (err) {
           t.failures++;

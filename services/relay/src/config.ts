@@ -22,7 +22,10 @@ export const RelayConfig = CommonEnv.extend({
   RELAY_PORT: envPort(8081),
   // Name of this relay process in attachments, checkpoints and its lease; unique per process start
   // (default <hostname>-<pid>-<random>). Billing waits for the final checkpoints of a relay whose lease is alive.
-  RELAY_ID: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/).optional(),
+  RELAY_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,128}$/)
+    .optional(),
   // How often the relay renews its lease in relay_leases.
   RELAY_LEASE_RENEW_MS: envInt(2000, { min: 50, max: 60_000 }),
   // Each renewal extends the lease to the database's now() + this; past it billing treats the relay as gone.
@@ -65,7 +68,11 @@ export const RelayConfig = CommonEnv.extend({
 })
   .superRefine((e, ctx) => {
     if (e.RELAY_LEASE_TTL_MS < 2 * e.RELAY_LEASE_RENEW_MS) {
-      ctx.addIssue({ code: 'custom', path: ['RELAY_LEASE_TTL_MS'], message: 'must be at least twice RELAY_LEASE_RENEW_MS, so one late renewal does not expire the lease' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['RELAY_LEASE_TTL_MS'],
+        message: 'must be at least twice RELAY_LEASE_RENEW_MS, so one late renewal does not expire the lease',
+      });
     }
   })
   .transform((e) => ({

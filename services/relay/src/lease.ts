@@ -42,7 +42,8 @@ export class RelayLease {
       } catch (err) {
         this.failures++;
         this.held = false;
-        if (this.failures <= 3 || this.failures % 10 === 0) logger.warn({ err, relay_id: relayId, failures: this.failures }, 'relay lease renewal failed');
+        if (this.failures <= 3 || this.failures % 10 === 0)
+          logger.warn({ err, relay_id: relayId, failures: this.failures }, 'relay lease renewal failed');
       } finally {
         this.running = null;
       }

@@ -90,7 +90,8 @@ export class Relay {
           } catch {
             return;
           }
-          if (parsed.success) this.supersede(parsed.data.session_id, { id: parsed.data.attachment_id, startedAtMs: parsed.data.started_at });
+          if (parsed.success)
+            this.supersede(parsed.data.session_id, { id: parsed.data.attachment_id, startedAtMs: parsed.data.started_at });
           else logger.warn('malformed relay.attached message');
         },
       }),
@@ -148,7 +149,6 @@ export class Relay {
   get pendingFinals(): number {
     return this.checkpoints.pendingFinals;
   }
-
 
   private async finishAll(reason: FinishReason): Promise<void> {
     await Promise.all([...this.all].map((a) => a.finish(reason)));

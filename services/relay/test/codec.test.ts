@@ -29,14 +29,15 @@ t.test('decodePcmFrame accepts raw aligned PCM16LE and nothing else', async (t) 
 t.test('decodePcmFrame rejects exactly what strict RFC 4648 base64 rejects', async () => {
   const strict = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
   const ch = fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_ \n*.\u00e9\u0000'.split(''));
-  const mutated = fc
-    .tuple(fc.uint8Array({ minLength: 1, maxLength: 40 }), fc.nat(80), ch)
-    .map(([bytes, i, c]) => {
-      const s = Buffer.from(bytes).toString('base64');
-      const k = i % (s.length + 1);
-      return s.slice(0, k) + c + s.slice(k + 1);
-    });
-  const text = fc.oneof(fc.array(ch, { minLength: 1, maxLength: 16 }).map((a) => a.join('')), mutated);
+  const mutated = fc.tuple(fc.uint8Array({ minLength: 1, maxLength: 40 }), fc.nat(80), ch).map(([bytes, i, c]) => {
+    const s = Buffer.from(bytes).toString('base64');
+    const k = i % (s.length + 1);
+    return s.slice(0, k) + c + s.slice(k + 1);
+  });
+  const text = fc.oneof(
+    fc.array(ch, { minLength: 1, maxLength: 16 }).map((a) => a.join('')),
+    mutated,
+  );
   fc.assert(
     fc.property(text, (s) => (decodePcmFrame(s) !== 'not_base64') === strict.test(s)),
     { numRuns: 20_000 },
@@ -55,11 +56,21 @@ t.test('decodePcmFrame round-trips any even-length buffer', async (t) => {
 });
 
 t.test('isAppendShape is InputAudioBufferAppendEvent.safeParse', async (t) => {
-  const value = fc.oneof(fc.string({ maxLength: 3 }), fc.integer(), fc.constant(null), fc.boolean(), fc.constant(undefined), fc.string({ minLength: 120, maxLength: 140 }), fc.constant(''));
+  const value = fc.oneof(
+    fc.string({ maxLength: 3 }),
+    fc.integer(),
+    fc.constant(null),
+    fc.boolean(),
+    fc.constant(undefined),
+    fc.string({ minLength: 120, maxLength: 140 }),
+    fc.constant(''),
+  );
   const key = fc.constantFrom('type', 'event_id', 'audio', 'extra', '__proto__', 'Audio');
   fc.assert(
     fc.property(fc.dictionary(key, value), fc.boolean(), (obj, withAudio) => {
-      const msg: Record<string, unknown> = JSON.parse(JSON.stringify({ ...obj, type: 'input_audio_buffer.append', ...(withAudio ? { audio: 'AAAA' } : {}) }));
+      const msg: Record<string, unknown> = JSON.parse(
+        JSON.stringify({ ...obj, type: 'input_audio_buffer.append', ...(withAudio ? { audio: 'AAAA' } : {}) }),
+      );
       return isAppendShape(msg) === InputAudioBufferAppendEvent.safeParse(msg).success;
     }),
     { numRuns: 2000 },
@@ -81,10 +92,9 @@ t.test('parseControlEvent: invalid_event, invalid_audio_format, or the event', a
     session: { audio: { input: { format: { type: 'audio/pcm', encoding: 'pcm16le', sample_rate_hz: 16000, channels: 1 } } } },
   });
   t.match(badFormat, { code: 'invalid_audio_format', eventId: 'e3' });
-  t.match(
-    parseControlEvent({ type: 'session.update', session: { audio: { output: { format: { type: 'audio/wav' } } } } }),
-    { code: 'invalid_audio_format' },
-  );
+  t.match(parseControlEvent({ type: 'session.update', session: { audio: { output: { format: { type: 'audio/wav' } } } } }), {
+    code: 'invalid_audio_format',
+  });
   const good = parseControlEvent({
     type: 'session.update',
     session: {
@@ -115,9 +125,12 @@ t.test('server events are exact JSON', async (t) => {
     event_id: 'evt_2',
     error: { type: 'invalid_request_error', code: 'invalid_event', message: 'm', event_id: 'c1' },
   });
-  t.same(JSON.parse(serverEvents.error('evt_3', 'budget_exhausted', 'm')).error, { type: 'billing_error', code: 'budget_exhausted', message: 'm' });
+  t.same(JSON.parse(serverEvents.error('evt_3', 'budget_exhausted', 'm')).error, {
+    type: 'billing_error',
+    code: 'budget_exhausted',
+    message: 'm',
+  });
 });
-
 
 const codec = () => new SvcRealtimeV1Codec();
 const text = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v));
@@ -134,7 +147,14 @@ t.test('svc-realtime-v1 decode: each client event into the internal model', asyn
   t.same(c.decode(text({ type: 'response.create' }), false), { type: 'response.create', eventId: undefined });
   t.same(c.decode(text({ type: 'response.cancel', event_id: 'x' }), false), { type: 'response.cancel', eventId: 'x' });
   t.same(
-    c.decode(text({ type: 'session.update', event_id: 'u', session: { voice: 'alloy', turn_detection: { type: 'server_vad', silence_duration_ms: 300 } } }), false),
+    c.decode(
+      text({
+        type: 'session.update',
+        event_id: 'u',
+        session: { voice: 'alloy', turn_detection: { type: 'server_vad', silence_duration_ms: 300 } },
+      }),
+      false,
+    ),
     { type: 'session.update', eventId: 'u', update: { voice: 'alloy', turnDetection: { type: 'server_vad', silenceDurationMs: 300 } } },
   );
   t.same(c.decode(text({ type: 'session.update', session: {} }), false), { type: 'session.update', eventId: undefined, update: {} });
@@ -145,9 +165,21 @@ t.test('svc-realtime-v1 decode: refusals carry a documented code and the valid e
   t.match(c.decode(text('{"type":'), false), { type: 'refusal', code: 'invalid_event', eventId: undefined });
   t.match(c.decode(text({ type: 'response.create' }), true), { type: 'refusal', code: 'invalid_event' });
   t.match(c.decode(text({ type: 'nope', event_id: 'n1' }), false), { type: 'refusal', code: 'invalid_event', eventId: 'n1' });
-  t.match(c.decode(text({ type: 'input_audio_buffer.append', audio: 'AQID', event_id: 'o' }), false), { type: 'refusal', code: 'invalid_audio_format', eventId: 'o' });
-  t.match(c.decode(text({ type: 'input_audio_buffer.append', audio: 1, event_id: 'p' }), false), { type: 'refusal', code: 'invalid_event', eventId: 'p' });
-  t.match(c.decode(text({ type: 'input_audio_buffer.commit', event_id: 'x'.repeat(129) }), false), { type: 'refusal', code: 'invalid_event', eventId: undefined });
+  t.match(c.decode(text({ type: 'input_audio_buffer.append', audio: 'AQID', event_id: 'o' }), false), {
+    type: 'refusal',
+    code: 'invalid_audio_format',
+    eventId: 'o',
+  });
+  t.match(c.decode(text({ type: 'input_audio_buffer.append', audio: 1, event_id: 'p' }), false), {
+    type: 'refusal',
+    code: 'invalid_event',
+    eventId: 'p',
+  });
+  t.match(c.decode(text({ type: 'input_audio_buffer.commit', event_id: 'x'.repeat(129) }), false), {
+    type: 'refusal',
+    code: 'invalid_event',
+    eventId: undefined,
+  });
   t.match(c.decode(text('null'), false), { type: 'refusal', code: 'invalid_event' });
 });
 
@@ -155,14 +187,24 @@ t.test('svc-realtime-v1 decode never throws and answers only documented codes', 
   const c = codec();
   const anyJson = fc.oneof(
     fc.jsonValue().map((v) => JSON.stringify(v)),
-    fc.record({ type: fc.constantFrom('input_audio_buffer.append', 'session.update', 'response.cancel', 'x'), event_id: fc.anything(), audio: fc.string(), session: fc.jsonValue() }).map((v) => JSON.stringify(v)),
+    fc
+      .record({
+        type: fc.constantFrom('input_audio_buffer.append', 'session.update', 'response.cancel', 'x'),
+        event_id: fc.anything(),
+        audio: fc.string(),
+        session: fc.jsonValue(),
+      })
+      .map((v) => JSON.stringify(v)),
     fc.string(),
   );
   fc.assert(
     fc.property(anyJson, fc.boolean(), (s, binary) => {
       const r = c.decode(Buffer.from(s), binary);
       if (r.type !== 'refusal') return !binary;
-      return (r.code === 'invalid_event' || r.code === 'invalid_audio_format') && (r.eventId === undefined || (r.eventId.length >= 1 && r.eventId.length <= 128));
+      return (
+        (r.code === 'invalid_event' || r.code === 'invalid_audio_format') &&
+        (r.eventId === undefined || (r.eventId.length >= 1 && r.eventId.length <= 128))
+      );
     }),
     { numRuns: 3000 },
   );
@@ -178,7 +220,12 @@ t.test('svc-realtime-v1 encode: every internal server event is a valid ServerEve
     { type: 'response.audio.delta', responseId: 'resp_1', pcm: Buffer.from([1, 2]) },
     { type: 'response.audio.delta', responseId: 'resp_"2', pcm: Buffer.from([3, 4]) },
     { type: 'response.audio.done', responseId: 'resp_1' },
-    { type: 'response.done', responseId: 'resp_1', status: 'cancelled', usage: { audio_in_ms: 1, audio_out_ms: 2, input_audio_tokens: 3, output_audio_tokens: 4 } },
+    {
+      type: 'response.done',
+      responseId: 'resp_1',
+      status: 'cancelled',
+      usage: { audio_in_ms: 1, audio_out_ms: 2, input_audio_tokens: 3, output_audio_tokens: 4 },
+    },
     { type: 'error', code: 'input_audio_buffer_commit_empty', message: 'm', clientEventId: 'c1' },
     { type: 'error', code: 'response_cancel_not_active', message: 'm' },
   ];
@@ -195,6 +242,11 @@ t.test('svc-realtime-v1 encode: every internal server event is a valid ServerEve
   t.equal(JSON.parse(c.encode(events[1] as InternalServerEvent).toString()).audio_start_ms, 12);
   t.equal(JSON.parse(c.encode(events[2] as InternalServerEvent).toString()).audio_end_ms, 0);
   const err = JSON.parse(c.encode(events[8] as InternalServerEvent).toString());
-  t.same(err.error, { type: REALTIME_ERROR_TYPE.input_audio_buffer_commit_empty, code: 'input_audio_buffer_commit_empty', message: 'm', event_id: 'c1' });
+  t.same(err.error, {
+    type: REALTIME_ERROR_TYPE.input_audio_buffer_commit_empty,
+    code: 'input_audio_buffer_commit_empty',
+    message: 'm',
+    event_id: 'c1',
+  });
   t.equal(c.protocol, 'svc-realtime-v1');
 });

@@ -18,17 +18,24 @@ t.test('Budget agrees with billedCents', async (t) => {
     relay_fee_milli_cents: fc.integer({ min: 0, max: 100_000 }),
   });
   fc.assert(
-    fc.property(rate, usage, usage, fc.integer({ min: 1, max: 100_000 }), fc.integer({ min: 0, max: 100 }), (r, prior, u, preauth, extra) => {
-      const total: Usage = {
-        audio_in_ms: prior.audio_in_ms + u.audio_in_ms + extra,
-        audio_out_ms: prior.audio_out_ms + u.audio_out_ms,
-        input_audio_tokens: prior.input_audio_tokens + u.input_audio_tokens,
-        output_audio_tokens: prior.output_audio_tokens + u.output_audio_tokens,
-      };
-      const cents = billedCents(r, total);
-      const expected = cents < preauth ? 'under' : cents === preauth ? 'reached' : 'over';
-      return new Budget(r, preauth, prior).check(u, extra) === expected;
-    }),
+    fc.property(
+      rate,
+      usage,
+      usage,
+      fc.integer({ min: 1, max: 100_000 }),
+      fc.integer({ min: 0, max: 100 }),
+      (r, prior, u, preauth, extra) => {
+        const total: Usage = {
+          audio_in_ms: prior.audio_in_ms + u.audio_in_ms + extra,
+          audio_out_ms: prior.audio_out_ms + u.audio_out_ms,
+          input_audio_tokens: prior.input_audio_tokens + u.input_audio_tokens,
+          output_audio_tokens: prior.output_audio_tokens + u.output_audio_tokens,
+        };
+        const cents = billedCents(r, total);
+        const expected = cents < preauth ? 'under' : cents === preauth ? 'reached' : 'over';
+        return new Budget(r, preauth, prior).check(u, extra) === expected;
+      },
+    ),
     { numRuns: 5000 },
   );
   // At the boundary: 1 cent per 600 ms of audio at per_minute = 100 milli-cents... 100 cents/minute.

@@ -50,7 +50,10 @@ t.test('response.cancel with nothing in progress: response_cancel_not_active wit
   t.equal(e.error.type, 'invalid_request_error');
   t.equal(e.error.event_id, 'cancel-1');
   t.equal(client.closeCode, null, 'the socket stays open');
-  t.notOk(env.simEvents.some((x) => x.event.type === 'response.cancel'), 'nothing sent upstream');
+  t.notOk(
+    env.simEvents.some((x) => x.event.type === 'response.cancel'),
+    'nothing sent upstream',
+  );
 
   // A cancel while a response is under way still reaches the upstream.
   client.append(tone(3000));
@@ -59,7 +62,10 @@ t.test('response.cancel with nothing in progress: response_cancel_not_active wit
   client.send({ type: 'response.cancel', event_id: 'cancel-2' });
   const done = await client.next('response.done');
   t.equal((done.response as { status: string }).status, 'cancelled');
-  t.ok(env.simEvents.some((x) => x.event.type === 'response.cancel'), 'the cancel reached the upstream');
+  t.ok(
+    env.simEvents.some((x) => x.event.type === 'response.cancel'),
+    'the cancel reached the upstream',
+  );
   await client.close();
 });
 
@@ -107,7 +113,11 @@ t.test('requests the HTTP parser refuses still get an ErrorResponse with a reque
   const env = await setupRelay(t);
   const port = (env.app.server.address() as AddressInfo).port;
   const cases: [string, Buffer, number][] = [
-    ['a control byte in a header value', Buffer.from('GET /v1/realtime?session_id=x HTTP/1.1\r\nHost: a\r\nX-Bad: a\u0001b\r\n\r\n', 'latin1'), 400],
+    [
+      'a control byte in a header value',
+      Buffer.from('GET /v1/realtime?session_id=x HTTP/1.1\r\nHost: a\r\nX-Bad: a\u0001b\r\n\r\n', 'latin1'),
+      400,
+    ],
     ['headers over the limit', Buffer.from(`GET /healthz HTTP/1.1\r\nHost: a\r\nX-Big: ${'a'.repeat(20 * 1024)}\r\n\r\n`, 'latin1'), 431],
     ['not HTTP at all', Buffer.from('HELLO\r\n\r\n', 'latin1'), 400],
   ];

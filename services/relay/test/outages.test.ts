@@ -3,13 +3,26 @@
 import t from 'tap';
 import type { Bus } from '@s2s/bus';
 import type { DbHandle } from '@s2s/db';
-import { attach, attachUrl, createKey, createModel, eventually, frames, newSession, sessionRow, setupRelay, sleep, tone } from './helpers.js';
+import {
+  attach,
+  attachUrl,
+  createKey,
+  createModel,
+  eventually,
+  frames,
+  newSession,
+  sessionRow,
+  setupRelay,
+  sleep,
+  tone,
+} from './helpers.js';
 
 /** A bus whose JetStream publishes fail while `down` says so (the connection itself stays up). */
 function flakyBus(down: () => boolean): (bus: Bus) => Bus {
   return (bus) => ({
     ...bus,
-    publish: (subject, message, msgId) => (down() ? Promise.reject(new Error('simulated JetStream outage')) : bus.publish(subject, message, msgId)),
+    publish: (subject, message, msgId) =>
+      down() ? Promise.reject(new Error('simulated JetStream outage')) : bus.publish(subject, message, msgId),
   });
 }
 
@@ -21,7 +34,8 @@ function flakyDb(fails: (sql: string) => boolean): (db: DbHandle) => DbHandle {
         if (prop === 'query') {
           return (text: unknown, values?: unknown) => {
             const sql = typeof text === 'string' ? text : ((text as { text?: string }).text ?? '');
-            if (fails(sql)) return Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }));
+            if (fails(sql))
+              return Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }));
             return (target.query as (a: unknown, b?: unknown) => Promise<unknown>)(text, values);
           };
         }
@@ -44,7 +58,10 @@ async function leaseOf(db: DbHandle, relayId: string): Promise<{ alive: boolean;
 t.test('the lease: held and renewed while the relay lives, deleted on a clean exit', async (t) => {
   const env = await setupRelay(t);
   const relay = await env.startRelay({ RELAY_LEASE_RENEW_MS: '100', RELAY_LEASE_TTL_MS: '1000' });
-  const first = await eventually(() => leaseOf(env.db, relay.config.relayId), (l) => l?.alive === true);
+  const first = await eventually(
+    () => leaseOf(env.db, relay.config.relayId),
+    (l) => l?.alive === true,
+  );
   t.ok(first?.alive, 'a live lease');
   const later = await eventually(
     () => leaseOf(env.db, relay.config.relayId),
@@ -71,7 +88,10 @@ t.test('a final checkpoint is retried past the old window; the drain waits for i
   const closing = relay.app.close();
   await sleep(500);
   t.equal((await leaseOf(env.db, relay.config.relayId))?.alive, true, 'billing sees a live relay while usage is unpublished');
-  t.notOk(env.checkpoints.some((c) => c.session_id === s.id), 'nothing published during the outage');
+  t.notOk(
+    env.checkpoints.some((c) => c.session_id === s.id),
+    'nothing published during the outage',
+  );
   await closing;
   await outage;
   const final = env.checkpoints.find((c) => c.session_id === s.id && c.final);
@@ -94,13 +114,22 @@ t.test('periodic checkpoints are retried and sent only when the counters changed
   for (let i = 0; i < 5; i++) await client.next('response.output_audio.delta');
   await sleep(600);
   down = false;
-  const cp = await eventually(() => env.checkpoints.filter((c) => c.session_id === s.id), (l) => l.some((c) => c.audio_in_ms === 100));
-  t.ok(cp.some((c) => c.audio_in_ms === 100 && !c.final), 'the usage measured during the outage was published after it');
+  const cp = await eventually(
+    () => env.checkpoints.filter((c) => c.session_id === s.id),
+    (l) => l.some((c) => c.audio_in_ms === 100),
+  );
+  t.ok(
+    cp.some((c) => c.audio_in_ms === 100 && !c.final),
+    'the usage measured during the outage was published after it',
+  );
   await sleep(500);
   const periodic = env.checkpoints.filter((c) => c.session_id === s.id && !c.final);
   t.equal(periodic.length, 1, 'unchanged counters send nothing more');
   await client.close();
-  const final = await eventually(() => env.checkpoints.find((c) => c.session_id === s.id && c.final), (c) => c !== undefined);
+  const final = await eventually(
+    () => env.checkpoints.find((c) => c.session_id === s.id && c.final),
+    (c) => c !== undefined,
+  );
   t.equal(final?.audio_in_ms, 100, 'the final one is always sent');
 });
 
@@ -110,14 +139,14 @@ t.test('activation: retried until stored when the store is down at the first inp
   const key = await createKey(env.db, 10_000);
   const s = await newSession(env.db, key, 'local/echo');
   let failures = 0;
-  const relay = await env.startRelay(
-    {},
-    { db: flakyDb((sql) => sql.includes("status = 'active'") && failures++ < 4) },
-  );
+  const relay = await env.startRelay({}, { db: flakyDb((sql) => sql.includes("status = 'active'") && failures++ < 4) });
   const { client } = await attach(attachUrl(relay.url, s.id), key.secret);
   client.append(tone(20));
   await client.next('response.output_audio.delta');
-  const row = await eventually(() => sessionRow(env.db, s.id), (r) => r?.status === 'active');
+  const row = await eventually(
+    () => sessionRow(env.db, s.id),
+    (r) => r?.status === 'active',
+  );
   t.equal(row?.status, 'active', 'the session is active in the store');
   t.ok(failures >= 5, 'after the failed attempts');
   t.ok(row?.activated_at, 'with its activation time');

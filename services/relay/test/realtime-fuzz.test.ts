@@ -17,7 +17,13 @@ const pcm = fc.oneof(
 );
 const knownEvent = fc.oneof(
   fc.record({ type: fc.constant('input_audio_buffer.append'), event_id: eventId, audio: pcm }, { requiredKeys: ['type', 'audio'] }),
-  fc.record({ type: fc.constantFrom('input_audio_buffer.commit', 'input_audio_buffer.clear', 'response.create', 'response.cancel'), event_id: eventId }, { requiredKeys: ['type'] }),
+  fc.record(
+    {
+      type: fc.constantFrom('input_audio_buffer.commit', 'input_audio_buffer.clear', 'response.create', 'response.cancel'),
+      event_id: eventId,
+    },
+    { requiredKeys: ['type'] },
+  ),
   fc.record(
     {
       type: fc.constant('session.update'),
@@ -26,7 +32,10 @@ const knownEvent = fc.oneof(
         fc.record(
           {
             voice: fc.string({ maxLength: 70 }),
-            turn_detection: fc.oneof(fc.constant(null), fc.record({ type: fc.constantFrom('server_vad', 'none'), silence_duration_ms: fc.integer({ min: -10, max: 6000 }) })),
+            turn_detection: fc.oneof(
+              fc.constant(null),
+              fc.record({ type: fc.constantFrom('server_vad', 'none'), silence_duration_ms: fc.integer({ min: -10, max: 6000 }) }),
+            ),
             audio: fc.jsonValue(),
           },
           { requiredKeys: [] },
@@ -56,30 +65,35 @@ t.test('generated realtime frames get only documented answers', async (t) => {
   let runs = 0;
 
   await fc.assert(
-    fc.asyncProperty(fc.constantFrom('local/echo', 'local/vad'), fc.array(frame, { minLength: 1, maxLength: 12 }), async (model, frames) => {
-      runs++;
-      const s = await newSession(env.db, key, model);
-      const { client } = await attach(attachUrl(env.url, s.id), key.secret);
-      for (const f of frames) {
-        if (client.closeCode !== null) break;
-        if (f.kind === 'text') client.ws.send(f.data);
-        else if (f.kind === 'binary') client.ws.send(f.data, { binary: true });
-        else client.ws.send(Buffer.from([0x7b, 0xc3, 0x28, 0x7d]), { binary: false });
-      }
-      await sleep(50);
-      const serverClosed = client.closeCode;
-      await client.close();
-      for (const e of client.events) {
-        const parsed = ServerEvent.safeParse(e);
-        if (!parsed.success) throw new Error(`undocumented event ${JSON.stringify(e).slice(0, 200)}`);
-        if (parsed.data.type === 'error') {
-          const { code, type, event_id } = parsed.data.error;
-          if (!DOCUMENTED_CODES.has(code) || REALTIME_ERROR_TYPE[code as RealtimeErrorCode] !== type) throw new Error(`undocumented error ${code}/${type}`);
-          if (event_id !== undefined && (event_id.length < 1 || event_id.length > 128)) throw new Error('echoed an invalid event_id');
+    fc.asyncProperty(
+      fc.constantFrom('local/echo', 'local/vad'),
+      fc.array(frame, { minLength: 1, maxLength: 12 }),
+      async (model, frames) => {
+        runs++;
+        const s = await newSession(env.db, key, model);
+        const { client } = await attach(attachUrl(env.url, s.id), key.secret);
+        for (const f of frames) {
+          if (client.closeCode !== null) break;
+          if (f.kind === 'text') client.ws.send(f.data);
+          else if (f.kind === 'binary') client.ws.send(f.data, { binary: true });
+          else client.ws.send(Buffer.from([0x7b, 0xc3, 0x28, 0x7d]), { binary: false });
         }
-      }
-      if (serverClosed !== null && !DOCUMENTED_CLOSES.has(serverClosed)) throw new Error(`undocumented close ${serverClosed}`);
-    }),
+        await sleep(50);
+        const serverClosed = client.closeCode;
+        await client.close();
+        for (const e of client.events) {
+          const parsed = ServerEvent.safeParse(e);
+          if (!parsed.success) throw new Error(`undocumented event ${JSON.stringify(e).slice(0, 200)}`);
+          if (parsed.data.type === 'error') {
+            const { code, type, event_id } = parsed.data.error;
+            if (!DOCUMENTED_CODES.has(code) || REALTIME_ERROR_TYPE[code as RealtimeErrorCode] !== type)
+              throw new Error(`undocumented error ${code}/${type}`);
+            if (event_id !== undefined && (event_id.length < 1 || event_id.length > 128)) throw new Error('echoed an invalid event_id');
+          }
+        }
+        if (serverClosed !== null && !DOCUMENTED_CLOSES.has(serverClosed)) throw new Error(`undocumented close ${serverClosed}`);
+      },
+    ),
     { numRuns: 40, endOnFailure: true },
   );
   t.equal(runs >= 40, true, 'every run attached');

@@ -85,7 +85,12 @@ function toInternal(event: ControlEvent): InternalClientEvent {
           ...(s.voice === undefined ? {} : { voice: s.voice }),
           ...(td === undefined
             ? {}
-            : { turnDetection: { type: 'server_vad', ...(td.silence_duration_ms === undefined ? {} : { silenceDurationMs: td.silence_duration_ms }) } }),
+            : {
+                turnDetection: {
+                  type: 'server_vad',
+                  ...(td.silence_duration_ms === undefined ? {} : { silenceDurationMs: td.silence_duration_ms }),
+                },
+              }),
         },
       };
     }
@@ -119,7 +124,11 @@ export class EventIds {
 export const serverEvents = {
   sessionCreated: (eventId: string, session: VoiceSession) => JSON.stringify({ type: 'session.created', event_id: eventId, session }),
   conversationCreated: (eventId: string, conversationId: string) =>
-    JSON.stringify({ type: 'conversation.created', event_id: eventId, conversation: { id: conversationId, object: 'realtime.conversation' } }),
+    JSON.stringify({
+      type: 'conversation.created',
+      event_id: eventId,
+      conversation: { id: conversationId, object: 'realtime.conversation' },
+    }),
   speechStarted: (eventId: string, audioStartMs: number) =>
     JSON.stringify({ type: 'input_audio_buffer.speech_started', event_id: eventId, audio_start_ms: audioStartMs }),
   speechStopped: (eventId: string, audioEndMs: number) =>
@@ -128,10 +137,17 @@ export const serverEvents = {
     JSON.stringify({ type: 'response.created', event_id: eventId, response: { id: responseId, status: 'in_progress' } }),
   audioDelta: (eventId: string, quotedResponseId: string, pcm: Buffer): Buffer =>
     Buffer.from(
-      '{"type":"response.output_audio.delta","event_id":"' + eventId + '","response_id":' + quotedResponseId + ',"audio":"' + pcm.toString('base64') + '"}',
+      '{"type":"response.output_audio.delta","event_id":"' +
+        eventId +
+        '","response_id":' +
+        quotedResponseId +
+        ',"audio":"' +
+        pcm.toString('base64') +
+        '"}',
       'latin1',
     ),
-  audioDone: (eventId: string, responseId: string) => JSON.stringify({ type: 'response.output_audio.done', event_id: eventId, response_id: responseId }),
+  audioDone: (eventId: string, responseId: string) =>
+    JSON.stringify({ type: 'response.output_audio.done', event_id: eventId, response_id: responseId }),
   responseDone: (eventId: string, responseId: string, status: ResponseStatus, usage: ResponseUsage) =>
     JSON.stringify({
       type: 'response.done',
