@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { connectBus, subscribeMessages, type Bus } from '@s2s/bus';
 import { REALTIME_PROTOCOL, type BusMessage, type Rate, type UsageCheckpoint } from '@s2s/contract';
-import { BYTES_PER_MS, issueApiKey, newId, type SessionRecord } from '@s2s/core';
+import { issueApiKey, newId, type SessionRecord } from '@s2s/core';
 import { createSession } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
 import { createTestDatabase } from '@s2s/db/testing';
