@@ -5,7 +5,7 @@ import { WebSocket, type RawData } from 'ws';
 import { AbuseWindow } from './abuse.js';
 import { Activation } from './activation.js';
 import { settledWithin } from './backoff.js';
-import type { CheckpointTicket, Checkpointer, MeteredSource } from './checkpoints.js';
+import type { CheckpointTicket, MeteredSource } from './checkpoints.js';
 import { closeSocket, sendText, TEXT_FRAME } from './client-socket.js';
 import type { AttachmentContext, AttachmentInit } from './attachment-context.js';
 import type { InternalClientEvent, InternalServerEvent } from './codec/model.js';
