@@ -1,4 +1,15 @@
-import { CommonEnv, KeyLimitsEnv, commonConfig, envBoolean, envInt, envPort, keyLimitsConfig, parseEnv, z, type CommonConfig } from '@s2s/core';
+import {
+  CommonEnv,
+  KeyLimitsEnv,
+  commonConfig,
+  envBoolean,
+  envInt,
+  envPort,
+  keyLimitsConfig,
+  parseEnv,
+  z,
+  type CommonConfig,
+} from '@s2s/core';
 
 /** What `npm start` uses outside production when ADMIN_TOKEN is unset (decisions.md, Keys and operators). */
 export const DEV_ADMIN_TOKEN = 'dev-admin-token';

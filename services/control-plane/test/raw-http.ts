@@ -10,7 +10,7 @@ export interface RawResponse {
   next?: RawResponse;
 }
 
-function parseOne(buf: Buffer): { res: RawResponse; rest: Buffer } | null {
+function parseOne(buf: Buffer, head = false): { res: RawResponse; rest: Buffer } | null {
   const end = buf.indexOf('\r\n\r\n');
   if (end === -1) return null;
   const [statusLine, ...lines] = buf.subarray(0, end).toString('latin1').split('\r\n');
@@ -22,7 +22,9 @@ function parseOne(buf: Buffer): { res: RawResponse; rest: Buffer } | null {
   }
   const length = headers['content-length'] === undefined ? undefined : Number(headers['content-length']);
   const bodyStart = end + 4;
-  if (status >= 100 && status < 200) return { res: { status, headers, body: '' }, rest: buf.subarray(bodyStart) };
+  // Interim answers and answers to HEAD carry no body, whatever Content-Length says.
+  if ((status >= 100 && status < 200) || (head && status >= 200))
+    return { res: { status, headers, body: '' }, rest: buf.subarray(bodyStart) };
   if (length === undefined) return { res: { status, headers, body: buf.subarray(bodyStart).toString('utf8') }, rest: Buffer.alloc(0) };
   if (buf.length < bodyStart + length) return null;
   return {
@@ -38,7 +40,7 @@ function parseOne(buf: Buffer): { res: RawResponse; rest: Buffer } | null {
 export function rawRequest(
   baseUrl: string,
   raw: string | Buffer,
-  opts: { responses?: number; timeoutMs?: number } = {},
+  opts: { responses?: number; timeoutMs?: number; head?: boolean } = {},
 ): Promise<RawResponse> {
   const { hostname, port } = new URL(baseUrl);
   const wanted = opts.responses ?? 1;
@@ -53,7 +55,7 @@ export function rawRequest(
       socket.destroy();
       const parsed: RawResponse[] = [];
       let rest: Buffer = data;
-      for (let one = parseOne(rest); one; one = parseOne(rest)) {
+      for (let one = parseOne(rest, opts.head); one; one = parseOne(rest, opts.head)) {
         // Interim answers (100 Continue) precede the real one.
         if (one.res.status >= 200) parsed.push(one.res);
         rest = one.rest;
@@ -73,9 +75,9 @@ export function rawRequest(
       let count = 0;
       let rest: Buffer = data;
       for (
-        let one = parseOne(rest);
+        let one = parseOne(rest, opts.head);
         one && (one.res.status < 200 || one.res.headers['content-length'] !== undefined);
-        one = parseOne(rest)
+        one = parseOne(rest, opts.head)
       ) {
         if (one.res.status >= 200) count++;
         rest = one.rest;

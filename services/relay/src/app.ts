@@ -213,7 +213,10 @@ function writeRawError(socket: Duplex, err: AppError, requestId: string, status 
   }
   const body = JSON.stringify(errorBody(err, requestId));
   const retryAfter = err.retryAfterSeconds ?? (status === 503 ? 1 : undefined);
-  const extra = [...(status === 401 ? ['WWW-Authenticate: Bearer'] : []), ...(retryAfter === undefined ? [] : [`Retry-After: ${retryAfter}`])];
+  const extra = [
+    ...(status === 401 ? ['WWW-Authenticate: Bearer'] : []),
+    ...(retryAfter === undefined ? [] : [`Retry-After: ${retryAfter}`]),
+  ];
   socket.once('finish', () => socket.destroy());
   socket.end(
     [

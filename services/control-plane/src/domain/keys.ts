@@ -73,7 +73,13 @@ export async function getKey({ ctx, input }: { ctx: AppContext; input: { keyId: 
  * PATCH /admin/v1/keys/{id}: changes only the fields the body names; `null` returns a limit to the
  * gateway's default. The next create of the key already sees it.
  */
-export async function updateKey({ ctx, input }: { ctx: AppContext; input: { keyId: string; patch: UpdateKeyRequest } }): Promise<ApiKeyResource> {
+export async function updateKey({
+  ctx,
+  input,
+}: {
+  ctx: AppContext;
+  input: { keyId: string; patch: UpdateKeyRequest };
+}): Promise<ApiKeyResource> {
   if (!isPossibleId(input.keyId)) throw keyNotFound();
   const { patch } = input;
   const { rows } = await ctx.db.pool.query(
