@@ -164,7 +164,8 @@ try {
   const keyRes = await fetch(`${cpUrl}/admin/v1/keys`, {
     method: 'POST',
     headers: { authorization: 'Bearer bench-admin-token', 'content-type': 'application/json' },
-    body: JSON.stringify({ balance_cents: 1_000_000_000_000 }),
+    // Limits far above what the run creates: every create still checks and counts them, none is refused.
+    body: JSON.stringify({ balance_cents: 1_000_000_000_000, max_live_sessions: 2_147_483_647, max_creates_per_minute: 2_147_483_647 }),
   });
   const { key } = (await keyRes.json()) as { key: string };
 
