@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { AppError } from '@s2s/core';
+import { errors } from '@s2s/core';
 import type { AppContext } from '../context.js';
 
 const PROBE_TIMEOUT_MS = 1000;
@@ -26,7 +26,7 @@ export function healthRouter(ctx: AppContext): Router {
         withTimeout(ctx.bus.nc.flush(), 'bus'),
       ]);
     } catch (err) {
-      throw new AppError('service_unavailable', 'The service is not ready.', { cause: err });
+      throw errors.serviceUnavailable(err, 'The service is not ready.');
     }
     res.json({ status: 'ok' });
   });
