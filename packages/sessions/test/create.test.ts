@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { createTestDatabase } from '@s2s/db/testing';
-import { issueApiKey, newId, preauthorizationCents } from '@s2s/core';
+import { createTestDatabase, createWalletAndKey } from '@s2s/db/testing';
+import { preauthorizationCents } from '@s2s/core';
 import { httpStatus } from '@s2s/http-errors';
 import { createSession, type SessionSettings } from '../src/index.js';
 
@@ -10,12 +10,7 @@ const RATE = { per_minute: 1000, audio_in_token: 10, audio_out_token: 20, relay_
 
 async function fixtures(t: Parameters<typeof createTestDatabase>[0]) {
   const { db } = await createTestDatabase(t);
-  const walletId = newId('wal');
-  const keyId = newId('key');
-  const k = issueApiKey();
-  await db.pool.query('INSERT INTO wallets (id, balance_cents) VALUES ($1, 1000)', [walletId]);
-  await db.pool.query(`INSERT INTO ledger_entries (wallet_id, kind, amount_cents) VALUES ($1, 'credit', 1000)`, [walletId]);
-  await db.pool.query('INSERT INTO api_keys (id, secret_hash, prefix, wallet_id) VALUES ($1, $2, $3, $4)', [keyId, k.hash, k.displayPrefix, walletId]);
+  const { keyId, walletId } = await createWalletAndKey(db.pool, { balanceCents: 1000 });
   for (const [id, approved] of [['local/a', true], ['local/hidden', false]] as const) {
     await db.pool.query(
       `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved, capabilities, audio, modalities)

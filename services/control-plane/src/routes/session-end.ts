@@ -14,8 +14,8 @@ export function sessionEndRouter(ctx: AppContext): Router {
     const key = await authenticateKey({ ctx, input: { authorization: req.headers.authorization } });
     const session = await loadOwnedSession({ ctx, input: { sessionId: req.params.id, keyId: key.keyId } });
     const body = readJsonBody(req, res, EndSessionRequest, { optional: true });
-    const settled = await endAndWait({ ctx, input: { session, reason: body.reason, waitMs: ctx.config.endWaitMs } });
-    res.json(toVoiceSession(settled, ctx.config.realtimePublicUrl));
+    const settled = await endAndWait({ ctx, input: { session, reason: body.reason, waitMs: ctx.config.END_WAIT_MS } });
+    res.json(toVoiceSession(settled, ctx.config.REALTIME_PUBLIC_URL));
   });
   return router;
 }
