@@ -1,21 +1,10 @@
 import t from 'tap';
-import {
-  billedCents,
-  checkLedgerInvariants,
-  Client,
-  CreateKeyResponse,
-  eventually,
-  frames,
-  preauthorizationCents,
-  REALTIME_PROTOCOL,
-  ResponseDoneEvent,
-  silence,
-  tone,
-  VoiceSession,
-  Wallet,
-  WebSocket,
-  type Rate,
-} from '../../services/relay/test/e2e-deps.js';
+import { CreateKeyResponse, REALTIME_PROTOCOL, ResponseDoneEvent, VoiceSession, Wallet, type Rate } from '@s2s/contract';
+import { billedCents, preauthorizationCents } from '@s2s/core';
+import { checkLedgerInvariants } from '@s2s/db/testing';
+import { pcmFrames, pcmSilence, pcmTone } from '@s2s/local-provider';
+import { Client, eventually } from '@s2s/testing';
+import WebSocket from 'ws';
 import { api, startStack, type Stack } from './stack.js';
 
 // The seeded catalog entry local/echo-1 (provider local, VAD playback) and its rate.
@@ -23,7 +12,10 @@ const MODEL = 'local/echo-1';
 const RATE: Rate = { per_minute: 1000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 };
 
 async function operatorKey(stack: Stack, balanceCents: number): Promise<CreateKeyResponse> {
-  const res = await api<CreateKeyResponse>(stack, 'POST', '/admin/v1/keys', { admin: true, body: { balance_cents: balanceCents, label: 'e2e' } });
+  const res = await api<CreateKeyResponse>(stack, 'POST', '/admin/v1/keys', {
+    admin: true,
+    body: { balance_cents: balanceCents, label: 'e2e' },
+  });
   if (res.status !== 201) throw new Error(`key creation answered ${res.status}`);
   return CreateKeyResponse.parse(res.body);
 }
@@ -41,7 +33,7 @@ async function connect(url: string, secret: string): Promise<Client> {
 
 /** One spoken turn: 1 s of tone, 500 ms of silence; resolves with the response.done. */
 async function talk(client: Client): Promise<ResponseDoneEvent> {
-  for (const f of frames(Buffer.concat([tone(1000), silence(500)]))) client.append(f);
+  for (const f of pcmFrames(Buffer.concat([pcmTone(1000), pcmSilence(500)]))) client.append(f);
   return ResponseDoneEvent.parse(await client.next('response.done'));
 }
 
@@ -59,9 +51,15 @@ t.test('the whole lifecycle: key, session, attach, talk, end, a wallet settled t
   t.equal(key.balance_cents, 1000);
 
   const models = await api<{ data: { id: string }[] }>(stack, 'GET', '/v1/models');
-  t.ok(models.body.data.some((m) => m.id === MODEL), 'the model is listed');
+  t.ok(
+    models.body.data.some((m) => m.id === MODEL),
+    'the model is listed',
+  );
 
-  const created = await api<VoiceSession>(stack, 'POST', '/v1/voice/sessions', { key: key.key, body: { model: MODEL, mode: 'speech_to_speech' } });
+  const created = await api<VoiceSession>(stack, 'POST', '/v1/voice/sessions', {
+    key: key.key,
+    body: { model: MODEL, mode: 'speech_to_speech' },
+  });
   t.equal(created.status, 201);
   const session = VoiceSession.parse(created.body);
   const preauth = preauthorizationCents(RATE, 10);
@@ -130,7 +128,10 @@ t.test('the legacy path: create on attach, Deprecation: true, ended and settled 
 t.test('a relay killed mid-stream (SIGKILL): the session still settles from its last checkpoint', async (t) => {
   const stack = await startStack(t);
   const key = await operatorKey(stack, 1000);
-  const created = await api<VoiceSession>(stack, 'POST', '/v1/voice/sessions', { key: key.key, body: { model: MODEL, mode: 'speech_to_speech' } });
+  const created = await api<VoiceSession>(stack, 'POST', '/v1/voice/sessions', {
+    key: key.key,
+    body: { model: MODEL, mode: 'speech_to_speech' },
+  });
   const session = VoiceSession.parse(created.body);
   const client = await connect(session.realtime.url, key.key);
   await client.next('conversation.created');
@@ -139,7 +140,7 @@ t.test('a relay killed mid-stream (SIGKILL): the session still settles from its 
   const pool = stack.db.db.pool;
   let folded = { seq: 0, audio_in_ms: 0 };
   for (let i = 0; i < 200 && folded.audio_in_ms < 2000; i++) {
-    client.append(silence(20));
+    client.append(pcmSilence(20));
     await new Promise((r) => setTimeout(r, 20));
     const { rows } = await pool.query<{ seq: number; audio_in_ms: number }>(
       'SELECT seq, audio_in_ms::int AS audio_in_ms FROM session_attachments WHERE session_id = $1',
@@ -152,7 +153,13 @@ t.test('a relay killed mid-stream (SIGKILL): the session still settles from its 
   stack.relay.child.kill('SIGKILL');
   t.equal(await stack.relay.exited, null, 'killed, no clean exit');
   await client.closed;
-  const { rows: before } = await pool.query<{ final: boolean; audio_in_ms: number; audio_out_ms: number; input_audio_tokens: number; output_audio_tokens: number }>(
+  const { rows: before } = await pool.query<{
+    final: boolean;
+    audio_in_ms: number;
+    audio_out_ms: number;
+    input_audio_tokens: number;
+    output_audio_tokens: number;
+  }>(
     `SELECT final, audio_in_ms::int AS audio_in_ms, audio_out_ms::int AS audio_out_ms,
             input_audio_tokens::int AS input_audio_tokens, output_audio_tokens::int AS output_audio_tokens
        FROM session_attachments WHERE session_id = $1`,

@@ -41,10 +41,8 @@ export const errors = {
   modelNotFound: () => new AppError('model_not_found', 'The selected model is not available to this key.'),
   keyNotFound: () => new AppError('key_not_found', 'No API key with this id exists.'),
   walletNotFound: () => new AppError('wallet_not_found', 'No wallet with this id exists.'),
-  insufficientBalance: () =>
-    new AppError('insufficient_wallet_balance', 'The wallet cannot cover the preauthorization of this session.'),
-  idempotencyConflict: () =>
-    new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.'),
+  insufficientBalance: () => new AppError('insufficient_wallet_balance', 'The wallet cannot cover the preauthorization of this session.'),
+  idempotencyConflict: () => new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.'),
   sessionTerminationFailed: () =>
     new AppError(
       'session_termination_failed',

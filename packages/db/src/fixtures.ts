@@ -12,10 +12,7 @@ export interface WalletKeyFixture {
  * A wallet credited as the operator API does (the balance plus one `credit` ledger row, so the ledger
  * invariants hold) and a live API key on it: the one wallet+key fixture of every test and benchmark.
  */
-export async function createWalletAndKey(
-  sql: Sql,
-  opts: { balanceCents?: number; revoked?: boolean } = {},
-): Promise<WalletKeyFixture> {
+export async function createWalletAndKey(sql: Sql, opts: { balanceCents?: number; revoked?: boolean } = {}): Promise<WalletKeyFixture> {
   const balanceCents = opts.balanceCents ?? 10_000;
   const walletId = newId('wal');
   const keyId = newId('key');

@@ -4,7 +4,10 @@ import { httpErrorAnswer, httpStatus, isServerError, newRequestId, toAppError } 
 
 t.test('codes map to their status, error.type and headers', async (t) => {
   const a = httpErrorAnswer(errors.invalidKey(), 'req_1');
-  t.same([a.status, a.body.error.type, a.body.error.code, a.body.error.request_id], [401, 'authentication_error', 'invalid_vr_sk', 'req_1']);
+  t.same(
+    [a.status, a.body.error.type, a.body.error.code, a.body.error.request_id],
+    [401, 'authentication_error', 'invalid_vr_sk', 'req_1'],
+  );
   t.equal(a.headers['WWW-Authenticate'], 'Bearer');
   const down = httpErrorAnswer(errors.sessionStoreUnavailable(), 'req_2');
   t.same([down.status, down.body.error.type, down.headers['Retry-After']], [503, 'service_unavailable_error', '1']);

@@ -23,6 +23,7 @@ export interface RelayApp {
 
 const REALTIME_PATH = '/v1/realtime';
 const KEY_REGEX = /^[+/0-9A-Za-z]{22}==$/;
+const MAX_ID_LENGTH = 255;
 
 /**
  * The relay's HTTP server: `GET /v1/realtime` upgrades after every check has passed (refusals are plain
@@ -53,7 +54,14 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
 
   const server = http.createServer((req, res) => handleRequest(req, res));
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => void handleUpgrade(req, socket, head));
-  server.on('clientError', (_err, socket) => socket.destroy());
+  // Node's parser refused the request (bad header bytes, oversized headers): still an ErrorResponse.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || err.code === 'EPIPE') return socket.destroy();
+    const requestId = newRequestId();
+    logger.info({ request_id: requestId, code: err.code }, 'request refused by the HTTP parser');
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+    writeRawError(socket, errors.invalidRequest('The request could not be parsed as HTTP/1.1.'), requestId, status);
+  });
 
   function handleRequest(req: IncomingMessage, res: ServerResponse): void {
     const requestId = newRequestId();
@@ -67,10 +75,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
       res.end(JSON.stringify({ status: draining ? 'draining' : path === '/readyz' ? 'ready' : 'ok' }));
       return;
     }
-    const err =
-      path === REALTIME_PATH
-        ? errors.invalidRequest('This endpoint accepts WebSocket upgrades only.')
-        : errors.notFound();
+    const err = path === REALTIME_PATH ? errors.invalidRequest('This endpoint accepts WebSocket upgrades only.') : errors.notFound();
     const answer = httpErrorAnswer(err, requestId);
     res.writeHead(answer.status, { ...answer.headers, 'Content-Type': 'application/json; charset=utf-8' });
     res.end(JSON.stringify(answer.body));
@@ -160,6 +165,8 @@ function checkHandshake(req: IncomingMessage): AttachTarget {
   const model = url.searchParams.get('model');
   if (sessionId !== null && model !== null) throw errors.invalidRequest('Give either session_id or model, not both.');
   let target: AttachTarget;
+  // An id that can never exist is simply not found (decisions.md); the store would refuse a NUL byte.
+  if (sessionId !== null && (sessionId.length > MAX_ID_LENGTH || sessionId.includes('\u0000'))) throw errors.sessionNotFound();
   if (sessionId !== null && sessionId.length > 0) target = { sessionId };
   else if (model !== null && model.length > 0 && sessionId === null) target = { model };
   else throw errors.invalidRequest('The query parameter session_id is required.');
@@ -173,18 +180,20 @@ function checkHandshake(req: IncomingMessage): AttachTarget {
 const draining = () => errors.serviceUnavailable(undefined, 'This relay is shutting down; attach again.');
 
 /** An HTTP error answer on a socket that asked for an upgrade (nothing was upgraded). */
-function writeRawError(socket: Duplex, err: AppError, requestId: string): void {
+/** `status` overrides the mapped one only for a parser refusal (431: headers too large, not an error code). */
+function writeRawError(socket: Duplex, err: AppError, requestId: string, statusOverride?: number): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
   const answer = httpErrorAnswer(err, requestId);
+  const status = statusOverride ?? answer.status;
   const body = JSON.stringify(answer.body);
   const extra = Object.entries(answer.headers).map(([name, value]) => `${name}: ${value}`);
   socket.once('finish', () => socket.destroy());
   socket.end(
     [
-      `HTTP/1.1 ${answer.status} ${http.STATUS_CODES[answer.status] ?? ''}`,
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}`,
       'Connection: close',
       'Content-Type: application/json; charset=utf-8',
       `Content-Length: ${Buffer.byteLength(body)}`,

@@ -32,9 +32,7 @@ export async function createKey({ ctx, input }: { ctx: Pick<AppContext, 'db'>; i
 
 /** POST /admin/v1/keys/{id}/revoke: effective on the next request (keys are never cached); repeatable. */
 export async function revokeKey({ ctx, input }: { ctx: Pick<AppContext, 'db'>; input: { keyId: string } }): Promise<RevokeKeyResponse> {
-  const { rowCount } = await ctx.db.pool.query('UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1', [
-    input.keyId,
-  ]);
+  const { rowCount } = await ctx.db.pool.query('UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1', [input.keyId]);
   if (rowCount === 0) throw errors.keyNotFound();
   return { id: input.keyId, revoked: true };
 }

@@ -18,7 +18,13 @@ function toWallet(row: WalletRow): Wallet {
 }
 
 /** POST /admin/v1/wallets/{id}/credit: the ledger row and the balance move together in one statement. */
-export async function creditWallet({ ctx, input }: { ctx: Pick<AppContext, 'db'>; input: { walletId: string; amountCents: number } }): Promise<Wallet> {
+export async function creditWallet({
+  ctx,
+  input,
+}: {
+  ctx: Pick<AppContext, 'db'>;
+  input: { walletId: string; amountCents: number };
+}): Promise<Wallet> {
   const { rows } = await ctx.db.pool.query<WalletRow>(
     `WITH w AS (
        UPDATE wallets SET balance_cents = balance_cents + $2::bigint, updated_at = now()
