@@ -109,7 +109,9 @@ async function throughput(): Promise<{ events: number; seconds: number; perSecon
     // seq-major order: every attachment's seq 1, then every seq 2, ... as live relays interleave.
     for (let seq = 1; seq <= THROUGHPUT_PER_ATTACHMENT; seq++) {
       for (const s of sessions) {
-        const p = publishUsageCheckpoint({ ctx: { bus: env.bus }, input: checkpoint(s.id, s.attachmentId, seq) }).finally(() => inFlight.delete(p));
+        const p = publishUsageCheckpoint({ ctx: { bus: env.bus }, input: checkpoint(s.id, s.attachmentId, seq) }).finally(() =>
+          inFlight.delete(p),
+        );
         inFlight.add(p);
         if (inFlight.size >= 2000) await Promise.race(inFlight);
       }
@@ -146,7 +148,14 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 }
 
-async function latency(): Promise<{ ends: number; p50: number; p99: number; max: number; checkpointsPerSecond: number; invariants: number }> {
+async function latency(): Promise<{
+  ends: number;
+  p50: number;
+  p99: number;
+  max: number;
+  checkpointsPerSecond: number;
+  invariants: number;
+}> {
   const env = await environment();
   const child = billingProcess(env);
   const relays = new Map<string, { attachmentId: string; seq: number; timer?: NodeJS.Timeout }>();

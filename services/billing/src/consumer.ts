@@ -151,7 +151,10 @@ export function createBillingConsumer(deps: BillingDeps): BillingConsumer {
       return;
     }
     stats.deadLettered++;
-    logger.error({ subject: msg.subject, stream_seq: msg.seq, deliveries: msg.info.deliveryCount, reason }, 'billing message dead-lettered');
+    logger.error(
+      { subject: msg.subject, stream_seq: msg.seq, deliveries: msg.info.deliveryCount, reason },
+      'billing message dead-lettered',
+    );
     // No reason argument: nats-server before 2.11 does not recognise `+TERM <reason>` and keeps the message.
     msg.term();
   }
@@ -169,7 +172,10 @@ export function createBillingConsumer(deps: BillingDeps): BillingConsumer {
     if (!decoded.ok) {
       if (decoded.reason === 'unknown_version') {
         stats.unknownVersion++;
-        logger.warn({ subject: msg.subject, stream_seq: msg.seq, message: decoded.detail }, 'bus message of an unknown version acknowledged');
+        logger.warn(
+          { subject: msg.subject, stream_seq: msg.seq, message: decoded.detail },
+          'bus message of an unknown version acknowledged',
+        );
         msg.ack();
         return undefined;
       }
@@ -263,11 +269,17 @@ export function createBillingConsumer(deps: BillingDeps): BillingConsumer {
     for (const c of newest.values()) {
       if (stored.unknownSessions.has(c.session_id)) {
         stats.unknownSession++;
-        logger.warn({ session_id: c.session_id, attachment_id: c.attachment_id, seq: c.seq }, 'checkpoint for an unknown session acknowledged');
+        logger.warn(
+          { session_id: c.session_id, attachment_id: c.attachment_id, seq: c.seq },
+          'checkpoint for an unknown session acknowledged',
+        );
       } else if (stored.settledSessions.has(c.session_id)) {
         stats.lateCheckpoints++;
       } else if (stored.foreignAttachments.has(c.attachment_id)) {
-        logger.error({ session_id: c.session_id, attachment_id: c.attachment_id }, 'checkpoint names an attachment of another session; ignored');
+        logger.error(
+          { session_id: c.session_id, attachment_id: c.attachment_id },
+          'checkpoint names an attachment of another session; ignored',
+        );
       }
     }
     for (const [sessionId, ms] of stored.unbilledAudioMs) {
@@ -304,7 +316,10 @@ export function createBillingConsumer(deps: BillingDeps): BillingConsumer {
           advanced += (await storeCheckpoints({ ctx: { db }, input: { newest: [c] } })).advanced;
         } catch (one) {
           if (isStoreUnavailableError(one)) throw one;
-          logger.error({ err: one, session_id: sessionId, attachment_id: c.attachment_id }, 'checkpoint from the stream could not be stored');
+          logger.error(
+            { err: one, session_id: sessionId, attachment_id: c.attachment_id },
+            'checkpoint from the stream could not be stored',
+          );
         }
       }
     }

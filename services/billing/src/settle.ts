@@ -113,7 +113,15 @@ export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; inp
        VALUES ($1, $2, $3, $4, $5, $6, $7)
        ON CONFLICT (session_id) DO NOTHING
        RETURNING session_id`,
-      [sessionId, plan.status, plan.billedCents, usage.audio_in_ms, usage.audio_out_ms, usage.input_audio_tokens, usage.output_audio_tokens],
+      [
+        sessionId,
+        plan.status,
+        plan.billedCents,
+        usage.audio_in_ms,
+        usage.audio_out_ms,
+        usage.input_audio_tokens,
+        usage.output_audio_tokens,
+      ],
     );
     // Both rows are written in this one transaction under the session lock, so this cannot happen.
     if (inserted.rowCount !== 1) throw new AppError('internal_error', 'settlements row exists for an unsettled session');

@@ -36,7 +36,10 @@ t.test('the last allowed delivery settles instead of waiting', async (t) => {
 });
 
 t.test('retry backoff doubles and caps; the last delivery is the max_deliver-th', async (t) => {
-  t.same([1, 2, 3, 4, 5, 6].map((n) => retryDelayMs(n, 500, 5000)), [500, 1000, 2000, 4000, 5000, 5000]);
+  t.same(
+    [1, 2, 3, 4, 5, 6].map((n) => retryDelayMs(n, 500, 5000)),
+    [500, 1000, 2000, 4000, 5000, 5000],
+  );
   t.equal(retryDelayMs(1000, 500, 30_000), 30_000);
   t.notOk(isLastDelivery(9, 10));
   t.ok(isLastDelivery(10, 10));

@@ -202,10 +202,7 @@ function writeRawError(socket: Duplex, err: AppError, requestId: string): void {
     return;
   }
   const body = JSON.stringify(errorBody(err, requestId));
-  const extra = [
-    ...(err.status === 401 ? ['WWW-Authenticate: Bearer'] : []),
-    ...(err.status === 503 ? ['Retry-After: 1'] : []),
-  ];
+  const extra = [...(err.status === 401 ? ['WWW-Authenticate: Bearer'] : []), ...(err.status === 503 ? ['Retry-After: 1'] : [])];
   socket.once('finish', () => socket.destroy());
   socket.end(
     [

@@ -197,7 +197,8 @@ export class Attachment implements Metered {
 
   private readonly onMessage = (data: RawData, isBinary: boolean): void => {
     if (this.state === FINISHING) return;
-    if (isBinary) return this.reject({ rejected: true, code: 'invalid_event', message: 'Events are JSON text frames.', eventId: undefined });
+    if (isBinary)
+      return this.reject({ rejected: true, code: 'invalid_event', message: 'Events are JSON text frames.', eventId: undefined });
     let msg: unknown;
     try {
       msg = JSON.parse((data as Buffer).toString());

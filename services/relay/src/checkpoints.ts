@@ -38,9 +38,7 @@ export class Checkpointer {
   private tick = 0;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(
-    private readonly deps: { bus: Bus; relayId: string; logger: Logger; intervalMs: number },
-  ) {}
+  constructor(private readonly deps: { bus: Bus; relayId: string; logger: Logger; intervalMs: number }) {}
 
   start(): void {
     this.timer ??= setInterval(() => this.flush(), this.deps.intervalMs / SLICES);

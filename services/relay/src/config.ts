@@ -14,7 +14,10 @@ export const RelayEnv = CommonEnv.extend({
   // Realtime port; 0 picks a free one (tests, benchmarks).
   RELAY_PORT: envPort(8081),
   // Name of this relay process in attachments and checkpoints; defaults to <hostname>-<pid>.
-  RELAY_ID: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/).optional(),
+  RELAY_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,128}$/)
+    .optional(),
   // Base of `realtime.url` in the session resource; the same value the control plane uses.
   REALTIME_PUBLIC_URL: wsUrl().default('ws://127.0.0.1:8081/v1/realtime'),
   // Largest client event; a bigger one closes the socket with 1009.

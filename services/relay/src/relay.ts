@@ -80,7 +80,8 @@ export class Relay {
           } catch {
             return;
           }
-          if (parsed.success) this.supersede(parsed.data.session_id, { id: parsed.data.attachment_id, startedAtMs: parsed.data.started_at });
+          if (parsed.success)
+            this.supersede(parsed.data.session_id, { id: parsed.data.attachment_id, startedAtMs: parsed.data.started_at });
           else logger.warn('malformed relay.attached message');
         },
       }),

@@ -31,14 +31,15 @@ t.test('decodePcmFrame accepts raw aligned PCM16LE and nothing else', async (t) 
 t.test('decodePcmFrame rejects exactly what strict RFC 4648 base64 rejects', async () => {
   const strict = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
   const ch = fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_ \n*.\u00e9\u0000'.split(''));
-  const mutated = fc
-    .tuple(fc.uint8Array({ minLength: 1, maxLength: 40 }), fc.nat(80), ch)
-    .map(([bytes, i, c]) => {
-      const s = Buffer.from(bytes).toString('base64');
-      const k = i % (s.length + 1);
-      return s.slice(0, k) + c + s.slice(k + 1);
-    });
-  const text = fc.oneof(fc.array(ch, { minLength: 1, maxLength: 16 }).map((a) => a.join('')), mutated);
+  const mutated = fc.tuple(fc.uint8Array({ minLength: 1, maxLength: 40 }), fc.nat(80), ch).map(([bytes, i, c]) => {
+    const s = Buffer.from(bytes).toString('base64');
+    const k = i % (s.length + 1);
+    return s.slice(0, k) + c + s.slice(k + 1);
+  });
+  const text = fc.oneof(
+    fc.array(ch, { minLength: 1, maxLength: 16 }).map((a) => a.join('')),
+    mutated,
+  );
   fc.assert(
     fc.property(text, (s) => (decodePcmFrame(s) !== 'not_base64') === strict.test(s)),
     { numRuns: 20_000 },
@@ -57,11 +58,21 @@ t.test('decodePcmFrame round-trips any even-length buffer', async (t) => {
 });
 
 t.test('isAppendShape is InputAudioBufferAppendEvent.safeParse', async (t) => {
-  const value = fc.oneof(fc.string({ maxLength: 3 }), fc.integer(), fc.constant(null), fc.boolean(), fc.constant(undefined), fc.string({ minLength: 120, maxLength: 140 }), fc.constant(''));
+  const value = fc.oneof(
+    fc.string({ maxLength: 3 }),
+    fc.integer(),
+    fc.constant(null),
+    fc.boolean(),
+    fc.constant(undefined),
+    fc.string({ minLength: 120, maxLength: 140 }),
+    fc.constant(''),
+  );
   const key = fc.constantFrom('type', 'event_id', 'audio', 'extra', '__proto__', 'Audio');
   fc.assert(
     fc.property(fc.dictionary(key, value), fc.boolean(), (obj, withAudio) => {
-      const msg: Record<string, unknown> = JSON.parse(JSON.stringify({ ...obj, type: 'input_audio_buffer.append', ...(withAudio ? { audio: 'AAAA' } : {}) }));
+      const msg: Record<string, unknown> = JSON.parse(
+        JSON.stringify({ ...obj, type: 'input_audio_buffer.append', ...(withAudio ? { audio: 'AAAA' } : {}) }),
+      );
       return isAppendShape(msg) === InputAudioBufferAppendEvent.safeParse(msg).success;
     }),
     { numRuns: 2000 },
@@ -83,10 +94,9 @@ t.test('parseControlEvent: invalid_event, invalid_audio_format, or the event', a
     session: { audio: { input: { format: { type: 'audio/pcm', encoding: 'pcm16le', sample_rate_hz: 16000, channels: 1 } } } },
   });
   t.match(badFormat, { code: 'invalid_audio_format', eventId: 'e3' });
-  t.match(
-    parseControlEvent({ type: 'session.update', session: { audio: { output: { format: { type: 'audio/wav' } } } } }),
-    { code: 'invalid_audio_format' },
-  );
+  t.match(parseControlEvent({ type: 'session.update', session: { audio: { output: { format: { type: 'audio/wav' } } } } }), {
+    code: 'invalid_audio_format',
+  });
   const good = parseControlEvent({
     type: 'session.update',
     session: {
@@ -117,7 +127,11 @@ t.test('server events are exact JSON', async (t) => {
     event_id: 'evt_2',
     error: { type: 'invalid_request_error', code: 'invalid_event', message: 'm', event_id: 'c1' },
   });
-  t.same(JSON.parse(serverEvents.error('evt_3', 'budget_exhausted', 'm')).error, { type: 'billing_error', code: 'budget_exhausted', message: 'm' });
+  t.same(JSON.parse(serverEvents.error('evt_3', 'budget_exhausted', 'm')).error, {
+    type: 'billing_error',
+    code: 'budget_exhausted',
+    message: 'm',
+  });
 });
 
 t.test('Budget agrees with billedCents', async (t) => {
@@ -134,17 +148,24 @@ t.test('Budget agrees with billedCents', async (t) => {
     relay_fee_milli_cents: fc.integer({ min: 0, max: 100_000 }),
   });
   fc.assert(
-    fc.property(rate, usage, usage, fc.integer({ min: 1, max: 100_000 }), fc.integer({ min: 0, max: 100 }), (r, prior, u, preauth, extra) => {
-      const total: Usage = {
-        audio_in_ms: prior.audio_in_ms + u.audio_in_ms + extra,
-        audio_out_ms: prior.audio_out_ms + u.audio_out_ms,
-        input_audio_tokens: prior.input_audio_tokens + u.input_audio_tokens,
-        output_audio_tokens: prior.output_audio_tokens + u.output_audio_tokens,
-      };
-      const cents = billedCents(r, total);
-      const expected = cents < preauth ? 'under' : cents === preauth ? 'reached' : 'over';
-      return new Budget(r, preauth, prior).check(u, extra) === expected;
-    }),
+    fc.property(
+      rate,
+      usage,
+      usage,
+      fc.integer({ min: 1, max: 100_000 }),
+      fc.integer({ min: 0, max: 100 }),
+      (r, prior, u, preauth, extra) => {
+        const total: Usage = {
+          audio_in_ms: prior.audio_in_ms + u.audio_in_ms + extra,
+          audio_out_ms: prior.audio_out_ms + u.audio_out_ms,
+          input_audio_tokens: prior.input_audio_tokens + u.input_audio_tokens,
+          output_audio_tokens: prior.output_audio_tokens + u.output_audio_tokens,
+        };
+        const cents = billedCents(r, total);
+        const expected = cents < preauth ? 'under' : cents === preauth ? 'reached' : 'over';
+        return new Budget(r, preauth, prior).check(u, extra) === expected;
+      },
+    ),
     { numRuns: 5000 },
   );
   // At the boundary: 1 cent per 600 ms of audio at per_minute = 100 milli-cents... 100 cents/minute.

@@ -115,10 +115,13 @@ export async function createKey(db: DbHandle, balanceCents: number, opts: { revo
   if (balanceCents > 0) {
     await db.pool.query(`INSERT INTO ledger_entries (wallet_id, kind, amount_cents) VALUES ($1, 'credit', $2)`, [walletId, balanceCents]);
   }
-  await db.pool.query(
-    'INSERT INTO api_keys (id, secret_hash, prefix, wallet_id, revoked_at) VALUES ($1, $2, $3, $4, $5)',
-    [keyId, key.hash, key.displayPrefix, walletId, opts.revoked ? new Date() : null],
-  );
+  await db.pool.query('INSERT INTO api_keys (id, secret_hash, prefix, wallet_id, revoked_at) VALUES ($1, $2, $3, $4, $5)', [
+    keyId,
+    key.hash,
+    key.displayPrefix,
+    walletId,
+    opts.revoked ? new Date() : null,
+  ]);
   return { secret: key.secret, keyId, walletId };
 }
 
@@ -253,7 +256,10 @@ export function attachUrl(base: string, sessionId: string): string {
 }
 
 /** Attaches and waits for session.created and conversation.created. */
-export async function attach(url: string, secret: string): Promise<{ client: Client; created: ServerEventLike; conversation: ServerEventLike }> {
+export async function attach(
+  url: string,
+  secret: string,
+): Promise<{ client: Client; created: ServerEventLike; conversation: ServerEventLike }> {
   const ws = new WebSocket(url, REALTIME_PROTOCOL, { headers: { Authorization: `Bearer ${secret}` }, perMessageDeflate: false });
   const client = new Client(ws);
   await new Promise<void>((resolve, reject) => {
@@ -273,7 +279,10 @@ export interface Refusal {
 }
 
 /** An upgrade the relay must refuse before upgrading: its HTTP status, headers and ErrorResponse body. */
-export function refused(url: string, opts: { secret?: string; protocol?: string | null; headers?: Record<string, string> } = {}): Promise<Refusal> {
+export function refused(
+  url: string,
+  opts: { secret?: string; protocol?: string | null; headers?: Record<string, string> } = {},
+): Promise<Refusal> {
   const protocols = opts.protocol === null ? [] : [opts.protocol ?? REALTIME_PROTOCOL];
   const ws = new WebSocket(url, protocols, {
     headers: { ...(opts.secret ? { Authorization: `Bearer ${opts.secret}` } : {}), ...opts.headers },

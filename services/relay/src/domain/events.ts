@@ -98,8 +98,7 @@ export class EventIds {
 // a string would be written by a writev that encodes it on every frame.
 
 export const serverEvents = {
-  sessionCreated: (eventId: string, session: VoiceSession) =>
-    JSON.stringify({ type: 'session.created', event_id: eventId, session }),
+  sessionCreated: (eventId: string, session: VoiceSession) => JSON.stringify({ type: 'session.created', event_id: eventId, session }),
   conversationCreated: (eventId: string, conversationId: string) =>
     JSON.stringify({
       type: 'conversation.created',

@@ -53,10 +53,22 @@ export function createProviderRegistry(config: ProviderRegistryConfig): Provider
   const providers = new Map<string, ProviderBase>();
   providers.set('local', new ProviderBase(new LocalAdapter({ url: config.localUrl, apiKey: config.localApiKey ?? null }), opts));
   if (config.openai) {
-    providers.set('openai', new ProviderBase(new OpenAIRealtimeAdapter({ apiKey: config.openai.apiKey, ...(config.openai.url ? { url: config.openai.url } : {}) }), opts));
+    providers.set(
+      'openai',
+      new ProviderBase(
+        new OpenAIRealtimeAdapter({ apiKey: config.openai.apiKey, ...(config.openai.url ? { url: config.openai.url } : {}) }),
+        opts,
+      ),
+    );
   }
   if (config.gemini) {
-    providers.set('gemini', new ProviderBase(new GeminiLiveAdapter({ apiKey: config.gemini.apiKey, ...(config.gemini.url ? { url: config.gemini.url } : {}) }), opts));
+    providers.set(
+      'gemini',
+      new ProviderBase(
+        new GeminiLiveAdapter({ apiKey: config.gemini.apiKey, ...(config.gemini.url ? { url: config.gemini.url } : {}) }),
+        opts,
+      ),
+    );
   }
   return {
     get: (name) => providers.get(name),
