@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { connectBus, subscribeMessages, type Bus } from '@s2s/bus';
 import { REALTIME_PROTOCOL, type BusMessage, type Rate, type UsageCheckpoint } from '@s2s/contract';
-import { BYTES_PER_MS, issueApiKey, newId, type SessionRecord } from '@s2s/core';
+import { issueApiKey, newId, type SessionRecord } from '@s2s/core';
 import { createSession } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
 import { createTestDatabase } from '@s2s/db/testing';
-import { startLocalProvider, type LocalProvider, type ReceivedClientEvent } from '@s2s/local-provider';
+import { pcmFrames, pcmSilence, pcmTone, startLocalProvider, type LocalProvider, type ReceivedClientEvent } from '@s2s/local-provider';
 import { createLogger } from '@s2s/telemetry';
 import WebSocket from 'ws';
 import { buildRelay, type RelayApp } from '../src/app.js';
@@ -50,8 +50,14 @@ export interface RelayEnv {
   endRequests: BusMessage[];
   /** Every event the simulator received from the relay. */
   simEvents: ReceivedClientEvent[];
-  /** Another relay process in the same deployment (same db, bus, simulator). */
-  startRelay(overrides?: Record<string, string>): Promise<{ app: RelayApp; url: string }>;
+  /** Another relay process in the same deployment (same db, bus, simulator); `faults` wraps its db or bus. */
+  startRelay(overrides?: Record<string, string>, faults?: RelayFaults): Promise<{ app: RelayApp; url: string; config: Config }>;
+}
+
+/** Fault injection for one relay: its view of the database or the bus, wrapped. */
+export interface RelayFaults {
+  db?: (db: DbHandle) => DbHandle;
+  bus?: (bus: Bus) => Bus;
 }
 
 /** One relay on port 0 with its own database, bus prefix and simulator, all cleaned up in t.teardown. */
@@ -72,7 +78,7 @@ export async function setupRelay(t: Teardown, env: Record<string, string> = {}):
     sub2.unsubscribe();
   });
 
-  const startRelay = async (overrides: Record<string, string> = {}) => {
+  const startRelay = async (overrides: Record<string, string> = {}, faults: RelayFaults = {}) => {
     const config = loadConfig({
       NODE_ENV: 'test',
       DATABASE_URL: dbUrl,
@@ -88,7 +94,13 @@ export async function setupRelay(t: Teardown, env: Record<string, string> = {}):
       ...overrides,
     });
     const logger = testLogger();
-    const app = buildRelay({ config, db, bus, logger, providers: createProviderOpener(config, logger) });
+    const app = buildRelay({
+      config,
+      db: faults.db ? faults.db(db) : db,
+      bus: faults.bus ? faults.bus(bus) : bus,
+      logger,
+      providers: createProviderOpener(config, logger),
+    });
     await new Promise<void>((resolve) => app.server.listen(0, '127.0.0.1', resolve));
     t.teardown(() => app.close());
     const port = (app.server.address() as AddressInfo).port;
@@ -227,24 +239,17 @@ export async function walletOf(db: DbHandle, walletId: string): Promise<{ balanc
 
 // ---- audio ----
 
+// The PCM fixtures are the simulator package's (one implementation for every test).
+
 /** PCM16LE mono 24 kHz: a sine of `ms` milliseconds (loud enough for the simulator's VAD). */
 export function tone(ms: number, hz = 440, amplitude = 8000): Buffer {
-  const samples = (ms * 24000) / 1000;
-  const b = Buffer.alloc(samples * 2);
-  for (let i = 0; i < samples; i++) b.writeInt16LE(Math.round(amplitude * Math.sin((2 * Math.PI * hz * i) / 24000)), i * 2);
-  return b;
+  return pcmTone(ms, { frequencyHz: hz, amplitude });
 }
 
-export function silence(ms: number): Buffer {
-  return Buffer.alloc(ms * BYTES_PER_MS);
-}
+export const silence = pcmSilence;
 
 /** 20 ms frames. */
-export function frames(pcm: Buffer, ms = 20): Buffer[] {
-  const out: Buffer[] = [];
-  for (let off = 0; off < pcm.length; off += ms * BYTES_PER_MS) out.push(pcm.subarray(off, off + ms * BYTES_PER_MS));
-  return out;
-}
+export const frames = pcmFrames;
 
 // ---- realtime client ----
 

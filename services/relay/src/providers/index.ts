@@ -39,8 +39,6 @@ export interface ProviderRegistryConfig {
 export interface ProviderRegistry {
   /** The provider a catalog model names, or undefined when this relay has no such provider configured. */
   get(providerName: string): ProviderBase | undefined;
-  /** Names of the configured providers. */
-  names(): string[];
 }
 
 export function createProviderRegistry(config: ProviderRegistryConfig): ProviderRegistry {
@@ -72,6 +70,5 @@ export function createProviderRegistry(config: ProviderRegistryConfig): Provider
   }
   return {
     get: (name) => providers.get(name),
-    names: () => [...providers.keys()],
   };
 }
