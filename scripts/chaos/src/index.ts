@@ -1,4 +1,4 @@
-// The chaos harness for the tap tests (tests/chaos, tests/faults): the private stack, the measuring client,
+// The chaos harness for the tap tests (tests/chaos): the private stack, the measuring client,
 // the campaign and its judgement.
 export { runCampaign, SCENARIO_NAMES, type CampaignOptions } from './campaign.js';
 export { CHUNK_MS, ChaosSession, HttpTally, operatorKey, call, type Api, type SessionView } from './client.js';
