@@ -1,59 +1,33 @@
-import type { Bus } from '@s2s/bus';
-import type { EndCause } from '@s2s/contract';
 import { newId, toVoiceSession, ZERO_USAGE, type SessionRecord, type Usage } from '@s2s/core';
-import type { DbHandle } from '@s2s/db';
-import { activateSession, requestEnd } from '@s2s/sessions';
+import { activateSession } from '@s2s/sessions';
 import type { Logger } from '@s2s/telemetry';
 import { WebSocket, type RawData } from 'ws';
 import { AbuseWindow } from './abuse.js';
-import { backoffMs, settledWithin, sleep } from './backoff.js';
-import type { CheckpointTicket, Checkpointer, MeteredSource } from './checkpoints.js';
-import type { ClientCodec, InternalClientEvent, InternalServerEvent } from './codec/model.js';
-import type { Config } from './config.js';
+import { Activation } from './activation.js';
+import { settledWithin } from './backoff.js';
+import type { CheckpointTicket, MeteredSource } from './checkpoints.js';
+import { closeSocket, sendText, TEXT_FRAME } from './client-socket.js';
+import type { AttachmentContext, AttachmentInit } from './attachment-context.js';
+import type { InternalClientEvent, InternalServerEvent } from './codec/model.js';
 import { Budget } from './domain/budget.js';
+import { endSessionWithRetries } from './end-session.js';
 import { AttachmentMeter } from './meter.js';
 import type { MeteredUpstream, UpstreamEvent } from './providers/types.js';
 import { answerForFinish, finishReasonForError, REQUEST_ERRORS, type FinishReason } from './realtime-errors.js';
+import { ResponseWaiter } from './response-waiter.js';
 import { ResponseTracker } from './responses.js';
-import type { UpstreamOpener } from './upstream.js';
 
 export type { FinishReason } from './realtime-errors.js';
+export type { AttachmentContext, AttachmentInit } from './attachment-context.js';
 
-/** How long a client may take to answer our close frame. */
-const CLOSE_HANDSHAKE_MS = 2000;
 /** The close waits this long for the final checkpoint; past it the socket closes and publishing goes on. */
 const FINAL_BEFORE_CLOSE_MS = 2000;
 /** Events held while the upstream opens; beyond this they are refused (the open is bounded anyway). */
 const MAX_PENDING = 1000;
-/** ws sends a Buffer as a binary frame unless told otherwise; every event is a text frame. */
-const TEXT_FRAME = { binary: false } as const;
 
 const OPENING = 0;
 const OPEN = 1;
 const FINISHING = 2;
-
-/** What every attachment of one relay process shares. */
-export interface AttachmentContext {
-  config: Config;
-  db: DbHandle;
-  bus: Bus;
-  logger: Logger;
-  providers: UpstreamOpener;
-  checkpoints: Checkpointer;
-  codec: ClientCodec;
-  /** Called once the attachment is fully finished (final checkpoint published, socket closed). */
-  onFinished(a: Attachment): void;
-}
-
-export interface AttachmentInit {
-  ws: WebSocket;
-  session: SessionRecord;
-  attachmentId: string;
-  startedAt: Date;
-  prior: Usage;
-  legacy: boolean;
-  requestId: string;
-}
 
 /**
  * One live client socket bound to one upstream session: it routes decoded client events to the upstream
@@ -79,12 +53,9 @@ export class Attachment implements MeteredSource {
   private opening: Promise<MeteredUpstream | null> | null = null;
   private readonly openAbort = new AbortController();
   private pending: InternalClientEvent[] = [];
-  private activated: boolean;
-  /** Upstream events held while the activation UPDATE runs, so no reply to input precedes `active`. */
-  private gate: UpstreamEvent[] | null = null;
-  private responseWaiter: (() => void) | null = null;
+  private readonly activation: Activation<UpstreamEvent>;
+  private readonly waiter = new ResponseWaiter();
   private finishing: Promise<void> | null = null;
-  private finishReason: FinishReason | null = null;
   private finished = false;
 
   constructor(
@@ -97,7 +68,6 @@ export class Attachment implements MeteredSource {
     this.attachmentId = init.attachmentId;
     this.startedAtMs = init.startedAt.getTime();
     this.legacy = init.legacy;
-    this.activated = init.session.status !== 'ready';
     this.ticket = ctx.checkpoints.track(this);
     this.meter = new AttachmentMeter(
       new Budget(init.session.rate, init.session.preauthorizedCents, init.prior),
@@ -105,14 +75,16 @@ export class Attachment implements MeteredSource {
       this.ticket,
     );
     this.log = ctx.logger.child({ session_id: this.sessionId, attachment_id: this.attachmentId, request_id: init.requestId });
+    this.activation = new Activation<UpstreamEvent>(init.session.status !== 'ready', {
+      store: () => activateSession({ ctx, input: { sessionId: this.sessionId } }),
+      deliver: (e) => this.handleUpstream(e),
+      alive: () => !this.finished,
+      log: this.log,
+    });
   }
 
   get isFinishing(): boolean {
     return this.state === FINISHING;
-  }
-
-  get reason(): FinishReason | null {
-    return this.finishReason;
   }
 
   usage(): Usage {
@@ -156,7 +128,7 @@ export class Attachment implements MeteredSource {
     try {
       const e = this.ctx.codec.decode(data as Buffer, isBinary);
       if (e.type === 'refusal') return this.refuse(e.code, e.message, e.eventId);
-      if (e.type === 'audio.append' && !this.activated) this.activate();
+      if (e.type === 'audio.append') this.activation.inputAccepted();
       if (this.state === OPEN) return this.apply(e);
       if (this.pending.length >= MAX_PENDING) return this.refuse(REQUEST_ERRORS.notReady.code, REQUEST_ERRORS.notReady.message, e.eventId);
       this.pending.push(e);
@@ -208,84 +180,46 @@ export class Attachment implements MeteredSource {
     }
   }
 
-  /** First accepted input: ready → active in the background, holding replies until the row says so. */
-  private activate(): void {
-    this.activated = true;
-    this.gate = [];
-    void this.storeActivation();
-  }
-
-  /** Retried with backoff while the attachment lives: input was accepted, so the session is active. */
-  private async storeActivation(): Promise<void> {
-    for (let attempt = 0; !this.finished; attempt++) {
-      if (attempt > 0) await sleep(backoffMs(attempt, 100, 5000), { unref: true });
-      try {
-        await activateSession({ ctx: this.ctx, input: { sessionId: this.sessionId } });
-        if (attempt > 0) this.log.info({ attempts: attempt + 1 }, 'session activation stored after retries');
-        return this.openGate();
-      } catch (err) {
-        this.log.warn({ err, attempt }, 'session activation failed; retrying');
-        // Replies are not held through a store outage; the activation itself keeps being retried.
-        this.openGate();
-      }
-    }
-    this.log.error('session activation not stored before the attachment ended');
-  }
-
-  private openGate(): void {
-    const held = this.gate;
-    this.gate = null;
-    if (held) for (const e of held) this.handleUpstream(e);
-  }
-
   // ---- upstream → client ----
 
   private readonly onUpstreamEvent = (e: UpstreamEvent): void => {
     try {
-      if (this.gate !== null) this.gate.push(e);
-      else this.handleUpstream(e);
+      this.activation.pass(e);
     } catch (err) {
       this.crash(err);
     }
   };
 
   private handleUpstream(e: UpstreamEvent): void {
-    const t = this.tracker;
     switch (e.type) {
       case 'audio_delta': {
-        const r = t.delta(e.responseId, e.pcm.length);
+        const r = this.tracker.delta(e.responseId, e.pcm.length);
         if (this.state !== FINISHING && this.ws.readyState === WebSocket.OPEN) {
           this.ws.send(this.ctx.codec.encode({ type: 'response.audio.delta', responseId: r.id, pcm: e.pcm }), TEXT_FRAME);
         }
         return this.usageChanged();
       }
-      case 'speech_started':
-        return this.send({ type: 'speech.started', audioStartMs: e.audioStartMs });
-      case 'speech_stopped':
-        t.speechStopped();
-        return this.send({ type: 'speech.stopped', audioEndMs: e.audioEndMs });
-      case 'response_created':
-        return this.send({ type: 'response.created', responseId: t.created(e.responseId).id });
-      case 'audio_done':
-        return this.send({ type: 'response.audio.done', responseId: t.resolve(e.responseId).id });
-      case 'response_done':
-        this.send({ type: 'response.done', responseId: t.done(e.responseId).id, status: e.status, usage: e.metered ?? ZERO_USAGE });
-        this.usageChanged();
-        return this.releaseWaiter();
       case 'error':
         // The provider's own text may name the provider, a model or a URL: it goes to the log only.
         this.log.warn({ fatal: e.fatal, upstream_message: e.message }, 'upstream error');
         if (e.fatal) return this.fail('upstream_failure');
-        t.requestFailed();
+        this.tracker.requestFailed();
         this.send({ type: 'error', ...REQUEST_ERRORS.upstreamRefused });
-        if (!t.expectingResponse) this.releaseWaiter();
+        if (!this.tracker.expectingResponse) this.waiter.release();
         return;
       case 'closed':
         if (e.unexpected) {
           this.log.warn('upstream closed unexpectedly');
           this.fail('upstream_failure');
         }
-        return this.releaseWaiter();
+        return this.waiter.release();
+      default: {
+        const event = this.tracker.clientEventFor(e);
+        if (event) this.send(event);
+        if (e.type !== 'response_done') return;
+        this.usageChanged();
+        return this.waiter.release();
+      }
     }
   }
 
@@ -296,7 +230,7 @@ export class Attachment implements MeteredSource {
   private exhaustBudget(): void {
     if (this.state === FINISHING) {
       // A client gone mid-answer: stop waiting for the rest of the answer and end the session.
-      this.releaseWaiter();
+      this.waiter.release();
       void this.endSession('budget_exhausted');
       return;
     }
@@ -327,7 +261,6 @@ export class Attachment implements MeteredSource {
   finish(reason: FinishReason): Promise<void> {
     if (this.finishing) return this.finishing;
     this.state = FINISHING;
-    this.finishReason = reason;
     this.pending = [];
     if (this.upstream === null) this.openAbort.abort();
     this.finishing = this.runFinish(reason);
@@ -340,7 +273,7 @@ export class Attachment implements MeteredSource {
       if (reason === 'budget_exhausted' || reason === 'upstream_failure') await this.endSession(reason);
       const up = this.upstream ?? (await this.opening);
       if (up && reason === 'client_closed' && this.tracker.expectingResponse && !this.meter.exhausted) {
-        await this.waitForResponse(this.ctx.config.responseGraceMs);
+        await this.waiter.wait(this.ctx.config.responseGraceMs);
       }
       if (up) await up.close().catch((err: unknown) => this.log.warn({ err }, 'upstream close failed'));
       this.upstream = up;
@@ -351,7 +284,7 @@ export class Attachment implements MeteredSource {
       this.log.error({ err }, 'attachment finish failed');
     }
     const close = answerForFinish(reason).close;
-    if (close) this.close(close);
+    if (close) closeSocket(this.ws, close);
     try {
       if (final) await final;
       // A legacy socket is its session: closing it ends the session, unless a newer attachment took over.
@@ -363,44 +296,11 @@ export class Attachment implements MeteredSource {
     }
   }
 
-  private waitForResponse(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => this.releaseWaiter(), ms);
-      this.responseWaiter = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-  }
-
-  private releaseWaiter(): void {
-    const w = this.responseWaiter;
-    this.responseWaiter = null;
-    w?.();
-  }
-
-  private async endSession(cause: EndCause): Promise<void> {
-    for (const delay of [0, 200, 1000]) {
-      if (delay > 0) await sleep(delay);
-      try {
-        await requestEnd({ ctx: this.ctx, input: { sessionId: this.sessionId, cause } });
-        return;
-      } catch (err) {
-        this.log.warn({ err, cause }, 'end request failed');
-      }
-    }
-    this.log.error({ cause }, 'end request lost; the expiry sweeper will end the session');
-  }
-
-  private close(c: { code: number; reason: string }): void {
-    const ws = this.ws;
-    if (ws.readyState !== WebSocket.OPEN && ws.readyState !== WebSocket.CONNECTING) return;
-    ws.close(c.code, c.reason);
-    // A client that never answers the close frame must not hold the socket (or a drain) for ws's 30 s.
-    setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref();
+  private endSession(cause: 'budget_exhausted' | 'upstream_failure' | 'client_closed'): Promise<void> {
+    return endSessionWithRetries({ ctx: { ...this.ctx, log: this.log }, input: { sessionId: this.sessionId, cause } });
   }
 
   private send(e: InternalServerEvent): void {
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(this.ctx.codec.encode(e), TEXT_FRAME);
+    sendText(this.ws, this.ctx.codec.encode(e));
   }
 }

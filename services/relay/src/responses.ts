@@ -1,4 +1,6 @@
-import { pcmMs } from '@s2s/core';
+import { pcmMs, ZERO_USAGE } from '@s2s/core';
+import type { InternalServerEvent } from './codec/model.js';
+import type { UpstreamEvent } from './providers/types.js';
 
 /** One response as the client knows it: our id for the provider's. */
 export interface TrackedResponse {
@@ -99,5 +101,24 @@ export class ResponseTracker {
     this.responses.push(r);
     if (this.responses.length > REMEMBERED) this.responses.shift();
     return r;
+  }
+
+  /** The client event of an upstream turn event, the turn state updated; null for the events it does not describe. */
+  clientEventFor(e: UpstreamEvent): InternalServerEvent | null {
+    switch (e.type) {
+      case 'speech_started':
+        return { type: 'speech.started', audioStartMs: e.audioStartMs };
+      case 'speech_stopped':
+        this.speechStopped();
+        return { type: 'speech.stopped', audioEndMs: e.audioEndMs };
+      case 'response_created':
+        return { type: 'response.created', responseId: this.created(e.responseId).id };
+      case 'audio_done':
+        return { type: 'response.audio.done', responseId: this.resolve(e.responseId).id };
+      case 'response_done':
+        return { type: 'response.done', responseId: this.done(e.responseId).id, status: e.status, usage: e.metered ?? ZERO_USAGE };
+      default:
+        return null;
+    }
   }
 }

@@ -76,3 +76,21 @@ t.test('abuse window: more than the limit within the window', async (t) => {
   t.notOk(over, '100 in 10 s is allowed');
   t.ok(d.record(9999), '101 is not');
 });
+
+t.test('upstream turn events become client events with our ids', async (t) => {
+  const r = tracker();
+  t.same(r.clientEventFor({ type: 'speech_started', audioStartMs: 10 }), { type: 'speech.started', audioStartMs: 10 });
+  t.same(r.clientEventFor({ type: 'speech_stopped', audioEndMs: 900 }), { type: 'speech.stopped', audioEndMs: 900 });
+  t.ok(r.expectingResponse, 'speech stopped: a response follows');
+  t.same(r.clientEventFor({ type: 'response_created', responseId: 'up_1' }), { type: 'response.created', responseId: 'resp_1' });
+  t.same(r.clientEventFor({ type: 'audio_done', responseId: 'up_1' }), { type: 'response.audio.done', responseId: 'resp_1' });
+  const usage = { audio_in_ms: 1, audio_out_ms: 2, input_audio_tokens: 3, output_audio_tokens: 4 };
+  t.same(r.clientEventFor({ type: 'response_done', responseId: 'up_1', status: 'completed', usage: null, metered: usage }), {
+    type: 'response.done',
+    responseId: 'resp_1',
+    status: 'completed',
+    usage,
+  });
+  t.notOk(r.expectingResponse);
+  t.equal(r.clientEventFor({ type: 'closed', unexpected: false }), null);
+});
