@@ -21,8 +21,8 @@ export function buildApp(deps: AppDeps): Express {
   app.set('etag', false);
 
   app.use(requestContext(ctx.log));
-  app.use(refuseOptions(ctx.config.adminToken));
-  app.use(deferredJsonBody(ctx.config.bodyLimitBytes));
+  app.use(refuseOptions(ctx.config.ADMIN_TOKEN));
+  app.use(deferredJsonBody(ctx.config.HTTP_BODY_LIMIT_BYTES));
 
   // Routers mounted at their prefix are skipped without being entered by requests for other paths.
   app.use('/v1/voice/sessions', sessionsRouter(ctx));

@@ -1,35 +1,30 @@
 import type { ApiKeyResource, CreateKeyRequest, CreateKeyResponse, RevokeKeyResponse, UpdateKeyRequest } from '@s2s/contract';
-import { AppError, isPossibleId, issueApiKey, newId } from '@s2s/core';
+import { errors, isPossibleId, issueApiKey, newId } from '@s2s/core';
+import { withTransaction } from '@s2s/db';
 import type { AppContext } from '../context.js';
-
-const keyNotFound = () => new AppError('key_not_found', 'No API key with this id exists.');
 
 /**
  * POST /admin/v1/keys: a wallet funded with `balance_cents` (one `credit` ledger row when > 0) and a key
- * on it, with its own limits when given. Only the key's hash is stored; the secret exists in this answer
- * and nowhere else.
+ * on it. Only the key's hash is stored; the secret exists in this answer and nowhere else.
  */
-export async function createKey({ ctx, input }: { ctx: AppContext; input: CreateKeyRequest }): Promise<CreateKeyResponse> {
+export async function createKey({ ctx, input }: { ctx: Pick<AppContext, 'db' | 'config'>; input: CreateKeyRequest }): Promise<CreateKeyResponse> {
   const issued = issueApiKey();
   const keyId = newId('key');
   const walletId = newId('wal');
-  const balance = BigInt(input.balance_cents);
-  const { prisma } = ctx.db;
-  await prisma.$transaction([
-    prisma.wallet.create({ data: { id: walletId, balanceCents: balance } }),
-    ...(balance > 0n ? [prisma.ledgerEntry.create({ data: { walletId, kind: 'credit', amountCents: balance } })] : []),
-    prisma.apiKey.create({
-      data: {
-        id: keyId,
-        secretHash: issued.hash,
-        prefix: issued.displayPrefix,
-        label: input.label ?? null,
+  await withTransaction(ctx, async (tx) => {
+    await tx.query('INSERT INTO wallets (id, balance_cents) VALUES ($1, $2::bigint)', [walletId, input.balance_cents]);
+    if (input.balance_cents > 0) {
+      await tx.query(`INSERT INTO ledger_entries (wallet_id, kind, amount_cents) VALUES ($1, 'credit', $2::bigint)`, [
         walletId,
-        maxLiveSessions: input.max_live_sessions ?? null,
-        maxCreatesPerMinute: input.max_creates_per_minute ?? null,
-      },
-    }),
-  ]);
+        input.balance_cents,
+      ]);
+    }
+    await tx.query(
+      `INSERT INTO api_keys (id, secret_hash, prefix, label, wallet_id, max_live_sessions, max_creates_per_minute)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [keyId, issued.hash, issued.displayPrefix, input.label ?? null, walletId, input.max_live_sessions ?? null, input.max_creates_per_minute ?? null],
+    );
+  });
   const { keyLimits } = ctx.config;
   return {
     id: keyId,
@@ -42,19 +37,16 @@ export async function createKey({ ctx, input }: { ctx: AppContext; input: Create
 }
 
 /** POST /admin/v1/keys/{id}/revoke: effective on the next request (keys are never cached); repeatable. */
-export async function revokeKey({ ctx, input }: { ctx: AppContext; input: { keyId: string } }): Promise<RevokeKeyResponse> {
-  if (!isPossibleId(input.keyId)) throw keyNotFound();
-  const { rows } = await ctx.db.pool.query<{ id: string }>(
-    'UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id',
-    [input.keyId],
-  );
-  if (rows.length === 0) throw keyNotFound();
+export async function revokeKey({ ctx, input }: { ctx: Pick<AppContext, 'db'>; input: { keyId: string } }): Promise<RevokeKeyResponse> {
+  if (!isPossibleId(input.keyId)) throw errors.keyNotFound();
+  const { rowCount } = await ctx.db.pool.query('UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1', [input.keyId]);
+  if (rowCount === 0) throw errors.keyNotFound();
   return { id: input.keyId, revoked: true };
 }
 
 /** GET /admin/v1/keys/{id}: the key as the operator sees it, with the limits in effect and its live sessions. */
-export async function getKey({ ctx, input }: { ctx: AppContext; input: { keyId: string } }): Promise<ApiKeyResource> {
-  if (!isPossibleId(input.keyId)) throw keyNotFound();
+export async function getKey({ ctx, input }: { ctx: Pick<AppContext, 'db' | 'config'>; input: { keyId: string } }): Promise<ApiKeyResource> {
+  if (!isPossibleId(input.keyId)) throw errors.keyNotFound();
   const { keyLimits } = ctx.config;
   const { rows } = await ctx.db.pool.query<ApiKeyResource>(
     `SELECT k.id, k.wallet_id, k.label, k.revoked_at IS NOT NULL AS revoked,
@@ -65,29 +57,29 @@ export async function getKey({ ctx, input }: { ctx: AppContext; input: { keyId: 
     [input.keyId, keyLimits.maxLiveSessions, keyLimits.maxCreatesPerMinute],
   );
   const key = rows[0];
-  if (!key) throw keyNotFound();
+  if (!key) throw errors.keyNotFound();
   return key;
 }
 
 /**
  * PATCH /admin/v1/keys/{id}: changes only the fields the body names; `null` returns a limit to the
- * gateway's default. The next create of the key already sees it.
+ * gateway's default. The key's next create already sees it.
  */
 export async function updateKey({
   ctx,
   input,
 }: {
-  ctx: AppContext;
+  ctx: Pick<AppContext, 'db' | 'config'>;
   input: { keyId: string; patch: UpdateKeyRequest };
 }): Promise<ApiKeyResource> {
-  if (!isPossibleId(input.keyId)) throw keyNotFound();
+  if (!isPossibleId(input.keyId)) throw errors.keyNotFound();
   const { patch } = input;
-  const { rows } = await ctx.db.pool.query(
+  const { rowCount } = await ctx.db.pool.query(
     `UPDATE api_keys
         SET max_live_sessions = CASE WHEN $2 THEN $3::int ELSE max_live_sessions END,
             max_creates_per_minute = CASE WHEN $4 THEN $5::int ELSE max_creates_per_minute END,
             label = CASE WHEN $6 THEN $7::text ELSE label END
-      WHERE id = $1 RETURNING id`,
+      WHERE id = $1`,
     [
       input.keyId,
       patch.max_live_sessions !== undefined,
@@ -98,6 +90,6 @@ export async function updateKey({
       patch.label ?? null,
     ],
   );
-  if (rows.length === 0) throw keyNotFound();
+  if (rowCount === 0) throw errors.keyNotFound();
   return getKey({ ctx, input: { keyId: input.keyId } });
 }

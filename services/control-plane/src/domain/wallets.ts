@@ -1,5 +1,5 @@
 import type { Wallet } from '@s2s/contract';
-import { AppError, errors, isPossibleId } from '@s2s/core';
+import { errors, isPossibleId } from '@s2s/core';
 import type { AppContext } from '../context.js';
 
 interface WalletRow {
@@ -17,8 +17,6 @@ function toWallet(row: WalletRow): Wallet {
   };
 }
 
-const walletNotFound = () => new AppError('wallet_not_found', 'No wallet with this id exists.');
-
 /** The largest balance a JSON number carries exactly (decisions.md: balances are exact in every answer). */
 export const MAX_BALANCE_CENTS = Number.MAX_SAFE_INTEGER;
 
@@ -26,18 +24,26 @@ export const MAX_BALANCE_CENTS = Number.MAX_SAFE_INTEGER;
  * POST /admin/v1/wallets/{id}/credit: the ledger row and the balance move together in one statement; a credit
  * that would take the balance past MAX_BALANCE_CENTS changes nothing and answers 400.
  */
-export async function creditWallet({ ctx, input }: { ctx: AppContext; input: { walletId: string; amountCents: number } }): Promise<Wallet> {
-  if (!isPossibleId(input.walletId)) throw walletNotFound();
-  const rows = await ctx.db.prisma.$queryRaw<WalletRow[]>`
-    WITH w AS (
-      UPDATE wallets SET balance_cents = balance_cents + ${input.amountCents}::bigint, updated_at = now()
-       WHERE id = ${input.walletId} AND balance_cents + ${input.amountCents}::bigint <= ${MAX_BALANCE_CENTS}::bigint
-      RETURNING id, balance_cents, reserved_cents
-    ), l AS (
-      INSERT INTO ledger_entries (wallet_id, kind, amount_cents)
-      SELECT id, 'credit', ${input.amountCents}::bigint FROM w
-    )
-    SELECT id, balance_cents::float8 AS balance_cents, reserved_cents::float8 AS reserved_cents FROM w`;
+export async function creditWallet({
+  ctx,
+  input,
+}: {
+  ctx: Pick<AppContext, 'db'>;
+  input: { walletId: string; amountCents: number };
+}): Promise<Wallet> {
+  if (!isPossibleId(input.walletId)) throw errors.walletNotFound();
+  const { rows } = await ctx.db.pool.query<WalletRow>(
+    `WITH w AS (
+       UPDATE wallets SET balance_cents = balance_cents + $2::bigint, updated_at = now()
+        WHERE id = $1 AND balance_cents + $2::bigint <= $3::bigint
+       RETURNING id, balance_cents, reserved_cents
+     ), l AS (
+       INSERT INTO ledger_entries (wallet_id, kind, amount_cents)
+       SELECT id, 'credit', $2::bigint FROM w
+     )
+     SELECT id, balance_cents::float8 AS balance_cents, reserved_cents::float8 AS reserved_cents FROM w`,
+    [input.walletId, input.amountCents, MAX_BALANCE_CENTS],
+  );
   const row = rows[0];
   if (row) return toWallet(row);
   await getWallet({ ctx, input }); // 404 when there is no such wallet
@@ -45,12 +51,13 @@ export async function creditWallet({ ctx, input }: { ctx: AppContext; input: { w
 }
 
 /** GET /admin/v1/wallets/{id}. */
-export async function getWallet({ ctx, input }: { ctx: AppContext; input: { walletId: string } }): Promise<Wallet> {
-  if (!isPossibleId(input.walletId)) throw walletNotFound();
-  const rows = await ctx.db.prisma.$queryRaw<WalletRow[]>`
-    SELECT id, balance_cents::float8 AS balance_cents, reserved_cents::float8 AS reserved_cents
-      FROM wallets WHERE id = ${input.walletId}`;
+export async function getWallet({ ctx, input }: { ctx: Pick<AppContext, 'db'>; input: { walletId: string } }): Promise<Wallet> {
+  if (!isPossibleId(input.walletId)) throw errors.walletNotFound();
+  const { rows } = await ctx.db.pool.query<WalletRow>(
+    'SELECT id, balance_cents::float8 AS balance_cents, reserved_cents::float8 AS reserved_cents FROM wallets WHERE id = $1',
+    [input.walletId],
+  );
   const row = rows[0];
-  if (!row) throw walletNotFound();
+  if (!row) throw errors.walletNotFound();
   return toWallet(row);
 }

@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import { errorTypeForStatus, type ErrorResponse } from '@s2s/contract';
 import { AppError, errors } from '@s2s/core';
 import type { Logger } from '@s2s/telemetry';
-import { newRequestId } from './request-context.js';
+import { httpStatus, newRequestId } from '@s2s/http-errors';
 
 /** What Node's parser refused, as the error model says it (docs/architecture.md "Odd HTTP input"). */
 function refusal(code: string | undefined): AppError {
@@ -18,7 +18,7 @@ function refusal(code: string | undefined): AppError {
 
 /** Writes a whole ErrorResponse on a raw socket and closes it; the parser's state rules out anything more. */
 function writeRefusal(socket: Duplex, err: AppError, requestId: string): void {
-  const status = err.status;
+  const status = httpStatus(err.code);
   const response: ErrorResponse = {
     error: { type: errorTypeForStatus(status), code: err.code, message: err.message, request_id: requestId },
   };
@@ -60,7 +60,7 @@ export function answerParserRefusals(server: Server, logger: Logger): void {
     }
     const requestId = newRequestId();
     const appError = refusal(err.code);
-    logger.info({ request_id: requestId, parser_code: err.code, status: appError.status }, 'request refused by the HTTP parser');
+    logger.info({ request_id: requestId, parser_code: err.code, status: httpStatus(appError.code) }, 'request refused by the HTTP parser');
     const answer = () => {
       if (socket.writable) writeRefusal(socket, appError, requestId);
       else socket.destroy();
