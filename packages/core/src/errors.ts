@@ -48,8 +48,7 @@ export const errors = {
   insufficientBalance: () => new AppError('insufficient_wallet_balance', 'The wallet cannot cover the preauthorization of this session.'),
   idempotencyConflict: () => new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.'),
   /** A per-key limit (decisions.md, "Limits"): the message names it, Retry-After says when to try again. */
-  rateLimitExceeded: (message: string, retryAfterSeconds: number) =>
-    new AppError('rate_limit_exceeded', message, { retryAfterSeconds }),
+  rateLimitExceeded: (message: string, retryAfterSeconds: number) => new AppError('rate_limit_exceeded', message, { retryAfterSeconds }),
   sessionTerminationFailed: () =>
     new AppError(
       'session_termination_failed',

@@ -47,7 +47,9 @@ function checkAnswer(res: RawResponse, method: string, what: string): string | n
 function rawHttp(method: string, path: string, headers: [string, string][], body: string | undefined): Buffer {
   const lines = [`${method} ${path} HTTP/1.1`, 'Host: fuzz.test', 'Connection: close'];
   for (const [name, value] of headers) lines.push(`${name}: ${value}`);
-  const payload = body === undefined ? Buffer.alloc(0) : Buffer.from(body, 'utf8');
+  // A chunked request without a body still ends (a last chunk), so the server can answer it.
+  const chunked = headers.some(([n, v]) => n.toLowerCase() === 'transfer-encoding' && v === 'chunked');
+  const payload = body === undefined ? Buffer.from(chunked ? '0\r\n\r\n' : '', 'latin1') : Buffer.from(body, 'utf8');
   if (body !== undefined) lines.push(`Content-Length: ${payload.length}`);
   return Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), payload]);
 }

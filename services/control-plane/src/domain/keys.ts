@@ -7,7 +7,13 @@ import type { AppContext } from '../context.js';
  * POST /admin/v1/keys: a wallet funded with `balance_cents` (one `credit` ledger row when > 0) and a key
  * on it. Only the key's hash is stored; the secret exists in this answer and nowhere else.
  */
-export async function createKey({ ctx, input }: { ctx: Pick<AppContext, 'db' | 'config'>; input: CreateKeyRequest }): Promise<CreateKeyResponse> {
+export async function createKey({
+  ctx,
+  input,
+}: {
+  ctx: Pick<AppContext, 'db' | 'config'>;
+  input: CreateKeyRequest;
+}): Promise<CreateKeyResponse> {
   const issued = issueApiKey();
   const keyId = newId('key');
   const walletId = newId('wal');
@@ -22,7 +28,15 @@ export async function createKey({ ctx, input }: { ctx: Pick<AppContext, 'db' | '
     await tx.query(
       `INSERT INTO api_keys (id, secret_hash, prefix, label, wallet_id, max_live_sessions, max_creates_per_minute)
        VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [keyId, issued.hash, issued.displayPrefix, input.label ?? null, walletId, input.max_live_sessions ?? null, input.max_creates_per_minute ?? null],
+      [
+        keyId,
+        issued.hash,
+        issued.displayPrefix,
+        input.label ?? null,
+        walletId,
+        input.max_live_sessions ?? null,
+        input.max_creates_per_minute ?? null,
+      ],
     );
   });
   const { keyLimits } = ctx.config;
@@ -45,7 +59,13 @@ export async function revokeKey({ ctx, input }: { ctx: Pick<AppContext, 'db'>; i
 }
 
 /** GET /admin/v1/keys/{id}: the key as the operator sees it, with the limits in effect and its live sessions. */
-export async function getKey({ ctx, input }: { ctx: Pick<AppContext, 'db' | 'config'>; input: { keyId: string } }): Promise<ApiKeyResource> {
+export async function getKey({
+  ctx,
+  input,
+}: {
+  ctx: Pick<AppContext, 'db' | 'config'>;
+  input: { keyId: string };
+}): Promise<ApiKeyResource> {
   if (!isPossibleId(input.keyId)) throw errors.keyNotFound();
   const { keyLimits } = ctx.config;
   const { rows } = await ctx.db.pool.query<ApiKeyResource>(
