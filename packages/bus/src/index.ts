@@ -195,3 +195,19 @@ export async function ensureDurableConsumer(
   }
   return jsm.consumers.update(stream, name, updatable);
 }
+
+export {
+  createWorker,
+  type Decoded,
+  type Handlers,
+  type Item,
+  type KindHandler,
+  type MessageSource,
+  type Worker,
+  type WorkerLog,
+  type WorkerMsg,
+  type WorkerOptions,
+  type WorkerStats,
+} from './worker.js';
+export { ACK, isLastDelivery, isRetryableError, retryDelayMs, verdictFor, type Outcome, type RetryPolicy, type Verdict } from './verdict.js';
+export { deadLetterTo, pullSource } from './jetstream-worker.js';

@@ -6,8 +6,8 @@ export interface Sql {
 }
 
 /** Runs `fn` in one transaction on one pooled connection; rolls back on any error. */
-export async function inTransaction<T>(pool: DbHandle['pool'], fn: (sql: Sql) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+export async function withTransaction<T>(ctx: { db: DbHandle }, fn: (sql: Sql) => Promise<T>): Promise<T> {
+  const client = await ctx.db.pool.connect();
   let broken: Error | undefined;
   // A checked-out client whose connection dies between queries emits 'error'; unheard, it would crash
   // the process. Remember it instead: the pending query fails and the client is released as broken.

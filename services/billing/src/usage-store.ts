@@ -1,6 +1,6 @@
 import type { UsageCheckpoint } from '@s2s/contract';
 import type { DbHandle } from '@s2s/db';
-import { inTransaction, type Sql } from './sql.js';
+import { withTransaction, type Sql } from './sql.js';
 
 export interface StoredCheckpoints {
   /** Sessions that do not exist: their checkpoints are acknowledged and logged. */
@@ -46,7 +46,7 @@ export async function storeCheckpoints({
   if (newest.length === 0) return result;
   const sessionIds = [...new Set(newest.map((c) => c.session_id))].sort();
 
-  return inTransaction(ctx.db.pool, async (sql) => {
+  return withTransaction(ctx, async (sql) => {
     // NO KEY UPDATE (not SHARE): two replicas folding one session would otherwise both hold a shared lock
     // and deadlock upgrading it for last_activity_at; settlement's FOR UPDATE waits for this transaction.
     const locked = await sql.query<SessionLockRow>(

@@ -96,9 +96,17 @@ export async function startConsumer(h: Harness, config: BillingConfig): Promise<
   return { consumer, bus, db };
 }
 
-/** `node --import tsx services/billing/src/main.ts` as a real child process. */
-export function spawnBilling(h: Harness, env: Record<string, string> = {}): ChildProcess & { exited: Promise<number | null> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'services/billing/src/main.ts'], {
+/**
+ * `node --import tsx services/billing/src/main.ts` as a real child process; with `fault`, the test entry
+ * point `test/fault-main.ts`, the same process with that crash point injected.
+ */
+export function spawnBilling(
+  h: Harness,
+  env: Record<string, string> = {},
+  fault?: 'exit_after_commit' | 'exit_after_settle',
+): ChildProcess & { exited: Promise<number | null> } {
+  const entry = fault ? ['services/billing/test/fault-main.ts', fault] : ['services/billing/src/main.ts'];
+  const child = spawn(process.execPath, ['--import', 'tsx', ...entry], {
     cwd: repoRoot,
     env: { ...process.env, ...testEnv(h), ...env },
     stdio: ['ignore', 'ignore', process.env.TEST_LOG_LEVEL ? 'inherit' : 'ignore'],
