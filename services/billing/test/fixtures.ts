@@ -20,7 +20,7 @@ import { createDb, type DbHandle } from '@s2s/db';
 import { checkLedgerInvariants, createTestDatabase } from '@s2s/db/testing';
 import { createLogger, type Logger } from '@s2s/telemetry';
 import { loadConfig, type BillingConfig } from '../src/config.js';
-import { createBillingConsumer, type BillingConsumer } from '../src/consumer.js';
+import { createBillingConsumer, type BillingConsumer, type BillingDeps } from '../src/consumer.js';
 
 export const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -83,10 +83,14 @@ export function testEnv(h: Pick<Harness, 'url' | 'prefix'>): Record<string, stri
 }
 
 /** An in-process consumer with its own bus connection and pool, stopped at teardown. */
-export async function startConsumer(h: Harness, config: BillingConfig): Promise<{ consumer: BillingConsumer; bus: Bus; db: DbHandle }> {
+export async function startConsumer(
+  h: Harness,
+  config: BillingConfig,
+  extra: Pick<BillingDeps, 'store' | 'busLink' | 'faults'> = {},
+): Promise<{ consumer: BillingConsumer; bus: Bus; db: DbHandle }> {
   const bus = await connectBus({ url: NATS_URL, prefix: h.prefix, name: 'billing-under-test' });
   const db = createDb(h.url, { max: 4 });
-  const consumer = createBillingConsumer({ db, bus, config, logger: h.logger });
+  const consumer = createBillingConsumer({ db, bus, config, logger: h.logger, ...extra });
   h.defer(async () => {
     await consumer.stop();
     await bus.close();
