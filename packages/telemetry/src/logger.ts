@@ -35,7 +35,7 @@ const REDACT_PATHS = [
 /**
  * JSON logger with a `service` field, the active trace/span id, and two layers of redaction: known
  * secret field names (pino `redact`), then credential-shaped strings anywhere a few levels deep
- * (`Bearer ...`, `vr_sk_...`, provider keys, secret query parameters).
+ * (`Bearer ...`, `vr_sk_...`, `ek_...`, provider keys, secret query parameters), glued to a word or not.
  */
 export function createLogger(opts: LoggerOptions): Logger {
   return pino(

@@ -1,29 +1,29 @@
 import { hostname } from 'node:os';
-import { context, propagation, trace } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { context, metrics, propagation, trace } from '@opentelemetry/api';
 import { ExpressInstrumentation } from '@opentelemetry/instrumentation-express';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
-import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
-import { NodeSDK, core } from '@opentelemetry/sdk-node';
+import { defaultResource, envDetector, processDetector, resourceFromAttributes } from '@opentelemetry/resources';
+import { NodeSDK } from '@opentelemetry/sdk-node';
 import type { NodeSDKConfiguration } from '@opentelemetry/sdk-node';
+// The SDK's own readers of the standard variables (exporter list, OTLP protocol, endpoint, headers,
+// timeouts, batch and export intervals). NodeSDK uses them only when it builds every processor itself,
+// which would leave no place for the redacting processor in front of the exporters.
 import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  TraceIdRatioBasedSampler,
-  type Sampler,
-  type SpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
+  getOtlpMetricExporterFromEnv,
+  getPeriodicExportingMetricReaderFromEnv,
+  getSpanProcessorsFromEnv,
+} from '@opentelemetry/sdk-node/build/src/utils.js';
+import { AlwaysOffSampler, ParentBasedSampler, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import { disabledMetrics, meterName, metricsFrom, prometheusReader, type Metrics } from './metrics.js';
 import { SENSITIVE_QUERY_PARAMS } from './redact.js';
 import { RedactingSpanProcessor } from './span-processor.js';
 
 export type InstrumentationName = 'http' | 'express' | 'pg';
 
 export interface TelemetryOptions {
-  /** `service.name` of every span, e.g. `control-plane`. */
+  /** `service.name` of every span and metric, e.g. `control-plane` (OTEL_SERVICE_NAME overrides it). */
   serviceName: string;
   /** Where the OTEL_* variables are read from; defaults to `process.env`. */
   env?: Record<string, string | undefined>;
@@ -34,7 +34,9 @@ export interface TelemetryOptions {
 }
 
 export interface Telemetry {
-  /** Flushes pending spans, then unregisters everything so `startTelemetry` may run again. */
+  /** The service's meter and its Prometheus scrape handler (mount it as `GET /metrics`). */
+  readonly metrics: Metrics;
+  /** Flushes pending spans and metrics, then unregisters everything so `startTelemetry` may run again. */
   shutdown(): Promise<void>;
 }
 
@@ -43,54 +45,62 @@ type Instrumentation = NonNullable<NodeSDKConfiguration['instrumentations']>[num
 };
 
 /** Paths the probes and scrapers hit many times a minute: never traced. */
-const UNTRACED_PATHS = new Set(['/healthz', '/readyz']);
+const UNTRACED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 let running = false;
 
 /**
- * Starts tracing for this process: first thing in `main.ts`, before building the app or opening servers
- * (start-up flags: `register.ts`). Spans always carry real trace ids; they are exported over OTLP/HTTP only
- * when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set. OTEL_SDK_DISABLED=true turns it all off.
+ * Starts tracing and metrics for this process: first thing in `main.ts`, before building the app or opening
+ * servers (start-up flags: `register.ts`). The standard OTEL_* variables are read by the OpenTelemetry SDK
+ * (OTEL_EXPORTER_OTLP_PROTOCOL, _HEADERS, OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER, OTEL_PROPAGATORS, …)
+ * with one deviation: a signal is exported only when an OTLP endpoint (generic or per signal) or its
+ * OTEL_*_EXPORTER is set, never to the SDK's default localhost. Spans always carry real trace ids; with no
+ * trace exporter they are not recorded. Metrics are always served for Prometheus scrapes through
+ * `metrics.handler`. OTEL_SDK_DISABLED=true turns it all off.
  */
 export function startTelemetry(opts: TelemetryOptions): Telemetry {
   const env = opts.env ?? process.env;
-  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return { shutdown: async () => {} };
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') {
+    return { metrics: disabledMetrics(), shutdown: async () => {} };
+  }
   if (running) throw new Error('startTelemetry: telemetry is already running in this process');
 
-  const downstream: SpanProcessor[] = [];
-  const exporter = otlpExporter(env);
-  if (exporter) downstream.push(new BatchSpanProcessor(exporter));
-  if (opts.spanProcessor) downstream.push(opts.spanProcessor);
-
   const instrumentations = buildInstrumentations(opts.instrumentations ?? ['http', 'express', 'pg']);
-  // Everything is passed explicitly: NodeSDK would otherwise read process.env and, by default, start OTLP
-  // metric and log exporters towards localhost. The redacting processor is always there, so a tracer
-  // provider is always registered and spans carry ids even when nothing is exported.
-  const sdk = new NodeSDK({
-    resource: defaultResource().merge(
-      resourceFromAttributes({
-        ...parseKeyValues(env.OTEL_RESOURCE_ATTRIBUTES),
-        // In Kubernetes the hostname is the pod name: which relay held a socket is visible per span.
-        'host.name': hostname(),
-        'service.instance.id': `${hostname()}-${process.pid}`,
-        [ATTR_SERVICE_NAME]: opts.serviceName,
-      }),
-    ),
-    autoDetectResources: false,
-    sampler: new ParentBasedSampler({ root: rootSampler(env, downstream.length > 0) }),
-    spanProcessors: [new RedactingSpanProcessor(downstream)],
-    metricReaders: [],
-    logRecordProcessors: [],
-    textMapPropagator: new core.CompositePropagator({
-      propagators: [new core.W3CTraceContextPropagator(), new core.W3CBaggagePropagator()],
-    }),
-    instrumentations,
+  const scrapes = prometheusReader();
+  const sdk = withOtelEnv(env, () => {
+    const downstream: SpanProcessor[] = signalExported(env, 'TRACES') ? getSpanProcessorsFromEnv(undefined) : [];
+    if (opts.spanProcessor) downstream.push(opts.spanProcessor);
+    const metricReaders = [scrapes, ...(signalExported(env, 'METRICS') ? [otlpMetricReader()] : [])];
+    // The redacting processor is always there, so a tracer provider is always registered and spans carry
+    // ids even when nothing is exported. Logs stay with pino: no log record processor.
+    const sdk = new NodeSDK({
+      // Defaults under the detected resource (OTEL_RESOURCE_ATTRIBUTES, process), which wins.
+      resource: defaultResource().merge(
+        resourceFromAttributes({
+          [ATTR_SERVICE_NAME]: opts.serviceName,
+          // In Kubernetes the hostname is the pod name: which relay held a socket is visible per span.
+          'host.name': hostname(),
+          'service.instance.id': `${hostname()}-${process.pid}`,
+        }),
+      ),
+      // Synchronous detectors only unless OTEL_NODE_RESOURCE_DETECTORS says otherwise: the host detector's
+      // asynchronous host.id would hold every span export until it resolves.
+      ...(env.OTEL_NODE_RESOURCE_DETECTORS ? {} : { resourceDetectors: [envDetector, processDetector] }),
+      ...(downstream.length > 0 ? {} : { sampler: new ParentBasedSampler({ root: new AlwaysOffSampler() }) }),
+      spanProcessors: [new RedactingSpanProcessor(downstream)],
+      metricReaders,
+      logRecordProcessors: [],
+      instrumentations,
+    });
+    sdk.start();
+    return sdk;
   });
-  sdk.start();
   running = true;
+  const serviceMetrics = metricsFrom(scrapes, metrics.getMeterProvider().getMeter(meterName(opts.serviceName)));
 
   let stopped: Promise<void> | undefined;
   return {
+    metrics: serviceMetrics,
     shutdown() {
       stopped ??= (async () => {
         try {
@@ -98,6 +108,7 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
         } finally {
           for (const i of instrumentations) i.disable();
           trace.disable();
+          metrics.disable();
           propagation.disable();
           context.disable();
           running = false;
@@ -110,16 +121,43 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
 
 /**
  * With nothing to export, spans are not recorded at all: they still get real trace ids and propagate, but
- * cost almost nothing (recording every span was most of the control plane's CPU per request). With an
- * exporter, OTEL_TRACES_SAMPLER=(parentbased_)traceidratio and OTEL_TRACES_SAMPLER_ARG sample a ratio.
+ * cost almost nothing (recording every span was most of the control plane's CPU per request). So a signal
+ * is exported when its exporter list names one (`none` first turns it off) or an OTLP endpoint is set.
  */
-function rootSampler(env: Record<string, string | undefined>, recording: boolean): Sampler {
-  if (!recording) return new AlwaysOffSampler();
-  const ratio = Number(env.OTEL_TRACES_SAMPLER_ARG);
-  if (env.OTEL_TRACES_SAMPLER?.endsWith('traceidratio') && ratio >= 0 && ratio <= 1) {
-    return new TraceIdRatioBasedSampler(ratio);
+function signalExported(env: Record<string, string | undefined>, signal: 'TRACES' | 'METRICS'): boolean {
+  const exporters = (env[`OTEL_${signal}_EXPORTER`] ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '' && e !== 'null');
+  // Prometheus is always served by the service itself; the one metrics push exporter is otlp.
+  if (exporters.length > 0) return signal === 'METRICS' ? exporters.includes('otlp') : exporters[0] !== 'none';
+  return Boolean(env[`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`]?.trim() || env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim());
+}
+
+/** OTLP metrics (protocol, endpoint, headers, OTEL_METRIC_EXPORT_INTERVAL) exactly as the SDK reads them. */
+function otlpMetricReader() {
+  return getPeriodicExportingMetricReaderFromEnv(getOtlpMetricExporterFromEnv());
+}
+
+/**
+ * The SDK reads its variables from process.env while its components are built (synchronously, in the
+ * constructors and `start()`); an explicit `env` is put in place of the process's OTEL_* ones for that time.
+ */
+function withOtelEnv<T>(env: Record<string, string | undefined>, build: () => T): T {
+  if (env === process.env) return build();
+  const isOtel = (k: string) => k.startsWith('OTEL_');
+  const saved = Object.fromEntries(Object.entries(process.env).filter(([k]) => isOtel(k)));
+  const clear = () => {
+    for (const k of Object.keys(process.env)) if (isOtel(k)) delete process.env[k];
+  };
+  clear();
+  for (const [k, v] of Object.entries(env)) if (isOtel(k) && v !== undefined) process.env[k] = v;
+  try {
+    return build();
+  } finally {
+    clear();
+    Object.assign(process.env, saved);
   }
-  return new AlwaysOnSampler();
 }
 
 function buildInstrumentations(names: readonly InstrumentationName[]): Instrumentation[] {
@@ -146,34 +184,4 @@ function buildInstrumentations(names: readonly InstrumentationName[]): Instrumen
     );
   }
   return out;
-}
-
-function otlpExporter(env: Record<string, string | undefined>): OTLPTraceExporter | undefined {
-  const tracesUrl = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
-  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
-  // Per the OTLP spec the signal path is appended to the generic endpoint, never to the per-signal one.
-  const url = tracesUrl || (base ? `${base.replace(/\/+$/, '')}/v1/traces` : undefined);
-  if (!url) return undefined;
-  return new OTLPTraceExporter({
-    url,
-    headers: parseKeyValues(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS),
-  });
-}
-
-/** `k1=v1,k2=v2` (values URL-encoded): the format of OTEL_EXPORTER_OTLP_HEADERS and OTEL_RESOURCE_ATTRIBUTES. */
-function parseKeyValues(raw: string | undefined): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const pair of (raw ?? '').split(',')) {
-    const eq = pair.indexOf('=');
-    if (eq <= 0) continue;
-    const key = pair.slice(0, eq).trim();
-    if (!key) continue;
-    const value = pair.slice(eq + 1).trim();
-    try {
-      headers[key] = decodeURIComponent(value);
-    } catch {
-      headers[key] = value;
-    }
-  }
-  return headers;
 }

@@ -6,7 +6,7 @@ import { isSensitiveName, redactString } from './redact.js';
  * Scrubs every span before the wrapped processors see it, so no exporter can record a key, token or audio:
  * - drops string / array attributes whose name mentions authorization, cookie, api_key, token, secret or
  *   audio (numbers survive, so `s2s.audio_in_ms` or `gen_ai.usage.input_tokens` counts are kept);
- * - removes bearer tokens, `vr_sk_` keys, provider keys and secret query parameter values from every
+ * - removes bearer tokens, `vr_sk_` keys, `ek_` client secrets, provider keys and secret query parameter values from every
  *   remaining string: span name, attributes, event and link attributes, status message.
  */
 export class RedactingSpanProcessor implements SpanProcessor {

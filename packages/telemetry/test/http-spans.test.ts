@@ -129,6 +129,40 @@ t.test('hand-made attributes are scrubbed before any processor sees them', async
   for (const secret of [SECRET, QUERY_SECRET, 'sk-proj-abc', 'AAAAAAAAAAAA', 'AIzaSy']) t.notMatch(all, secret);
 });
 
+t.test('a key glued into a path is removed from the server span (url.path, url.full, name)', async (t) => {
+  exporter.reset();
+  const server = await listen((_req, res) => res.end('ok'));
+  t.teardown(server.close);
+  const ek = 'ek_0123456789abcdefghijABCDEFGHIJ012345';
+  await get(`${server.url}/v1/voice/sessions/vs_x_${SECRET}?note=x_${ek}`, {});
+  const serverSpan = exporter.getFinishedSpans().find((s) => s.kind === 1);
+  t.ok(serverSpan, 'server span recorded');
+  t.equal(serverSpan?.attributes['url.path'], '/v1/voice/sessions/vs_x_vr_sk_[REDACTED]');
+  t.equal(serverSpan?.attributes['url.query'], 'note=x_ek_[REDACTED]');
+  const all = everything();
+  t.notMatch(all, SECRET);
+  t.notMatch(all, 'abcdefghijklmnopqrstuvwxyz0123456789');
+  t.notMatch(all, ek);
+});
+
+t.test('hand-made spans: glued keys and client secrets in names, attributes and events', async (t) => {
+  exporter.reset();
+  const ek = 'ek_0123456789abcdefghijABCDEFGHIJ012345';
+  trace.getTracer('test').startActiveSpan(`GET /v1/voice/sessions/vs_x_${SECRET}`, (span) => {
+    span.setAttributes({ 'url.path': `/v1/voice/sessions/vs_x_${SECRET}`, 'ws.protocol': `svc-realtime-v1.auth.${ek}` });
+    span.addEvent('refused', { detail: `offered x_${ek}` });
+    span.end();
+  });
+  const [span] = exporter.getFinishedSpans();
+  t.equal(span?.name, 'GET /v1/voice/sessions/vs_x_vr_sk_[REDACTED]');
+  t.equal(span?.attributes['url.path'], '/v1/voice/sessions/vs_x_vr_sk_[REDACTED]');
+  t.equal(span?.attributes['ws.protocol'], 'svc-realtime-v1.auth.ek_[REDACTED]');
+  t.same(span?.events[0]?.attributes, { detail: 'offered x_ek_[REDACTED]' });
+  const all = everything();
+  t.notMatch(all, SECRET);
+  t.notMatch(all, ek);
+});
+
 t.test('spans carry real trace ids even with no exporter configured', async (t) => {
   await trace.getTracer('test').startActiveSpan('op', async (span) => {
     t.ok(trace.isSpanContextValid(span.spanContext()));

@@ -101,3 +101,19 @@ t.test('errors keep message, code and stack, and nothing else', async (t) => {
   t.notOk('config' in line.err, 'arbitrary error properties are dropped');
   t.notMatch(out.raw(), SECRET);
 });
+
+t.test('a key glued to a word character is redacted in messages and fields', async (t) => {
+  const out = capture();
+  const log = createLogger({ service: 'control-plane', destination: out.stream });
+  const ek = 'ek_0123456789abcdefghijABCDEFGHIJ012345';
+  log.info({ url: { path: `/v1/voice/sessions/vs_x_${SECRET}` }, protocol: `svc-realtime-v1.auth.${ek}` }, 'request');
+  log.warn(`not found: /v1/voice/sessions/vs_x_${SECRET}?x=1_${ek}`);
+  const raw = out.raw();
+  t.notMatch(raw, SECRET);
+  t.notMatch(raw, 'abcdefghijklmnopqrstuvwxyz0123456789');
+  t.notMatch(raw, ek);
+  const [fields, message] = out.lines();
+  t.same(fields?.url, { path: '/v1/voice/sessions/vs_x_vr_sk_[REDACTED]' });
+  t.equal(fields?.protocol, 'svc-realtime-v1.auth.ek_[REDACTED]');
+  t.equal(message?.msg, 'not found: /v1/voice/sessions/vs_x_vr_sk_[REDACTED]?x=1_ek_[REDACTED]');
+});

@@ -20,3 +20,29 @@ t.test('ordinary text is left alone', async (t) => {
     t.equal(redactString(s), s);
   }
 });
+
+t.test('a key glued after a word character is still removed, in a path, a query or a message', async (t) => {
+  const key = 'vr_sk_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789';
+  const ek = 'ek_0123456789abcdefghijABCDEFGHIJ012345';
+  const cases: [string, string][] = [
+    [`/v1/voice/sessions/vs_x_${key}`, '/v1/voice/sessions/vs_x_vr_sk_[REDACTED]'],
+    [`/v1/voice/sessions/vs_x_${key}/end`, '/v1/voice/sessions/vs_x_vr_sk_[REDACTED]/end'],
+    [`/v1/voice/sessions/${key}`, '/v1/voice/sessions/vr_sk_[REDACTED]'],
+    [`session vs_1${key} gone`, 'session vs_1vr_sk_[REDACTED] gone'],
+    [`/v1/realtime?session_id=vs_1&note=x_${key}`, '/v1/realtime?session_id=vs_1&note=x_vr_sk_[REDACTED]'],
+    [`subprotocol openai-insecure-api-key.${ek}`, 'subprotocol openai-insecure-api-key.ek_[REDACTED]'],
+    [`svc-realtime-v1.auth.${ek}`, 'svc-realtime-v1.auth.ek_[REDACTED]'],
+    [`/v1/realtime/x_${ek}`, '/v1/realtime/x_ek_[REDACTED]'],
+    [`upstream key sk-proj-0123456789abcdefghij`, 'upstream key sk-[REDACTED]'],
+    [`header x_sk-proj-0123456789abcdefghij`, 'header x_sk-[REDACTED]'],
+    [`key_AIzaSyA1234567890abcdefghijklmnopqrstuv`, 'key_[REDACTED]'],
+    ['api_key=abc&session_id=vs_1', 'api_key=[REDACTED]&session_id=vs_1'],
+  ];
+  for (const [input, expected] of cases) t.equal(redactString(input), expected, input);
+});
+
+t.test('ids and short look-alikes are not keys', async (t) => {
+  for (const s of ['vs_abcdefghijklmnopqrstuvwx', 'key_abcdefghijklmnopqrstuvwx', 'week_1 report', 'ek_short', 'session_id=vs_1']) {
+    t.equal(redactString(s), s);
+  }
+});

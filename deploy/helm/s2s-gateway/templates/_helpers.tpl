@@ -69,13 +69,67 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- end -}}
 
-{{/* Command of a service process: tsx for TypeScript, then the OpenTelemetry ESM loader hook. */}}
+{{/* Command of a service process (compiled JavaScript, run from /app/services/<name>); the --import
+registers the OpenTelemetry ESM loader hook before main.js and its static imports load. */}}
 {{- define "s2s.serviceCommand" -}}
-command: ["node", "--import", "tsx", "--import", "@s2s/telemetry/register", "src/main.ts"]
+command: ["node", "--import", "@s2s/telemetry/register", "dist/main.js"]
 {{- end -}}
 
-{{/* Environment every component shares. */}}
+{{/* OpenTelemetry environment of one component, with its Kubernetes resource attributes from the
+downward API (dependent variables must come after the ones they reference); call with the ctx dict. */}}
+{{- define "s2s.otelEnv" -}}
+{{- $o := .root.Values.otel -}}
+- name: K8S_POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: K8S_POD_UID
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.uid
+- name: K8S_NAMESPACE_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: K8S_NODE_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: spec.nodeName
+{{- $attrs := list "k8s.pod.name=$(K8S_POD_NAME)" "k8s.pod.uid=$(K8S_POD_UID)" "k8s.namespace.name=$(K8S_NAMESPACE_NAME)" "k8s.node.name=$(K8S_NODE_NAME)" }}
+{{- $attrs = append $attrs (printf "k8s.deployment.name=%s" (include "s2s.componentName" .)) }}
+{{- $attrs = append $attrs (printf "k8s.container.name=%s" .component) }}
+{{- $attrs = append $attrs (printf "service.namespace=%s" (include "s2s.name" .root)) }}
+{{- $attrs = append $attrs (printf "service.version=%s" (default .root.Chart.AppVersion .root.Values.image.tag)) }}
+{{- range $k, $v := $o.resourceAttributes }}
+{{- /* Values are percent-encoded (the SDK decodes them); urlquery writes a space as "+". */}}
+{{- $attrs = append $attrs (printf "%s=%s" $k (urlquery (toString $v) | replace "+" "%20")) }}
+{{- end }}
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: {{ join "," $attrs | quote }}
+- name: OTEL_METRICS_EXPORTER
+  value: {{ $o.metricsExporter | quote }}
+{{- with $o.endpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ . | quote }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: {{ $o.protocol | quote }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ $o.tracesSampler | quote }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ $o.tracesSamplerArg | quote }}
+{{- end }}
+{{- if $o.headersSecret.name }}
+- name: OTEL_EXPORTER_OTLP_HEADERS
+  valueFrom:
+    secretKeyRef:
+      name: {{ $o.headersSecret.name }}
+      key: {{ required "otel.headersSecret.key is required with otel.headersSecret.name" $o.headersSecret.key }}
+{{- end }}
+{{- end -}}
+
+{{/* Environment every service shares; call with the ctx dict (dict "root" $ "component" "relay"). */}}
 {{- define "s2s.commonEnv" -}}
+{{- with .root -}}
 - name: NODE_ENV
   value: {{ .Values.config.nodeEnv | quote }}
 - name: HOST
@@ -97,11 +151,9 @@ command: ["node", "--import", "tsx", "--import", "@s2s/telemetry/register", "src
   value: {{ .Values.config.sessionMaxSeconds | quote }}
 - name: SESSION_PREAUTH_MINUTES
   value: {{ .Values.config.sessionPreauthMinutes | quote }}
-{{- with .Values.config.otlpEndpoint }}
-- name: OTEL_EXPORTER_OTLP_ENDPOINT
-  value: {{ . | quote }}
 {{- end }}
-{{- with .Values.config.extraEnv }}
+{{ include "s2s.otelEnv" . }}
+{{- with .root.Values.config.extraEnv }}
 {{ toYaml . }}
 {{- end }}
 {{- end -}}
@@ -114,12 +166,25 @@ command: ["node", "--import", "tsx", "--import", "@s2s/telemetry/register", "src
 {{- end }}
 {{- end -}}
 
-{{/* Checksum of the chart-made Secret, so pods restart when it changes. */}}
+{{/* Pod annotations: the Secret's checksum, so pods roll when it changes (for an existing Secret, its
+data as found at install/upgrade time), Prometheus scrape hints, and the component's own. Call with
+(dict "root" $ "values" .Values.relay "port" 8081 "secret" true). */}}
 {{- define "s2s.podAnnotations" -}}
-{{- if not .root.Values.secrets.existingSecret }}
-checksum/secret: {{ include (print .root.Template.BasePath "/secret.yaml") .root | sha256sum }}
+{{- $root := .root -}}
+{{- if .secret }}
+{{- if $root.Values.secrets.existingSecret }}
+{{- $found := lookup "v1" "Secret" $root.Release.Namespace $root.Values.secrets.existingSecret }}
+checksum/secret: {{ dig "data" (dict) ($found | default (dict)) | toJson | sha256sum }}
+{{- else }}
+checksum/secret: {{ include (print $root.Template.BasePath "/secret.yaml") $root | sha256sum }}
 {{- end }}
-{{- with .extra }}
+{{- end }}
+{{- if $root.Values.metrics.podAnnotations }}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ .port | quote }}
+prometheus.io/path: /metrics
+{{- end }}
+{{- with .values.podAnnotations }}
 {{ toYaml . }}
 {{- end }}
 {{- end -}}
@@ -164,8 +229,8 @@ volumeMounts:
     mountPath: /tmp
 {{- end -}}
 
-{{/* liveness /healthz, readiness /readyz (or readinessPath), and a startup probe for the tsx compile
-at boot; call with (dict "readinessPath" "/healthz") or an empty dict. */}}
+{{/* liveness /healthz, readiness /readyz (or readinessPath), and a startup probe covering start-up
+(database and bus connections); call with (dict "readinessPath" "/healthz") or an empty dict. */}}
 {{- define "s2s.httpProbes" -}}
 startupProbe:
   httpGet:
@@ -233,4 +298,18 @@ spec:
           value: 1
           periodSeconds: 120
   {{- end }}
+{{- end -}}
+
+{{/* Egress every pod keeps when networkPolicy.egress restricts it: DNS, and the release's own pods. */}}
+{{- define "s2s.baseEgress" -}}
+- ports:
+    - port: 53
+      protocol: UDP
+    - port: 53
+      protocol: TCP
+- to:
+    - podSelector:
+        matchLabels:
+          app.kubernetes.io/instance: {{ .Release.Name }}
+          app.kubernetes.io/name: {{ include "s2s.name" . }}
 {{- end -}}

