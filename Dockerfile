@@ -1,31 +1,39 @@
-# One image for every process of the gateway; the service is chosen by the working directory and
-# command (see docker-compose.yml and deploy/helm). Processes run TypeScript through tsx, as in dev.
-FROM node:20-bookworm-slim
+# One image for every process of the gateway; the service is chosen by the working directory
+# (/app/services/<name>) and runs as `node --import @s2s/telemetry/register dist/main.js`: compiled
+# JavaScript, production dependencies only (see docker-compose.yml and deploy/helm).
+# Node 24: the Active LTS line (supported to April 2028); Node 22 leaves maintenance in April 2027 and
+# Node 20 is past its end of life. tests/e2e/compiled-entrypoints.test.ts runs on both 20 and 24.
+ARG NODE_IMAGE=node:24-bookworm-slim
 
+# ---- build: the whole workspace with its dev tools, compiled, then the production tree assembled ----
+FROM ${NODE_IMAGE} AS build
 ENV PNPM_VERSION=10.34.9 \
     CI=true \
     NPM_CONFIG_UPDATE_NOTIFIER=false
 RUN npm install -g "pnpm@${PNPM_VERSION}" && npm cache clean --force
+WORKDIR /src
 
-WORKDIR /app
-
-# Dependencies first, keyed on the lockfile only, so a source change does not refetch packages.
+# Packages first, keyed on the lockfile only, so a source change does not refetch them.
 COPY pnpm-lock.yaml pnpm-workspace.yaml ./
 RUN pnpm fetch
 
 COPY . .
-# NODE_ENV stays unset here: with NODE_ENV=production pnpm would skip devDependencies (tsx among them).
-RUN pnpm install --frozen-lockfile --prefer-offline \
+# NODE_ENV stays unset: the build needs the devDependencies (TypeScript, the Prisma generator).
+RUN pnpm install --frozen-lockfile --offline \
  && pnpm --filter @s2s/db run generate \
- && pnpm store prune
+ && node scripts/build.mjs \
+ && node scripts/runtime-tree.mjs /app
 
-# The node image's unprivileged user (uid 1000); the tree stays root-owned and read-only to it.
-# tsx writes its transform cache under /tmp, the only writable path a read-only root fs needs.
-USER node
+# ---- runtime: compiled JavaScript and production dependencies, no package manager, no compiler ----
+FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
+# Root-owned and read-only to the process; the node image's unprivileged user (uid 1000) runs it.
+COPY --from=build /app /app
+USER node
 EXPOSE 8080 8081 8090
 
-# Each service: node --import tsx --import @s2s/telemetry/register src/main.ts, run from
-# /app/services/<name>. The second --import registers the OpenTelemetry ESM loader hook.
+# Each service: WORKDIR /app/services/<name>, then this command. The --import registers the
+# OpenTelemetry ESM loader hook before the application graph loads. Migrations:
+# `node dist/migrate-cli.js` in /app/packages/db.
 WORKDIR /app/services/control-plane
-CMD ["node", "--import", "tsx", "--import", "@s2s/telemetry/register", "src/main.ts"]
+CMD ["node", "--import", "@s2s/telemetry/register", "dist/main.js"]

@@ -1,32 +1,14 @@
 #!/usr/bin/env node
 // Makes a fresh clone runnable with nothing but Node.js and npm: finds or fetches pnpm 10,
 // installs the workspace from the lockfile when it changed, and generates the Prisma client.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const PNPM_VERSION = '10.34.9';
-const toolsDir = join(root, '.tools');
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pnpmCommand, root } from './pnpm.mjs';
 
 function log(msg) {
   process.stderr.write(`[bootstrap] ${msg}\n`);
-}
-
-function pnpmCommand() {
-  const onPath = spawnSync('pnpm', ['--version'], { encoding: 'utf8' });
-  if (onPath.status === 0 && onPath.stdout.trim().startsWith('10.')) return ['pnpm'];
-  const local = join(toolsDir, 'node_modules', '.bin', 'pnpm');
-  if (!existsSync(local)) {
-    log(`installing pnpm ${PNPM_VERSION} into .tools/`);
-    mkdirSync(toolsDir, { recursive: true });
-    execFileSync('npm', ['install', '--no-save', '--prefix', toolsDir, `pnpm@${PNPM_VERSION}`], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-  }
-  return [local];
 }
 
 function digest(files) {
@@ -42,7 +24,7 @@ const wanted = digest([lock, schema, join(root, 'package.json')]);
 const have = existsSync(marker) ? readFileSync(marker, 'utf8') : '';
 
 if (have !== wanted) {
-  const [pnpm] = pnpmCommand();
+  const pnpm = pnpmCommand();
   const frozen = existsSync(lock) ? ['--frozen-lockfile'] : [];
   log('installing workspace dependencies');
   execFileSync(pnpm, ['install', ...frozen, '--reporter=append-only'], {

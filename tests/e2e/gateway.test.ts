@@ -1,21 +1,10 @@
 import t from 'tap';
-import {
-  billedCents,
-  checkLedgerInvariants,
-  Client,
-  CreateKeyResponse,
-  eventually,
-  frames,
-  preauthorizationCents,
-  REALTIME_PROTOCOL,
-  ResponseDoneEvent,
-  silence,
-  tone,
-  VoiceSession,
-  Wallet,
-  WebSocket,
-  type Rate,
-} from '../../services/relay/test/e2e-deps.js';
+import { CreateKeyResponse, REALTIME_PROTOCOL, ResponseDoneEvent, VoiceSession, Wallet, type Rate } from '@s2s/contract';
+import { billedCents, preauthorizationCents } from '@s2s/core';
+import { checkLedgerInvariants } from '@s2s/db/testing';
+import { pcmFrames, pcmSilence, pcmTone } from '@s2s/local-provider';
+import { Client, eventually } from '@s2s/testing';
+import WebSocket from 'ws';
 import { api, startStack, type Stack } from './stack.js';
 
 // The seeded catalog entry local/echo-1 (provider local, VAD playback) and its rate.
@@ -41,7 +30,7 @@ async function connect(url: string, secret: string): Promise<Client> {
 
 /** One spoken turn: 1 s of tone, 500 ms of silence; resolves with the response.done. */
 async function talk(client: Client): Promise<ResponseDoneEvent> {
-  for (const f of frames(Buffer.concat([tone(1000), silence(500)]))) client.append(f);
+  for (const f of pcmFrames(Buffer.concat([pcmTone(1000), pcmSilence(500)]))) client.append(f);
   return ResponseDoneEvent.parse(await client.next('response.done'));
 }
 
@@ -139,7 +128,7 @@ t.test('a relay killed mid-stream (SIGKILL): the session still settles from its 
   const pool = stack.db.db.pool;
   let folded = { seq: 0, audio_in_ms: 0 };
   for (let i = 0; i < 200 && folded.audio_in_ms < 2000; i++) {
-    client.append(silence(20));
+    client.append(pcmSilence(20));
     await new Promise((r) => setTimeout(r, 20));
     const { rows } = await pool.query<{ seq: number; audio_in_ms: number }>(
       'SELECT seq, audio_in_ms::int AS audio_in_ms FROM session_attachments WHERE session_id = $1',

@@ -1,9 +1,11 @@
 // End-to-end harness: the real processes (local provider, relay, control plane, billing), each started with
 // `node --import tsx <main.ts>` over a fresh test database and a unique bus prefix, on ports they pick.
+// (The tsx processes inherit NODE_OPTIONS=--conditions=@s2s/source from tap's test-env: sources, not dist.)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { connectBus, createTestDatabase, type Bus, type TestDatabase } from '../../services/relay/test/e2e-deps.js';
+import { connectBus, type Bus } from '@s2s/bus';
+import { createTestDatabase, type TestDatabase } from '@s2s/db/testing';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const ADMIN_TOKEN = 'e2e-admin-token-0123456789abcdef';
@@ -35,13 +37,33 @@ export interface Stack {
   relayUrl: string;
 }
 
-/** Spawns one service and resolves once it logged `listening` (with the port it picked, when it has one). */
+/** Spawns one service from its sources (through tsx) and resolves once it logged `listening`. */
 function start(t: Teardown, name: string, script: string, env: Record<string, string>, listening: string): Promise<Service> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+  return spawnService(t, {
+    name,
+    node: process.execPath,
+    args: ['--import', 'tsx', script],
     cwd: ROOT,
     env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', OTEL_SDK_DISABLED: 'true', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    listening,
   });
+}
+
+export interface ServiceCommand {
+  name: string;
+  /** The program: node, or a wrapper of it. */
+  node: string;
+  args: string[];
+  cwd: string;
+  /** The whole environment of the process. */
+  env: Record<string, string | undefined>;
+  /** The `msg` of the log line that says it is ready; its `port` (or `healthPort`) field is the port. */
+  listening: string;
+}
+
+/** Spawns a process (killed at teardown) and resolves once it logged `listening`, with the port it reported. */
+export function spawnService(t: Teardown, { name, node, args, cwd, env, listening }: ServiceCommand): Promise<Service> {
+  const child = spawn(node, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   t.teardown(async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill('SIGTERM');
@@ -61,8 +83,9 @@ function start(t: Teardown, name: string, script: string, env: Record<string, st
         buf = buf.slice(nl + 1);
         output.push(line);
         try {
-          const o = JSON.parse(line) as { msg?: string; port?: number };
-          if (o.msg === listening) resolve({ name, child, port: typeof o.port === 'number' ? o.port : 0, output, exited });
+          const o = JSON.parse(line) as { msg?: string; port?: number; healthPort?: number };
+          const port = o.port ?? o.healthPort;
+          if (o.msg === listening) resolve({ name, child, port: typeof port === 'number' ? port : 0, output, exited });
         } catch {
           // not a log line
         }

@@ -18,7 +18,3 @@ export const AUDIO_FORMAT: AudioFormat = Object.freeze({
 
 export const AudioFormats = z.strictObject({ input: AudioFormat, output: AudioFormat });
 export type AudioFormats = z.infer<typeof AudioFormats>;
-
-/** 24 kHz * 2 bytes per sample / 1000 ms: 48 bytes of PCM16 mono make one millisecond. */
-export const PCM16_BYTES_PER_MS = 48;
-export const PCM16_SAMPLE_RATE_HZ = 24000;

@@ -24,4 +24,14 @@ export const errors = {
   invalidKey: () => new AppError('invalid_vr_sk', 'The API key is invalid, revoked, or does not own this resource.'),
   sessionNotFound: () => new AppError('session_not_found', 'No session with this id exists for this key.'),
   sessionExpired: () => new AppError('session_expired', 'The session has ended and can no longer be used.'),
+  modelNotFound: () => new AppError('model_not_found', 'The selected model is not available to this key.'),
+  insufficientBalance: () =>
+    new AppError('insufficient_wallet_balance', 'The wallet cannot cover the preauthorization of this session.'),
+  idempotencyConflict: () =>
+    new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.'),
+  sessionTerminationFailed: () =>
+    new AppError(
+      'session_termination_failed',
+      'The session could not be settled in time. It will still be settled exactly once; retry the request to read its terminal state.',
+    ),
 };

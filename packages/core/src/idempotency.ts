@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
 
+/** How long an Idempotency-Key is kept (decisions.md, Errors); the billing sweeper purges older ones. */
+export const IDEMPOTENCY_RETENTION_HOURS = 24;
+
 /** JSON with object keys sorted at every depth, so equal requests serialize equally whatever the key order. */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') {

@@ -4,7 +4,6 @@ export * from './ids.js';
 export * from './errors.js';
 export * from './config.js';
 export * from './session-resource.js';
-export * from './store.js';
-export * from './sessions.js';
 export * from './idempotency.js';
 export * from './usage.js';
+export * from './audio.js';

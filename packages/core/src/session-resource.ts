@@ -3,7 +3,10 @@ import {
   REALTIME_PROTOCOL,
   SESSION_MODE,
   type Capabilities,
+  type EndCause,
+  type Rate,
   type SessionStatus,
+  type TerminalStatus,
   type VoiceSession,
 } from '@s2s/contract';
 import { expiresAt } from './status.js';
@@ -28,6 +31,27 @@ export interface SessionView {
   audioOutMs: number;
   billedCents: number;
   traceId: string;
+}
+
+/** A session as the services need it: the public view plus ownership, routing, rate and ending state. */
+export interface SessionRecord extends SessionView {
+  keyId: string;
+  walletId: string;
+  providerModel: string;
+  rate: Rate;
+  inputAudioTokens: number;
+  outputAudioTokens: number;
+  endRequestedAt: Date | null;
+  endCause: EndCause | null;
+  terminalStatus: TerminalStatus | null;
+  settledAt: Date | null;
+  legacy: boolean;
+}
+
+/** A live API key as authentication resolves it. */
+export interface AuthenticatedKey {
+  keyId: string;
+  walletId: string;
 }
 
 export function realtimeUrl(base: string, sessionId: string): string {

@@ -5,9 +5,7 @@ import { z } from 'zod';
  * adapter sends, with the shapes the GA API documents. Anything else answers an `error` event.
  */
 
-/** 24 kHz * 2 bytes per sample / 1000 ms: 48 bytes of PCM16 mono make one millisecond. */
-export const BYTES_PER_MS = 48;
-export const SAMPLE_RATE_HZ = 24000;
+export { BYTES_PER_MS, SAMPLE_RATE_HZ } from '@s2s/core';
 
 /** Energy VAD: 10 ms windows; a window whose RMS (on the int16 scale) reaches the threshold is speech. */
 export const VAD_WINDOW_MS = 10;

@@ -54,7 +54,8 @@ export async function startLocalProvider(opts: LocalProviderOptions): Promise<Lo
   const expectedAuth = opts.apiKey ? Buffer.from(`Bearer ${opts.apiKey}`) : null;
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_EVENT_BYTES, perMessageDeflate: false });
   const server: Server = createServer((req, res) => {
-    const status = req.url === '/healthz' ? 200 : 404;
+    // Ready as soon as it listens: it has no dependencies.
+    const status = req.url === '/healthz' || req.url === '/readyz' ? 200 : 404;
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(status === 200 ? { status: 'ok' } : errorBody('not_found', 'Not found.')));
   });

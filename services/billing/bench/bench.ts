@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectBus, subscribeMessages, type Bus } from '@s2s/bus';
 import type { UsageCheckpoint } from '@s2s/contract';
-import { publishUsageCheckpoint, requestEnd } from '@s2s/core';
+import { publishUsageCheckpoint, requestEnd } from '@s2s/sessions';
 import { createTestDatabase, checkLedgerInvariants, type TestDatabase } from '@s2s/db/testing';
 import { attach, createOwner, createTestSession } from '../test/fixtures.js';
 
@@ -131,7 +131,7 @@ async function throughput(
     for (let seq = 1; seq <= perAttachment; seq++) {
       for (const s of sessions) {
         const c = checkpoint(s.id, s.attachmentId, seq, false, emittedFrom + seq * service.intervalMs);
-        const p = publishUsageCheckpoint(env.bus, c).finally(() => inFlight.delete(p));
+        const p = publishUsageCheckpoint({ ctx: { bus: env.bus }, input: c }).finally(() => inFlight.delete(p));
         inFlight.add(p);
         if (inFlight.size >= 2000) await Promise.race(inFlight);
       }
@@ -193,7 +193,7 @@ async function latency(): Promise<{ ends: number; p50: number; p99: number; max:
       const tick = () => {
         relay.seq++;
         published++;
-        void publishUsageCheckpoint(env.bus, checkpoint(s.id, s.attachmentId, relay.seq));
+        void publishUsageCheckpoint({ ctx: { bus: env.bus }, input: checkpoint(s.id, s.attachmentId, relay.seq) });
       };
       relay.timer = setTimeout(function again() {
         tick();
@@ -207,7 +207,7 @@ async function latency(): Promise<{ ends: number; p50: number; p99: number; max:
       clearTimeout(relay.timer);
       relay.seq++;
       published++;
-      void publishUsageCheckpoint(env.bus, checkpoint(m.session_id, relay.attachmentId, relay.seq, true));
+      void publishUsageCheckpoint({ ctx: { bus: env.bus }, input: checkpoint(m.session_id, relay.attachmentId, relay.seq, true) });
     });
     const waiting = new Map<string, (at: number) => void>();
     const settledSub = subscribeMessages(env.bus.nc, env.bus.subjects.settledAll, (m) => {
@@ -236,7 +236,7 @@ async function latency(): Promise<{ ends: number; p50: number; p99: number; max:
         (async () => {
           const settled = new Promise<number>((resolve) => waiting.set(victim.id, resolve));
           const t0 = performance.now();
-          await requestEnd({ db: env.db.db, bus: env.bus }, victim.id, 'client_closed');
+          await requestEnd({ ctx: { db: env.db.db, bus: env.bus }, input: { sessionId: victim.id, cause: 'client_closed' } });
           latencies.push((await settled) - t0);
           waiting.delete(victim.id);
         })(),

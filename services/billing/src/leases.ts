@@ -1,4 +1,4 @@
-import type { Sql } from './sql.js';
+import type { Sql } from '@s2s/db';
 import type { LeaseView } from './decide.js';
 
 export interface EndedSessionView {

@@ -2,7 +2,7 @@ import type { Rate, SessionSettled, TerminalStatus } from '@s2s/contract';
 import { AppError, settledCents, type Usage } from '@s2s/core';
 import type { DbHandle } from '@s2s/db';
 import { settledStatus } from './decide.js';
-import { withTransaction, type Sql } from './sql.js';
+import { withTransaction, type Sql } from '@s2s/db';
 
 export interface Settlement {
   sessionId: string;

@@ -1,6 +1,7 @@
 import type { Bus } from '@s2s/bus';
 import type { EndCause, TerminalStatus } from '@s2s/contract';
-import { announceEnd, expiryCause, requestEnd, IDEMPOTENCY_RETENTION_HOURS } from '@s2s/core';
+import { IDEMPOTENCY_RETENTION_HOURS } from '@s2s/core';
+import { announceEnd, expireIfDue } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
 import type { Logger } from '@s2s/telemetry';
 import type { BillingConfig } from './config.js';
@@ -41,17 +42,16 @@ export function createSweeper(deps: { db: DbHandle; bus: Bus; config: BillingCon
     );
     let n = 0;
     for (const r of rows) {
-      const cause = expiryCause({ lastActivityAt: r.last_activity_at, idleTimeoutSeconds: r.idle_timeout_seconds, maxEndsAt: r.max_ends_at }, r.now);
-      if (!cause) continue;
+      const session = { id: r.id, lastActivityAt: r.last_activity_at, idleTimeoutSeconds: r.idle_timeout_seconds, maxEndsAt: r.max_ends_at };
       try {
-        const end = await requestEnd({ db, bus }, r.id, cause);
+        const { due, end } = await expireIfDue({ ctx: { db, bus }, input: { session, now: r.now } });
         if (end?.first) {
           n++;
-          logger.info({ session_id: r.id, cause }, 'session expired');
+          logger.info({ session_id: r.id, cause: due }, 'session expired');
         }
       } catch (err) {
         // An end recorded but not announced is re-announced by a later sweep.
-        logger.warn({ err, session_id: r.id, cause }, 'expiring a session failed');
+        logger.warn({ err, session_id: r.id }, 'expiring a session failed');
       }
     }
     return n;
@@ -70,7 +70,7 @@ export function createSweeper(deps: { db: DbHandle; bus: Bus; config: BillingCon
     let n = 0;
     for (const r of rows) {
       try {
-        await announceEnd(bus, { sessionId: r.id, cause: r.end_cause, terminalStatus: r.terminal_status, requestedAt: r.end_requested_at });
+        await announceEnd({ ctx: { bus }, input: { sessionId: r.id, cause: r.end_cause, terminalStatus: r.terminal_status, requestedAt: r.end_requested_at } });
         n++;
       } catch (err) {
         logger.warn({ err, session_id: r.id }, 're-announcing an end request failed');

@@ -1,6 +1,6 @@
 import type { UsageCheckpoint } from '@s2s/contract';
 import type { DbHandle } from '@s2s/db';
-import { withTransaction, type Sql } from './sql.js';
+import { withTransaction, type Sql } from '@s2s/db';
 
 export interface StoredCheckpoints {
   /** Sessions that do not exist: their checkpoints are acknowledged and logged. */

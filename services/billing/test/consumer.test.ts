@@ -1,6 +1,6 @@
 import t from 'tap';
 import { createHeaders, encodeMessage } from '@s2s/bus';
-import { requestEnd } from '@s2s/core';
+import { requestEnd } from '@s2s/sessions';
 import {
   assertLedger,
   attach,
@@ -38,7 +38,7 @@ t.test('a session with several attachments is billed for all of them, exactly', 
   await publish(h.bus, history(s.id, a2, [step(2000, 1000, 20, 10), step(2000, 1000, 20, 10)]));
   await waitFor('both finals folded', async () => (await count(h.db, `SELECT count(*) FROM session_attachments WHERE final`)) === 2);
 
-  const end = await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+  const end = await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   t.equal(end?.terminalStatus, 'completed');
   const row = await waitSettled(h.db, s.id);
   // 0.1 mc/ms * 10 500 ms + 10 * 70 + 20 * 35 + 500 fee = 1050 + 700 + 700 + 500 = 2950 mc -> 3 cents.
@@ -63,7 +63,7 @@ t.test('duplicates and reordering never count usage twice', async (t) => {
   for (const c of cps) await h.bus.publish(h.bus.subjects.usageCheckpoint(s.id), c, `${a}:${c.seq}:republished`);
   await waitFor('all delivered', async () => consumer.stats.checkpoints >= 8);
 
-  await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+  await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   const row = await waitSettled(h.db, s.id);
   // 240 000 ms * 0.1 = 24 000 + 10 * 500 + 20 * 1000 + 500 = 49 500 mc -> 50 cents.
   t.match(row, { status: 'completed', billed_cents: 50, audio_in_ms: 120_000, audio_out_ms: 120_000, input_audio_tokens: 500, output_audio_tokens: 1000 });
@@ -81,9 +81,9 @@ t.test('end reasons give the terminal status of decisions.md; no usage bills 0',
   const failed = await createTestSession(h.db, owner);
   const timedOut = await createTestSession(h.db, owner);
   const deps = { db: h.db, bus: h.bus };
-  await requestEnd(deps, ready.id, 'client_closed');
-  await requestEnd(deps, failed.id, 'error');
-  await requestEnd(deps, timedOut.id, 'timeout');
+  await requestEnd({ ctx: deps, input: { sessionId: ready.id, cause: 'client_closed' } });
+  await requestEnd({ ctx: deps, input: { sessionId: failed.id, cause: 'error' } });
+  await requestEnd({ ctx: deps, input: { sessionId: timedOut.id, cause: 'timeout' } });
   t.match(await waitSettled(h.db, ready.id), { status: 'cancelled', billed_cents: 0, reserved_cents: 0 });
   t.match(await waitSettled(h.db, failed.id), { status: 'failed', billed_cents: 0 });
   t.match(await waitSettled(h.db, timedOut.id), { status: 'expired', billed_cents: 0 });
@@ -99,7 +99,7 @@ t.test('an attachment that never sends final settles after the grace, on its las
   const a = await attach(h.db, s.id);
   await publish(h.bus, history(s.id, a, [step(6000, 6000, 0, 0), step(6000, 6000, 0, 0)], false));
   await waitFor('checkpoints folded', async () => (await count(h.db, `SELECT max(seq) FROM session_attachments`)) === 2);
-  const end = await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+  const end = await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   const row = await waitSettled(h.db, s.id);
   t.ok(row.settled_at!.getTime() - end!.requestedAt.getTime() >= 600, 'not before the grace ran out');
   t.ok(consumer.stats.waited >= 1, 'the end request was put back while waiting');
@@ -116,7 +116,7 @@ t.test('a final checkpoint settles an ended session without waiting out the grac
   const a = await attach(h.db, s.id);
   const cps = history(s.id, a, [step(1000, 1000, 0, 0), step(1000, 1000, 0, 0)]);
   await publish(h.bus, cps.slice(0, 1));
-  await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+  await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   // The relay answers the end request with its final checkpoint.
   await publish(h.bus, cps.slice(1));
   const row = await waitSettled(h.db, s.id, 10_000);
@@ -133,7 +133,7 @@ t.test('a checkpoint after settlement is acknowledged and counted as unbilled, n
   const a = await attach(h.db, s.id);
   await publish(h.bus, history(s.id, a, [step(60_000, 0, 0, 0)], false));
   await waitFor('folded', async () => (await count(h.db, `SELECT max(seq) FROM session_attachments`)) === 1);
-  await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+  await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   await waitSettled(h.db, s.id);
   await publish(h.bus, [checkpoint(s.id, a, 2, step(90_000, 0, 0, 0), true)]);
   await waitFor('late checkpoint seen', async () => consumer.stats.lateCheckpoints === 1);
@@ -198,7 +198,7 @@ t.test('poison messages go to the dead-letter subject, headers kept, and the res
     return info.num_ack_pending === 0 && info.num_pending === 0;
   });
 
-  await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+  await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   // 12 000 ms * 0.1 = 1200 + 500 = 1700 mc -> 2 cents.
   t.match(await waitSettled(h.db, s.id), { billed_cents: 2, audio_in_ms: 12_000 });
   await assertLedger(t, h.db);
@@ -227,7 +227,7 @@ t.test('checkpoints move last_activity_at only when they show new audio', async 
   await publish(h.bus, [checkpoint(s.id, a, 2, step(500, 0, 0, 0))]);
   await waitFor('seq 2', async () => (await count(h.db, `SELECT max(seq) FROM session_attachments`)) === 2);
   t.ok((await idle()) < 10, 'new audio: activity moved to the checkpoint time');
-  await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+  await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   await waitSettled(h.db, s.id);
   await assertLedger(t, h.db);
 });

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { subscribeMessages } from '@s2s/bus';
 import type { BusMessage } from '@s2s/contract';
-import { requestEnd } from '@s2s/core';
+import { requestEnd } from '@s2s/sessions';
 import {
   assertLedger,
   attach,
@@ -42,7 +42,7 @@ t.test('killed right after the settlement commit: restarted, it re-announces and
   h.defer(() => sub.unsubscribe());
 
   await publish(h.bus, s.cps);
-  await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+  await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   const first = spawnBilling(h, {}, 'exit_after_settle');
   t.equal(await first.exited, 137, 'the process died after committing');
   t.match(await waitSettled(h.db, s.id), { billed_cents: CENTS }, 'the commit is durable');
@@ -74,7 +74,7 @@ t.test('killed right after a fold commit: the redelivered checkpoints are not co
   t.equal(info.ack_floor.stream_seq, 0, 'and nothing was acknowledged');
 
   spawnBilling(h, { ACK_WAIT_MS: '1000' });
-  await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+  await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   t.match(await waitSettled(h.db, s.id, 30_000), { billed_cents: CENTS, audio_in_ms: 10_000, audio_out_ms: 10_000, input_audio_tokens: 100 });
   t.same(await walletOf(h.db, owner.walletId), { balance: 10_000 - CENTS, reserved: 0, charges: 1 });
   await assertLedger(t, h.db);
@@ -90,7 +90,7 @@ t.test('SIGKILL in the middle of a stream, restarted, and two processes at once:
   // Publish while it consumes; end every session as its last checkpoint goes out (the relay's order).
   for (const s of sessions) {
     await publish(h.bus, s.cps);
-    await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+    await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   }
   await waitFor('some settled', async () => (await count(h.db, `SELECT count(*) FROM voice_sessions WHERE settled_at IS NOT NULL`)) >= 3, 30_000);
   victim.kill('SIGKILL');
@@ -117,7 +117,7 @@ t.test('a replica frozen past its ack wait and thawed after another one took ove
   frozen.kill('SIGSTOP');
   for (const s of sessions) {
     await publish(h.bus, s.cps);
-    await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+    await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   }
   const other = spawnBilling(h, env);
   for (const s of sessions) t.match(await waitSettled(h.db, s.id, 30_000), { billed_cents: CENTS });

@@ -7,15 +7,8 @@ import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
 import { connectBus, type Bus } from '@s2s/bus';
 import type { Rate, UsageCheckpoint } from '@s2s/contract';
-import {
-  createSession,
-  issueApiKey,
-  newId,
-  newTraceId,
-  publishUsageCheckpoint,
-  type AuthenticatedKey,
-  type SessionRecord,
-} from '@s2s/core';
+import { issueApiKey, newId, newTraceId, type AuthenticatedKey, type SessionRecord } from '@s2s/core';
+import { createSession, publishUsageCheckpoint } from '@s2s/sessions';
 import { createDb, type DbHandle } from '@s2s/db';
 import { checkLedgerInvariants, createTestDatabase } from '@s2s/db/testing';
 import { createLogger, type Logger } from '@s2s/telemetry';
@@ -170,9 +163,13 @@ export async function createTestSession(
   settings: { idleTimeoutSeconds?: number; maxSeconds?: number } = {},
 ): Promise<SessionRecord> {
   const { session } = await createSession({
-    db,
-    input: { key: owner.key, request: { model: owner.modelId, mode: 'speech_to_speech' }, traceId: newTraceId() },
-    settings: { preauthMinutes: 10, idleTimeoutSeconds: settings.idleTimeoutSeconds ?? 300, maxSeconds: settings.maxSeconds ?? 3600 },
+    ctx: { db },
+    input: {
+      key: owner.key,
+      request: { model: owner.modelId, mode: 'speech_to_speech' },
+      traceId: newTraceId(),
+      settings: { preauthMinutes: 10, idleTimeoutSeconds: settings.idleTimeoutSeconds ?? 300, maxSeconds: settings.maxSeconds ?? 3600 },
+    },
   });
   return session;
 }
@@ -223,7 +220,7 @@ export function history(sessionId: string, attachmentId: string, steps: Counters
 }
 
 export function publish(bus: Bus, checkpoints: UsageCheckpoint[]): Promise<void[]> {
-  return Promise.all(checkpoints.map((c) => publishUsageCheckpoint(bus, c)));
+  return Promise.all(checkpoints.map((c) => publishUsageCheckpoint({ ctx: { bus }, input: c })));
 }
 
 export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {

@@ -1,6 +1,6 @@
 // Issue 8 item 1: a session is not settled while a live relay still holds usage for one of its attachments.
 import t from 'tap';
-import { requestEnd } from '@s2s/core';
+import { requestEnd } from '@s2s/sessions';
 import { upSince } from '../src/availability.js';
 import type { Harness } from './fixtures.js';
 import {
@@ -71,7 +71,7 @@ t.test('a live relay\'s final checkpoint is waited for past the grace and billed
   liveRelay(h, 'relay-live');
   const { consumer } = await startConsumer(h, testConfig(h, settings), { store: upSince(new Date(0)) });
   const s = await sessionInFlight(h, 'relay-live');
-  const end = await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+  const end = await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   // The relay is slow to publish (NATS was away from it, say): 5 graces pass before its final arrives.
   await sleep(1500);
   t.equal((await sessionRow(h.db, s.id)).settled_at, null, 'not settled while the live relay holds usage');
@@ -89,7 +89,7 @@ t.test('a relay whose lease expired while the store was up is gone: the grace ap
   await renewLease(h, 'relay-dead', -60_000);
   await startConsumer(h, testConfig(h, settings), { store: upSince(new Date(0)) });
   const s = await sessionInFlight(h, 'relay-dead');
-  const end = await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+  const end = await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   const row = await waitSettled(h.db, s.id);
   t.ok(row.settled_at!.getTime() - end!.requestedAt.getTime() < 5000, 'settled on the grace');
   // 2 checkpoints: 4000 ms * 0.1 = 400 mc + 500 = 900 mc -> 1 cent.
@@ -105,7 +105,7 @@ t.test('a lease that lapsed in a store outage billing saw is not taken for a dea
   const { consumer } = await startConsumer(h, testConfig(h, settings), { store: { upSince: () => storeBack, stop: () => undefined } });
   const s = await sessionInFlight(h, 'relay-back');
   storeBack = new Date();
-  await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+  await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   await sleep(700);
   t.equal((await sessionRow(h.db, s.id)).settled_at, null, 'less than a TTL of store uptime: still waiting');
   // The relay was alive all along: it renews, then publishes its final.
@@ -124,7 +124,7 @@ t.test('a live relay that never sends its final is waited for up to the bound, t
     store: upSince(new Date(0)),
   });
   const s = await sessionInFlight(h, 'relay-stuck');
-  const end = await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+  const end = await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   const row = await waitSettled(h.db, s.id);
   t.ok(row.settled_at!.getTime() - end!.requestedAt.getTime() >= 1500, 'not before the bound');
   t.match(row, { billed_cents: 1, audio_in_ms: 2000 });
@@ -137,7 +137,7 @@ t.test('a relay that dies during the wait is noticed by its lease: the session s
   const relay = liveRelay(h, 'relay-dies');
   await startConsumer(h, testConfig(h, { ...settings, END_LIVE_RELAY_MAX_WAIT_MS: '60000' }), { store: upSince(new Date(0)) });
   const s = await sessionInFlight(h, 'relay-dies');
-  const end = await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+  const end = await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   await sleep(500);
   await relay.die();
   const row = await waitSettled(h.db, s.id);
@@ -153,7 +153,7 @@ t.test('a session still ready at its end whose attachment shows accepted input s
   const s = await createTestSession(h.db, owner);
   // The relay's ready -> active update was lost (store down at the first input); its usage was not.
   await h.db.pool.query(`INSERT INTO session_attachments (id, session_id, relay_id) VALUES ('att_lost', $1, 'relay-x')`, [s.id]);
-  const end = await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+  const end = await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   t.equal(end?.terminalStatus, 'cancelled', 'recorded while still ready');
   await publish(h.bus, history(s.id, 'att_lost', [step(3600)]));
   // 7200 ms * 0.1 = 720 mc + 500 = 1220 mc -> 2 cents.

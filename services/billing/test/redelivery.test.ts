@@ -1,7 +1,7 @@
 import { createServer, connect, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { requestEnd } from '@s2s/core';
+import { requestEnd } from '@s2s/sessions';
 import { ensureBillingConsumer, DURABLE_NAME } from '../src/consumer.js';
 import {
   assertLedger,
@@ -54,7 +54,7 @@ t.test('messages whose ack timed out are redelivered and counted once', async (t
 
   const { consumer } = await startConsumer(h, config);
   await waitFor('redelivered after the ack wait', async () => consumer.stats.checkpoints >= 5);
-  await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+  await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   t.match(await waitSettled(h.db, s.id), { billed_cents: CENTS_PER_SESSION, audio_in_ms: 30_000, audio_out_ms: 30_000 });
   t.same(await walletOf(h.db, owner.walletId), { balance: 10_000 - CENTS_PER_SESSION, reserved: 0, charges: 1 });
   await assertLedger(t, h.db);
@@ -76,7 +76,7 @@ t.test('checkpoints a crashed replica still holds count when the session settles
   t.equal(held, 4, 'a replica took every checkpoint and died before acking');
 
   const { consumer } = await startConsumer(h, config);
-  await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+  await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   // 48 000 ms * 0.1 = 4800 mc + 500 = 5300 mc -> 6 cents.
   t.match(await waitSettled(h.db, s.id), { status: 'completed', billed_cents: 6, audio_in_ms: 24_000, audio_out_ms: 24_000 });
   t.equal(consumer.stats.recovered, 1, 'read back from the stream before settling');
@@ -96,7 +96,7 @@ t.test('two consumers on one durable settle every session exactly once', async (
     await publish(h.bus, s.cps);
     for (const c of s.cps) await h.bus.publish(h.bus.subjects.usageCheckpoint(s.id), c, `${c.attachment_id}:${c.seq}:again`);
   }
-  await Promise.all(sessions.map((s) => requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed')));
+  await Promise.all(sessions.map((s) => requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } })));
   for (const s of sessions) t.match(await waitSettled(h.db, s.id), { billed_cents: CENTS_PER_SESSION, audio_in_ms: 30_000 });
   t.ok(one.consumer.stats.received > 0 && two.consumer.stats.received > 0, 'both replicas took part');
   t.equal(one.consumer.stats.settled + two.consumer.stats.settled, 12);
@@ -115,7 +115,7 @@ t.test('a NATS connection dropped and restored loses nothing and counts nothing 
   }
   await bus.nc.reconnect();
   for (const s of sessions) await publish(h.bus, s.cps.slice(3));
-  await Promise.all(sessions.map((s) => requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed')));
+  await Promise.all(sessions.map((s) => requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } })));
   await bus.nc.reconnect();
   for (const s of sessions) t.match(await waitSettled(h.db, s.id), { billed_cents: CENTS_PER_SESSION, audio_in_ms: 30_000, audio_out_ms: 30_000 });
   t.equal(consumer.stats.deadLettered, 0);
@@ -176,7 +176,7 @@ t.test('a database outage holds the batch: nothing is dead-lettered, nothing los
 
   proxy.cut();
   await publish(h.bus, s.cps.slice(2));
-  await requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed');
+  await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   // Several ack waits and more than max_deliver ack timeouts' worth of time pass while the store is down.
   await new Promise((r) => setTimeout(r, 2500));
   t.equal(consumer.stats.deadLettered, 0, 'an outage is not a poison message');

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { requestEnd } from '@s2s/core';
+import { requestEnd } from '@s2s/sessions';
 import { createSweeper } from '../src/sweeper.js';
 import {
   assertLedger,
@@ -100,7 +100,7 @@ t.test('concurrent end requests for one session: the first cause wins, one annou
   await publish(h.bus, history(s.id, a, [minute]));
   await waitFor('final folded', async () => (await count(h.db, `SELECT count(*) FROM session_attachments WHERE final`)) === 1);
   const causes = ['client_closed', 'error', 'timeout', 'client_closed', 'error', 'timeout', 'client_closed', 'error'] as const;
-  const ends = await Promise.all(causes.map((c) => requestEnd({ db: h.db, bus: h.bus }, s.id, c)));
+  const ends = await Promise.all(causes.map((c) => requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: c } })));
   const winners = ends.filter((e) => e?.first);
   t.equal(winners.length, 1, 'exactly one request recorded the end');
   const winner = winners[0]!;
@@ -133,7 +133,7 @@ t.test('an end request racing expiry: one cause is recorded and settled once, un
   const [r1, r2] = await Promise.all([
     one.sweepOnce(),
     two.sweepOnce(),
-    ...sessions.map((s) => requestEnd({ db: h.db, bus: h.bus }, s.id, 'client_closed')),
+    ...sessions.map((s) => requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } })),
   ]);
   const byClient = await count(h.db, `SELECT count(*) FROM voice_sessions WHERE end_cause = 'client_closed'`);
   t.equal(r1!.expired + r2!.expired + byClient, 10, 'each session ended by exactly one party');

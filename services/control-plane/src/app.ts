@@ -19,7 +19,7 @@ export function buildApp(deps: AppDeps): Express {
   // Every answer is per-caller and uncacheable; hashing each body for an ETag would be wasted work.
   app.set('etag', false);
 
-  app.use(requestContext(ctx.logger));
+  app.use(requestContext(ctx.log));
   app.use(deferredJsonBody(ctx.config.bodyLimitBytes));
 
   // Routers mounted at their prefix are skipped without being entered by requests for other paths.

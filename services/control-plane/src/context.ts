@@ -13,12 +13,12 @@ export interface AppDeps {
   now?: () => Date;
 }
 
-/** The `ctx` every domain function receives. */
+/** The `ctx` every domain function receives (a SessionsContext too). */
 export interface AppContext {
   config: Config;
   db: DbHandle;
   bus: Bus;
-  logger: Logger;
+  log: Logger;
   now: () => Date;
 }
 
@@ -27,7 +27,7 @@ export function createContext(deps: AppDeps): AppContext {
     config: deps.config,
     db: deps.db,
     bus: deps.bus,
-    logger: deps.logger,
+    log: deps.logger,
     now: deps.now ?? (() => new Date()),
   };
 }

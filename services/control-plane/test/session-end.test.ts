@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { subscribeMessages } from '@s2s/bus';
 import { VoiceSession, type UsageCheckpoint } from '@s2s/contract';
-import { newId, publishUsageCheckpoint } from '@s2s/core';
+import { newId } from '@s2s/core';
+import { publishUsageCheckpoint } from '@s2s/sessions';
 import { createDb } from '@s2s/db';
 import { checkLedgerInvariants } from '@s2s/db/testing';
 import { api, bearer, createKey, createSession, startControlPlane, walletRow, type Harness } from './helpers.js';
@@ -77,11 +78,11 @@ async function relayAttachment(h: Harness, sessionId: string, total: Omit<UsageC
     final,
     emitted_at: Date.now(),
   });
-  await publishUsageCheckpoint(h.bus, cp(1, 0.5, false));
+  await publishUsageCheckpoint({ ctx: h, input: cp(1, 0.5, false) });
   // The final checkpoint goes out when the end request reaches the relay.
   const sub = subscribeMessages(h.bus.nc, h.bus.subjects.endRequested(sessionId), () => {
     sub.unsubscribe();
-    void publishUsageCheckpoint(h.bus, cp(2, 1, true));
+    void publishUsageCheckpoint({ ctx: h, input: cp(2, 1, true) });
   });
 }
 

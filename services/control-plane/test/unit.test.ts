@@ -5,7 +5,7 @@ import { AppError, preauthorizationCents } from '@s2s/core';
 import { DEV_ADMIN_TOKEN, loadConfig } from '../src/config.js';
 import { SEED_MODELS, toModel, withModelDefaults, type CatalogRow } from '../src/domain/catalog.js';
 import { canonicalJson, requestFingerprint } from '@s2s/core';
-import { parseIdempotencyKey } from '../src/domain/idempotency.js';
+import { parseIdempotencyKey } from '../src/http/idempotency.js';
 import { describeIssues } from '../src/http/body.js';
 import { ECHO_PREAUTH_CENTS } from './helpers.js';
 

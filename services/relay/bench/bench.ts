@@ -10,7 +10,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { connectBus } from '@s2s/bus';
 import { REALTIME_PROTOCOL } from '@s2s/contract';
-import { createSession, issueApiKey, newId } from '@s2s/core';
+import { BYTES_PER_MS, issueApiKey, newId } from '@s2s/core';
+import { createSession } from '@s2s/sessions';
 import { createTestDatabase } from '@s2s/db/testing';
 import WebSocket from 'ws';
 
@@ -101,7 +102,7 @@ const DELTA_PREFIX = Buffer.from('{"type":"response.output_audio.delta"');
 const now = () => performance.now();
 
 function frameMessage(mode: Mode): string {
-  const pcm = Buffer.alloc(FRAME_MS * 48);
+  const pcm = Buffer.alloc(FRAME_MS * BYTES_PER_MS);
   for (let i = 0; i < pcm.length / 2; i++) pcm.writeInt16LE(Math.round(3000 * Math.sin((2 * Math.PI * 440 * i) / 24000)), i * 2);
   // The relay's client protocol and the upstream protocol share this event; event ids differ in kind only.
   return JSON.stringify({ type: 'input_audio_buffer.append', ...(mode === 'relay' ? { event_id: 'f' } : {}), audio: pcm.toString('base64') });
@@ -367,9 +368,13 @@ async function main(): Promise<void> {
     const sessionIds: string[] = [];
     for (let i = 0; i < Math.max(maxN, IDLE); i++) {
       const { session } = await createSession({
-        db,
-        input: { key: { keyId, walletId }, request: { model: 'local/echo-stream', mode: 'speech_to_speech' }, traceId: randomBytes(16).toString('hex') },
-        settings: { preauthMinutes: 120, idleTimeoutSeconds: 3600, maxSeconds: 7200 },
+        ctx: { db },
+        input: {
+          key: { keyId, walletId },
+          request: { model: 'local/echo-stream', mode: 'speech_to_speech' },
+          traceId: randomBytes(16).toString('hex'),
+          settings: { preauthMinutes: 120, idleTimeoutSeconds: 3600, maxSeconds: 7200 },
+        },
       });
       sessionIds.push(session.id);
     }

@@ -7,7 +7,7 @@ import { isStoreUnavailableError } from '@s2s/db';
 import { activeTraceId } from '@s2s/telemetry';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { authorizeAttach, type AttachTarget } from './domain/authorize.js';
-import { recordAttachment } from './domain/store.js';
+import { recordAttachment } from '@s2s/sessions';
 import { Relay, type RelayDeps } from './relay.js';
 
 export interface RelayAppDeps extends RelayDeps {
@@ -51,7 +51,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
   const authCtx = {
     db: deps.db,
     bus: deps.bus,
-    logger,
+    log: logger,
     sessionSettings: config.session,
     now,
     traceId: activeTraceId,
@@ -97,7 +97,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
       });
       if (legacy) legacySessionId = session.id;
       const attachmentId = newId('att');
-      const recorded = await recordAttachment(deps.db, { sessionId: session.id, attachmentId, relayId: config.relayId });
+      const recorded = await recordAttachment({ ctx: deps, input: { sessionId: session.id, attachmentId, relayId: config.relayId } });
       if (!recorded) throw errors.sessionExpired();
       attached = { sessionId: session.id, attachmentId, legacy };
 

@@ -1,6 +1,7 @@
 import type { Bus } from '@s2s/bus';
-import { CloseCode, PCM16_BYTES_PER_MS, type EndCause } from '@s2s/contract';
-import { newId, requestEnd, toVoiceSession, ZERO_USAGE, type SessionRecord, type Usage } from '@s2s/core';
+import { CloseCode, type EndCause } from '@s2s/contract';
+import { BYTES_PER_MS, newId, toVoiceSession, ZERO_USAGE, type SessionRecord, type Usage } from '@s2s/core';
+import { activateSession, requestEnd } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
 import type { Logger } from '@s2s/telemetry';
 import { WebSocket, type RawData } from 'ws';
@@ -18,7 +19,6 @@ import {
   type EventIds,
   type Rejection,
 } from './domain/events.js';
-import { activateSession } from './domain/store.js';
 import type { MeteredUpstream, UpstreamEvent } from './providers/types.js';
 import type { UpstreamOpener } from './upstream.js';
 
@@ -239,7 +239,7 @@ export class Attachment implements Metered {
   private forwardAudio(pcm: Buffer): void {
     if (this.budgetHit) return;
     const up = this.upstream as MeteredUpstream;
-    const state = this.budget.check(up.usage(), Math.ceil(pcm.length / PCM16_BYTES_PER_MS));
+    const state = this.budget.check(up.usage(), Math.ceil(pcm.length / BYTES_PER_MS));
     // Input that would take the cost past the preauthorization is never forwarded (nor billed).
     if (state === 'over') return this.exhaustBudget();
     up.appendAudio(pcm);
@@ -280,7 +280,7 @@ export class Attachment implements Metered {
         this.responseExpected = true;
         return;
       case 'response.cancel':
-        up.cancelResponse(this.current?.upstreamId ?? null, Math.floor(this.playedBytes / PCM16_BYTES_PER_MS));
+        up.cancelResponse(this.current?.upstreamId ?? null, Math.floor(this.playedBytes / BYTES_PER_MS));
         return;
     }
   }
@@ -301,7 +301,7 @@ export class Attachment implements Metered {
   private activate(): void {
     this.activated = true;
     this.gate = [];
-    activateSession(this.ctx.db, this.sessionId)
+    activateSession({ ctx: this.ctx, input: { sessionId: this.sessionId } })
       .catch((err: unknown) => this.log.error({ err }, 'session activation failed'))
       .finally(() => {
         const held = this.gate ?? [];
@@ -467,7 +467,7 @@ export class Attachment implements Metered {
     for (const delay of [0, 200, 1000]) {
       if (delay > 0) await new Promise((r) => setTimeout(r, delay));
       try {
-        await requestEnd({ db: this.ctx.db, bus: this.ctx.bus }, this.sessionId, cause);
+        await requestEnd({ ctx: this.ctx, input: { sessionId: this.sessionId, cause } });
         return;
       } catch (err) {
         this.log.warn({ err, cause }, 'end request failed');

@@ -1,6 +1,7 @@
 import type { Bus } from '@s2s/bus';
 import type { UsageCheckpoint } from '@s2s/contract';
-import { publishUsageCheckpoint, type Usage } from '@s2s/core';
+import type { Usage } from '@s2s/core';
+import { publishUsageCheckpoint } from '@s2s/sessions';
 import type { Logger } from '@s2s/telemetry';
 
 /** What the checkpointer needs of one attachment. */
@@ -117,7 +118,7 @@ export class Checkpointer {
       final,
       emitted_at: Date.now(),
     };
-    await publishUsageCheckpoint(this.deps.bus, message);
+    await publishUsageCheckpoint({ ctx: this.deps, input: message });
   }
 }
 

@@ -1,6 +1,7 @@
 import { subscribeMessages, type Bus, type Subscription } from '@s2s/bus';
 import { RelayAttached } from '@s2s/contract';
-import { requestEnd } from '@s2s/core';
+import { isNewerAttachment } from '@s2s/core';
+import { readHeldSessions, requestEnd } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
 import type { Logger } from '@s2s/telemetry';
 import type { WebSocket } from 'ws';
@@ -8,7 +9,6 @@ import { Attachment, type AttachmentContext, type AttachmentInit, type FinishRea
 import { Checkpointer, type Metered } from './checkpoints.js';
 import type { Config } from './config.js';
 import { EventIds } from './domain/events.js';
-import { isNewerAttachment, readHeldSessions } from './domain/store.js';
 import type { UpstreamOpener } from './upstream.js';
 
 export interface RelayDeps {
@@ -121,7 +121,7 @@ export class Relay {
 
   /** Ends a legacy session whose socket never became an attachment. */
   async endLegacy(sessionId: string): Promise<void> {
-    await requestEnd({ db: this.deps.db, bus: this.deps.bus }, sessionId, 'client_closed').catch((err: unknown) =>
+    await requestEnd({ ctx: this.deps, input: { sessionId, cause: 'client_closed' } }).catch((err: unknown) =>
       this.deps.logger.warn({ err, session_id: sessionId }, 'end request failed'),
     );
   }
@@ -193,7 +193,7 @@ export class Relay {
     if (this.reconciling || this.bySession.size === 0) return;
     this.reconciling = true;
     try {
-      const states = await readHeldSessions(this.deps.db, [...this.bySession.keys()]);
+      const states = await readHeldSessions({ ctx: this.deps, input: { sessionIds: [...this.bySession.keys()] } });
       for (const s of states) {
         for (const a of this.attachmentsOf(s.sessionId)) {
           if (a.isFinishing) continue;

@@ -5,7 +5,7 @@ import { billedCents, ZERO_USAGE, type Usage } from '@s2s/core';
 import { decodePcmFrame } from '../src/domain/audio.js';
 import { Budget } from '../src/domain/budget.js';
 import { EventIds, isAppendShape, isRejection, parseControlEvent, serverEvents } from '../src/domain/events.js';
-import { isNewerAttachment } from '../src/domain/store.js';
+import { isNewerAttachment } from '@s2s/core';
 
 t.test('decodePcmFrame accepts raw aligned PCM16LE and nothing else', async (t) => {
   const pcm = Buffer.from([1, 0, 2, 0, 3, 0, 4, 0]);

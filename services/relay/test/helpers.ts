@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { connectBus, subscribeMessages, type Bus } from '@s2s/bus';
 import { REALTIME_PROTOCOL, type BusMessage, type Rate, type UsageCheckpoint } from '@s2s/contract';
-import { createSession, issueApiKey, newId, type SessionRecord } from '@s2s/core';
+import { BYTES_PER_MS, issueApiKey, newId, type SessionRecord } from '@s2s/core';
+import { createSession } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
 import { createTestDatabase } from '@s2s/db/testing';
 import { startLocalProvider, type LocalProvider, type ReceivedClientEvent } from '@s2s/local-provider';
@@ -167,9 +168,13 @@ export async function createModel(
 /** A session made by the real create path (core createSession). */
 export async function newSession(db: DbHandle, key: KeyFixture, model: string): Promise<SessionRecord> {
   const { session } = await createSession({
-    db,
-    input: { key: { keyId: key.keyId, walletId: key.walletId }, request: { model, mode: 'speech_to_speech' }, traceId: randomBytes(16).toString('hex') },
-    settings: TEST_SETTINGS,
+    ctx: { db },
+    input: {
+      key: { keyId: key.keyId, walletId: key.walletId },
+      request: { model, mode: 'speech_to_speech' },
+      traceId: randomBytes(16).toString('hex'),
+      settings: TEST_SETTINGS,
+    },
   });
   return session;
 }
@@ -228,90 +233,20 @@ export function tone(ms: number, hz = 440, amplitude = 8000): Buffer {
 }
 
 export function silence(ms: number): Buffer {
-  return Buffer.alloc(ms * 48);
+  return Buffer.alloc(ms * BYTES_PER_MS);
 }
 
 /** 20 ms frames. */
 export function frames(pcm: Buffer, ms = 20): Buffer[] {
   const out: Buffer[] = [];
-  for (let off = 0; off < pcm.length; off += ms * 48) out.push(pcm.subarray(off, off + ms * 48));
+  for (let off = 0; off < pcm.length; off += ms * BYTES_PER_MS) out.push(pcm.subarray(off, off + ms * BYTES_PER_MS));
   return out;
 }
 
 // ---- realtime client ----
 
-export interface ServerEventLike {
-  type: string;
-  event_id: string;
-  [k: string]: unknown;
-}
-
-/** A test client: every server event is queued; next() awaits the next one (optionally of one type). */
-export class Client {
-  readonly events: ServerEventLike[] = [];
-  private cursor = 0;
-  private waiters: (() => void)[] = [];
-  closeCode: number | null = null;
-  closeReason = '';
-  readonly closed: Promise<{ code: number; reason: string }>;
-  readonly headers: Record<string, string | string[] | undefined> = {};
-
-  constructor(readonly ws: WebSocket) {
-    ws.on('upgrade', (res) => Object.assign(this.headers, res.headers));
-    ws.on('message', (data) => {
-      this.events.push(JSON.parse(data.toString()) as ServerEventLike);
-      this.wake();
-    });
-    this.closed = new Promise((resolve) => {
-      ws.on('close', (code, reason) => {
-        this.closeCode = code;
-        this.closeReason = reason.toString();
-        this.wake();
-        resolve({ code, reason: this.closeReason });
-      });
-    });
-    ws.on('error', () => {});
-  }
-
-  private wake(): void {
-    const w = this.waiters;
-    this.waiters = [];
-    for (const f of w) f();
-  }
-
-  /** The next event (of `type` when given, skipping others); rejects if the socket closes first. */
-  async next(type?: string, timeoutMs = 10_000): Promise<ServerEventLike> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      while (this.cursor < this.events.length) {
-        const e = this.events[this.cursor++] as ServerEventLike;
-        if (type === undefined || e.type === type) return e;
-      }
-      if (this.closeCode !== null) throw new Error(`socket closed (${this.closeCode}) while waiting for ${type ?? 'an event'}`);
-      if (Date.now() > deadline) throw new Error(`no ${type ?? 'event'} within ${timeoutMs} ms`);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.max(1, deadline - Date.now()));
-        this.waiters.push(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-    }
-  }
-
-  send(event: unknown): void {
-    this.ws.send(typeof event === 'string' ? event : JSON.stringify(event));
-  }
-
-  append(pcm: Buffer, eventId?: string): void {
-    this.send({ type: 'input_audio_buffer.append', ...(eventId ? { event_id: eventId } : {}), audio: pcm.toString('base64') });
-  }
-
-  async close(): Promise<void> {
-    if (this.closeCode === null) this.ws.close(1000);
-    await this.closed;
-  }
-}
+export { Client, eventually, sleep, type ServerEventLike } from '@s2s/testing';
+import { Client, type ServerEventLike } from '@s2s/testing';
 
 export function attachUrl(base: string, sessionId: string): string {
   return `${base}?session_id=${encodeURIComponent(sessionId)}`;
@@ -362,19 +297,4 @@ export function refused(url: string, opts: { secret?: string; protocol?: string 
       });
     });
   });
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-/** Polls `read` until `accept` holds (bounded), for effects that land asynchronously (bus, database). */
-export async function eventually<T>(read: () => Promise<T> | T, accept: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (accept(v)) return v;
-    if (Date.now() > deadline) return v;
-    await sleep(20);
-  }
 }

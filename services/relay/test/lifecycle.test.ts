@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { requestEnd } from '@s2s/core';
+import { requestEnd } from '@s2s/sessions';
 import {
   attach,
   attachUrl,
@@ -29,7 +29,7 @@ t.test('an end requested while streaming: upstream stopped, final checkpoint, cl
     await sleep(20);
   }
   await eventually(() => client.events.filter((e) => e.type === 'response.output_audio.delta').length, (n) => n === audio.length);
-  await requestEnd({ db: env.db, bus: env.bus }, s.id, 'client_closed');
+  await requestEnd({ ctx: { db: env.db, bus: env.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   const closed = await client.closed;
   t.equal(closed.code, 1000);
   const final = await eventually(() => env.checkpoints.find((c) => c.session_id === s.id && c.final), (c) => c !== undefined);

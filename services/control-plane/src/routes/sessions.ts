@@ -1,16 +1,24 @@
 import { Router } from 'express';
 import { CreateSessionRequest } from '@s2s/contract';
-import { bearerToken, errors, isApiKeyShaped, newTraceId } from '@s2s/core';
+import { bearerToken, errors, hashApiKey, isApiKeyShaped, newTraceId, toVoiceSession } from '@s2s/core';
+import { authenticateKey, createSession, getSession } from '@s2s/sessions';
 import { activeTraceId } from '@s2s/telemetry';
 import type { AppContext } from '../context.js';
 import { readJsonBody } from '../http/body.js';
-import { parseIdempotencyKey } from '../domain/idempotency.js';
-import { checkApiKey, createSession, getSession } from '../domain/sessions.js';
+import { parseIdempotencyKey } from '../http/idempotency.js';
 
 /** POST /v1/voice/sessions and GET /v1/voice/sessions/{id}; mounted at /v1/voice/sessions. */
 export function sessionsRouter(ctx: AppContext): Router {
   const router = Router();
+  const { config } = ctx;
+  const settings = {
+    preauthMinutes: config.sessionPreauthMinutes,
+    idleTimeoutSeconds: config.sessionIdleTimeoutSeconds,
+    maxSeconds: config.sessionMaxSeconds,
+    syncCommit: config.sessionCreateSyncCommit,
+  };
 
+  // Checks, in order: key (401), Idempotency-Key replay or conflict (replay / 409), model (404), wallet (402).
   router.post('/', async (req, res) => {
     const authorization = req.headers.authorization;
     const secret = bearerToken(authorization);
@@ -22,17 +30,22 @@ export function sessionsRouter(ctx: AppContext): Router {
       idempotencyKey = parseIdempotencyKey(req.headers['idempotency-key']);
     } catch (bodyError) {
       // The key is checked before the body complaint; the valid-body path checks it inside its one statement.
-      await checkApiKey({ ctx, input: { authorization } });
+      await authenticateKey({ ctx, input: { authorization } });
       throw bodyError;
     }
     const traceId = activeTraceId() ?? newTraceId();
-    const { session, replayed } = await createSession({ ctx, input: { authorization, body, idempotencyKey, traceId } });
+    const { session, replayed } = await createSession({
+      ctx,
+      input: { key: { secretHash: hashApiKey(secret) }, request: body, idempotencyKey, traceId, settings },
+    });
     if (replayed) res.setHeader('Idempotent-Replayed', 'true');
-    res.status(201).json(session);
+    res.status(201).json(toVoiceSession(session, config.realtimePublicUrl));
   });
 
   router.get('/:id', async (req, res) => {
-    res.json(await getSession({ ctx, input: { authorization: req.headers.authorization, sessionId: req.params.id } }));
+    const key = await authenticateKey({ ctx, input: { authorization: req.headers.authorization } });
+    const session = await getSession({ ctx, input: { sessionId: req.params.id, keyId: key.keyId } });
+    res.json(toVoiceSession(session, config.realtimePublicUrl));
   });
 
   return router;

@@ -1,24 +1,14 @@
 import type { Bus } from '@s2s/bus';
 import { SESSION_MODE } from '@s2s/contract';
-import {
-  authenticateKey,
-  createSession,
-  errors,
-  expiryCause,
-  isTerminal,
-  loadOwnedSession,
-  newTraceId,
-  requestEnd,
-  type SessionRecord,
-  type SessionSettings,
-} from '@s2s/core';
+import { errors, isTerminal, newTraceId, type SessionRecord } from '@s2s/core';
 import type { DbHandle } from '@s2s/db';
+import { authenticateKey, createSession, expireIfDue, loadOwnedSession, type SessionSettings } from '@s2s/sessions';
 import type { Logger } from '@s2s/telemetry';
 
 export interface AuthorizeContext {
   db: DbHandle;
   bus: Bus;
-  logger: Logger;
+  log: Logger;
   sessionSettings: SessionSettings;
   now: () => Date;
   traceId: () => string | undefined;
@@ -43,32 +33,31 @@ export async function authorizeAttach({
   ctx: AuthorizeContext;
   input: { authorization: string | undefined; target: AttachTarget };
 }): Promise<AuthorizedAttach> {
-  const key = await authenticateKey(ctx.db.prisma, input.authorization);
+  const key = await authenticateKey({ ctx, input: { authorization: input.authorization } });
   if ('model' in input.target) {
     const { session } = await createSession({
-      db: ctx.db,
+      ctx,
       input: {
         key,
         request: { model: input.target.model, mode: SESSION_MODE },
         legacy: true,
         traceId: ctx.traceId() ?? newTraceId(),
+        settings: ctx.sessionSettings,
       },
-      settings: ctx.sessionSettings,
     });
     return { session, legacy: true };
   }
 
-  const session = await loadOwnedSession(ctx.db.prisma, input.target.sessionId, key.keyId);
+  const session = await loadOwnedSession({ ctx, input: { sessionId: input.target.sessionId, keyId: key.keyId } });
   if (isTerminal(session.status) || session.settledAt !== null || session.endRequestedAt !== null) {
     throw errors.sessionExpired();
   }
-  const cause = expiryCause(session, ctx.now());
-  if (cause !== null) {
-    // Past its deadline but not yet swept: end it now, as a read of it would.
-    await requestEnd({ db: ctx.db, bus: ctx.bus }, session.id, cause, { now: ctx.now() }).catch((err: unknown) =>
-      ctx.logger.warn({ err, session_id: session.id }, 'end request of an expired session failed'),
-    );
-    throw errors.sessionExpired();
-  }
+  // Past its deadline but not yet swept: end it now, as a read of it would.
+  // A failed end request (only tried when one was due) still refuses: the sweeper ends it later.
+  const outcome = await expireIfDue({ ctx, input: { session } }).catch((err: unknown) => {
+    ctx.log.warn({ err, session_id: session.id }, 'end request of an expired session failed');
+    return null;
+  });
+  if (outcome === null || outcome.due !== null) throw errors.sessionExpired();
   return { session, legacy: false };
 }

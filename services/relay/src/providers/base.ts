@@ -1,4 +1,4 @@
-import type { Usage } from '@s2s/core';
+import { BYTES_PER_MS, type Usage } from '@s2s/core';
 import type { Logger } from '@s2s/telemetry';
 import { UpstreamError, isUpstreamError } from './errors.js';
 import type {
@@ -10,8 +10,7 @@ import type {
   UpstreamTokenUsage,
 } from './types.js';
 
-/** 24 kHz * 2 bytes per sample / 1000 ms. */
-export const BYTES_PER_MS = 48;
+export { BYTES_PER_MS };
 export const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
 export const DEFAULT_CONNECT_RETRIES = 2;
 export const DEFAULT_RETRY_BACKOFF_MS = 100;

@@ -1,3 +1,4 @@
+import { BYTES_PER_MS } from '@s2s/core';
 import { UpstreamError, type UpstreamErrorKind } from './errors.js';
 import { Resampler24kTo16k } from './resample.js';
 import type {
@@ -186,7 +187,7 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     }
     if (content.interrupted === true) {
       // Gemini stopped its answer because it heard the user: that is the start of speech for the relay.
-      this.emit({ type: 'speech_started', audioStartMs: Math.floor(this.inputBytes / 48) });
+      this.emit({ type: 'speech_started', audioStartMs: Math.floor(this.inputBytes / BYTES_PER_MS) });
       this.finishTurn('cancelled');
     } else if (content.turnComplete === true) {
       this.finishTurn('completed');

@@ -1,4 +1,4 @@
-import { REFERENCE_TOKENS } from '@s2s/core';
+import { BYTES_PER_MS, REFERENCE_TOKENS } from '@s2s/core';
 import { UpstreamError } from './errors.js';
 import type {
   ProviderAdapter,
@@ -126,11 +126,11 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
     // Make the conversation match what the listener heard: cut the item at the audio actually played.
     const item = responseId !== null ? this.items.get(responseId) : this.items.get(this.activeResponseId ?? '') ?? lastValue(this.items);
     if (!item) return;
-    const itemMs = Math.floor(item.bytes / 48);
+    const itemMs = Math.floor(item.bytes / BYTES_PER_MS);
     const endMs = Math.max(0, Math.min(Math.floor(playedMs), itemMs));
     if (endMs < itemMs) {
       this.send({ type: 'conversation.item.truncate', item_id: item.itemId, content_index: 0, audio_end_ms: endMs });
-      item.bytes = endMs * 48;
+      item.bytes = endMs * BYTES_PER_MS;
     }
   }
 

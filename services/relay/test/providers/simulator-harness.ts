@@ -2,6 +2,7 @@ import { LOCAL_TOKEN_RATIO, startLocalProvider, type ReceivedClientEvent } from 
 import type { Test } from 'tap';
 import type { ProviderAdapter, UpstreamSessionConfig } from '../../src/providers/index.js';
 import type { AdapterSuiteSpec, UpstreamHarness } from './adapter-suite.js';
+import { BYTES_PER_MS } from '@s2s/core';
 
 export interface SimulatorHarness extends UpstreamHarness {
   url: string;
@@ -70,8 +71,8 @@ export function openAIProtocolSpec(
     expectedReply: (sent) => ({
       pcm: sent,
       usage: {
-        input_audio_tokens: Math.ceil(sent.length / 48 / LOCAL_TOKEN_RATIO.inputMsPerToken),
-        output_audio_tokens: Math.ceil(sent.length / 48 / LOCAL_TOKEN_RATIO.outputMsPerToken),
+        input_audio_tokens: Math.ceil(sent.length / BYTES_PER_MS / LOCAL_TOKEN_RATIO.inputMsPerToken),
+        output_audio_tokens: Math.ceil(sent.length / BYTES_PER_MS / LOCAL_TOKEN_RATIO.outputMsPerToken),
       },
     }),
     checkBargeIn(t: Test, h: SimulatorHarness, playedMs: number) {

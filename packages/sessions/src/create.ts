@@ -1,10 +1,17 @@
 import type { Capabilities, CreateSessionRequest, Rate } from '@s2s/contract';
+import {
+  AppError,
+  errors,
+  IDEMPOTENCY_RETENTION_HOURS,
+  newId,
+  preauthorizationCents,
+  requestFingerprint,
+  type AuthenticatedKey,
+  type SessionRecord,
+} from '@s2s/core';
 import type { DbHandle } from '@s2s/db';
-import { AppError, errors } from './errors.js';
-import { newId } from './ids.js';
-import { requestFingerprint } from './idempotency.js';
-import { preauthorizationCents } from './money.js';
-import { loadOwnedSession, type AuthenticatedKey, type SessionRecord } from './store.js';
+import type { SessionsDbContext } from './context.js';
+import { readOwnedSession } from './get.js';
 
 /** The per-deployment settings a new session snapshots (decisions.md, "Time, status and expiry" and "Money"). */
 export interface SessionSettings {
@@ -27,6 +34,7 @@ export interface CreateSessionInput {
   /** Sessions created by the legacy `/v1/realtime?model=` alias. */
   legacy?: boolean;
   traceId: string;
+  settings: SessionSettings;
 }
 
 export interface CreatedSession {
@@ -34,16 +42,6 @@ export interface CreatedSession {
   /** True when an earlier request with the same Idempotency-Key made this session. */
   replayed: boolean;
 }
-
-export const IDEMPOTENCY_RETENTION_HOURS = 24;
-
-export const sessionErrors = {
-  modelNotFound: () => new AppError('model_not_found', 'The selected model is not available to this key.'),
-  insufficientBalance: () =>
-    new AppError('insufficient_wallet_balance', 'The wallet cannot cover the preauthorization of this session.'),
-  idempotencyConflict: () =>
-    new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.'),
-};
 
 /**
  * The whole create in one statement (one round trip, one implicit transaction): authenticate the key,
@@ -139,15 +137,9 @@ const MAX_ATTEMPTS = 4;
  * and the legacy realtime alias so both refuse and reserve alike. Checks, in order: key (401),
  * Idempotency-Key replay or conflict (replay / 409), model listed (404), wallet covers the preauthorization (402).
  */
-export async function createSession({
-  db,
-  input,
-  settings,
-}: {
-  db: DbHandle;
-  input: CreateSessionInput;
-  settings: SessionSettings;
-}): Promise<CreatedSession> {
+export async function createSession({ ctx, input }: { ctx: SessionsDbContext; input: CreateSessionInput }): Promise<CreatedSession> {
+  const { db } = ctx;
+  const { settings } = input;
   const fingerprint = input.idempotencyKey === undefined ? null : requestFingerprint(input.request);
   const guesses = guessesOf(db);
   const modelId = input.request.model;
@@ -202,7 +194,7 @@ export async function createSession({
     }
     if (row.rate_id === null) {
       guesses.delete(modelId);
-      throw sessionErrors.modelNotFound();
+      throw errors.modelNotFound();
     }
     if (row.rate_id !== guess?.rateId) {
       const preauthCents = preauthorizationCents(rateOf(row), settings.preauthMinutes);
@@ -210,14 +202,15 @@ export async function createSession({
       continue;
     }
     if (row.available_cents === null || row.created_at === null || row.last_activity_at === null || row.max_ends_at === null) {
-      throw sessionErrors.insufficientBalance();
+      throw errors.insufficientBalance();
     }
-    return { session: createdRecord(row, sessionId, guess.preauthCents, settings, input), replayed: false };
+    return { session: createdRecord(row, sessionId, guess.preauthCents, input), replayed: false };
   }
   throw new AppError('internal_error', 'session creation did not settle after repeated rate or idempotency races');
 }
 
-function createdRecord(row: CreateRow, id: string, preauth: number, settings: SessionSettings, input: CreateSessionInput): SessionRecord {
+function createdRecord(row: CreateRow, id: string, preauth: number, input: CreateSessionInput): SessionRecord {
+  const { settings } = input;
   return {
     id,
     keyId: row.key_id,
@@ -298,8 +291,8 @@ async function resolveIdempotency(
     );
     return null;
   }
-  if (record.fingerprint !== q.fingerprint) throw sessionErrors.idempotencyConflict();
-  return loadOwnedSession(db.prisma, record.session_id, q.keyId);
+  if (record.fingerprint !== q.fingerprint) throw errors.idempotencyConflict();
+  return readOwnedSession(db.pool, { sessionId: record.session_id, keyId: q.keyId });
 }
 
 async function keyIdOf(db: DbHandle, secretHash: string | null, keyId: string | null): Promise<string> {

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { createTestDatabase } from '@s2s/db/testing';
-import { createSession, issueApiKey, newId, preauthorizationCents, type SessionSettings } from '../src/index.js';
+import { issueApiKey, newId, preauthorizationCents } from '@s2s/core';
+import { createSession, type SessionSettings } from '../src/index.js';
 
 const SETTINGS: SessionSettings = { preauthMinutes: 10, idleTimeoutSeconds: 300, maxSeconds: 3600 };
 const RATE = { per_minute: 1000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 };
@@ -36,9 +37,8 @@ t.test('createSession reserves the preauthorization and refuses like POST /v1/vo
   const { db, key } = await fixtures(t);
   const preauth = preauthorizationCents(RATE, SETTINGS.preauthMinutes);
   const { session, replayed } = await createSession({
-    db,
-    input: { key, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: traceId() },
-    settings: SETTINGS,
+    ctx: { db },
+    input: { key, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: traceId(), settings: SETTINGS },
   });
   t.equal(replayed, false);
   t.equal(session.status, 'ready');
@@ -50,16 +50,16 @@ t.test('createSession reserves the preauthorization and refuses like POST /v1/vo
   t.equal(rows[0]?.reserved, preauth);
 
   await t.rejects(
-    createSession({ db, input: { key, request: { model: 'local/hidden', mode: 'speech_to_speech' }, traceId: traceId() }, settings: SETTINGS }),
+    createSession({ ctx: { db }, input: { settings: SETTINGS, key, request: { model: 'local/hidden', mode: 'speech_to_speech' }, traceId: traceId() } }),
     { name: 'AppError', code: 'model_not_found', status: 404 },
   );
   // 1000 cents hold floor(1000 / preauth) preauthorizations and not one more.
   const many = Math.floor(1000 / preauth);
   for (let i = 1; i < many; i++) {
-    await createSession({ db, input: { key, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: traceId() }, settings: SETTINGS });
+    await createSession({ ctx: { db }, input: { settings: SETTINGS, key, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: traceId() } });
   }
   await t.rejects(
-    createSession({ db, input: { key, request: { model: 'local/a', mode: 'speech_to_speech' }, legacy: true, traceId: traceId() }, settings: SETTINGS }),
+    createSession({ ctx: { db }, input: { settings: SETTINGS, key, request: { model: 'local/a', mode: 'speech_to_speech' }, legacy: true, traceId: traceId() } }),
     { name: 'AppError', code: 'insufficient_wallet_balance', status: 402 },
   );
   const count = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM voice_sessions');
@@ -69,7 +69,7 @@ t.test('createSession reserves the preauthorization and refuses like POST /v1/vo
 t.test('createSession with an Idempotency-Key: replays, conflicts, concurrent duplicates make one session', async (t) => {
   const { db, key } = await fixtures(t);
   const create = (idempotencyKey: string, model = 'local/a') =>
-    createSession({ db, input: { key, request: { model, mode: 'speech_to_speech' }, idempotencyKey, traceId: traceId() }, settings: SETTINGS });
+    createSession({ ctx: { db }, input: { settings: SETTINGS, key, request: { model, mode: 'speech_to_speech' }, idempotencyKey, traceId: traceId() } });
   const first = await create('k1');
   const again = await create('k1');
   t.equal(again.replayed, true);

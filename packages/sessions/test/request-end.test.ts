@@ -3,7 +3,8 @@ import t from 'tap';
 import { connectBus, subscribeMessages } from '@s2s/bus';
 import type { BusMessage } from '@s2s/contract';
 import { createTestDatabase } from '@s2s/db/testing';
-import { createSession, issueApiKey, newId, requestEnd } from '../src/index.js';
+import { issueApiKey, newId } from '@s2s/core';
+import { createSession, requestEnd } from '../src/index.js';
 
 const SETTINGS = { preauthMinutes: 10, idleTimeoutSeconds: 300, maxSeconds: 3600 };
 
@@ -31,9 +32,8 @@ async function setup(t: Parameters<typeof createTestDatabase>[0] & { teardown(fn
   const make = async () =>
     (
       await createSession({
-        db,
-        input: { key: { keyId, walletId }, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: randomBytes(16).toString('hex') },
-        settings: SETTINGS,
+        ctx: { db },
+        input: { key: { keyId, walletId }, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: randomBytes(16).toString('hex'), settings: SETTINGS },
       })
     ).session;
   return { db, bus, make };
@@ -46,16 +46,16 @@ t.test('the first cause wins and is announced once per Msg-Id', async (t) => {
   const sub = subscribeMessages(bus.nc, bus.subjects.endRequested(s.id), (m) => seen.push(m));
   t.teardown(() => sub.unsubscribe());
 
-  const first = await requestEnd({ db, bus }, s.id, 'client_closed');
+  const first = await requestEnd({ ctx: { db, bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   t.match(first, { sessionId: s.id, cause: 'client_closed', terminalStatus: 'cancelled', first: true });
-  const second = await requestEnd({ db, bus }, s.id, 'error');
+  const second = await requestEnd({ ctx: { db, bus }, input: { sessionId: s.id, cause: 'error' } });
   t.match(second, { cause: 'client_closed', terminalStatus: 'cancelled', first: false }, 'a later cause does not replace it');
   await bus.nc.flush();
   t.ok(seen.length >= 1);
   t.match(seen[0], { type: 'session.end_requested', session_id: s.id, cause: 'client_closed', terminal_status: 'cancelled' });
   const info = await bus.jsm.streams.info(bus.subjects.stream);
   t.equal(info.state.messages, 1, 'the repeated announcement is a duplicate the stream dropped');
-  t.equal(await requestEnd({ db, bus }, 'vs_missing', 'client_closed'), null);
+  t.equal(await requestEnd({ ctx: { db, bus }, input: { sessionId: 'vs_missing', cause: 'client_closed' } }), null);
 });
 
 t.test('an expiry cause re-checks the deadline under the lock', async (t) => {
@@ -64,12 +64,12 @@ t.test('an expiry cause re-checks the deadline under the lock', async (t) => {
   // Decided from a stale read 301 s after creation, but activity moved the deadline meanwhile.
   const late = new Date(s.createdAt.getTime() + 301_000);
   await db.pool.query(`UPDATE voice_sessions SET last_activity_at = $2 WHERE id = $1`, [s.id, new Date(late.getTime() - 1000)]);
-  t.equal(await requestEnd({ db, bus }, s.id, 'idle_timeout', { now: late }), null, 'not expired any more: nothing happens');
+  t.equal(await requestEnd({ ctx: { db, bus }, input: { sessionId: s.id, cause: 'idle_timeout', now: late } }), null, 'not expired any more: nothing happens');
   const row = await db.pool.query('SELECT end_requested_at FROM voice_sessions WHERE id = $1', [s.id]);
   t.equal(row.rows[0].end_requested_at, null);
 
   const muchLater = new Date(late.getTime() + 300_000);
-  t.match(await requestEnd({ db, bus }, s.id, 'idle_timeout', { now: muchLater }), { terminalStatus: 'expired', first: true });
+  t.match(await requestEnd({ ctx: { db, bus }, input: { sessionId: s.id, cause: 'idle_timeout', now: muchLater } }), { terminalStatus: 'expired', first: true });
   const fresh = await make();
-  t.equal(await requestEnd({ db, bus }, fresh.id, 'max_duration'), null, 'by the database clock a fresh session is not past its maximum');
+  t.equal(await requestEnd({ ctx: { db, bus }, input: { sessionId: fresh.id, cause: 'max_duration' } }), null, 'by the database clock a fresh session is not past its maximum');
 });

@@ -1,0 +1,59 @@
+import type { Usage } from '@s2s/core';
+import type { SessionsDbContext } from './context.js';
+
+export interface RecordedAttachment {
+  startedAt: Date;
+  lastActivityAt: Date;
+  /** Usage folded so far from this session's earlier attachments (their newest checkpoints). */
+  prior: Usage;
+}
+
+/**
+ * Inserts the attachment row and bumps last_activity_at in one statement, only while the session is
+ * neither settled nor asked to end: an end recorded after the checks before the upgrade still wins (null).
+ */
+export async function recordAttachment({
+  ctx,
+  input,
+}: {
+  ctx: SessionsDbContext;
+  input: { sessionId: string; attachmentId: string; relayId: string };
+}): Promise<RecordedAttachment | null> {
+  const { rows } = await ctx.db.pool.query<{
+    started_at: Date;
+    last_activity_at: Date;
+    audio_in_ms: number;
+    audio_out_ms: number;
+    input_audio_tokens: number;
+    output_audio_tokens: number;
+  }>(
+    `WITH s AS (
+       UPDATE voice_sessions SET last_activity_at = now()
+        WHERE id = $1 AND settled_at IS NULL AND end_requested_at IS NULL
+        RETURNING id, last_activity_at
+     ), a AS (
+       INSERT INTO session_attachments (id, session_id, relay_id) SELECT $2, id, $3 FROM s RETURNING started_at
+     )
+     SELECT a.started_at, s.last_activity_at, u.*
+       FROM a, s, (
+         SELECT coalesce(sum(audio_in_ms), 0)::float8 AS audio_in_ms,
+                coalesce(sum(audio_out_ms), 0)::float8 AS audio_out_ms,
+                coalesce(sum(input_audio_tokens), 0)::float8 AS input_audio_tokens,
+                coalesce(sum(output_audio_tokens), 0)::float8 AS output_audio_tokens
+           FROM session_attachments WHERE session_id = $1
+       ) u`,
+    [input.sessionId, input.attachmentId, input.relayId],
+  );
+  const row = rows[0];
+  if (!row) return null;
+  return {
+    startedAt: row.started_at,
+    lastActivityAt: row.last_activity_at,
+    prior: {
+      audio_in_ms: row.audio_in_ms,
+      audio_out_ms: row.audio_out_ms,
+      input_audio_tokens: row.input_audio_tokens,
+      output_audio_tokens: row.output_audio_tokens,
+    },
+  };
+}

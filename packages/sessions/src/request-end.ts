@@ -1,0 +1,95 @@
+import type { Bus } from '@s2s/bus';
+import type { EndCause, SessionStatus, TerminalStatus } from '@s2s/contract';
+import { AppError, expiryCause, terminalStatusFor } from '@s2s/core';
+import { withTransaction } from '@s2s/db';
+import type { SessionsContext } from './context.js';
+
+interface LockedSession {
+  status: SessionStatus;
+  end_requested_at: Date | null;
+  end_cause: EndCause | null;
+  terminal_status: TerminalStatus | null;
+  settled_at: Date | null;
+  last_activity_at: Date;
+  idle_timeout_seconds: number;
+  max_ends_at: Date;
+  db_now: Date;
+}
+
+const EXPIRY_CAUSES: ReadonlySet<EndCause> = new Set(['idle_timeout', 'max_duration']);
+
+function stillExpired(s: LockedSession, now: Date): boolean {
+  const clock = { lastActivityAt: s.last_activity_at, idleTimeoutSeconds: s.idle_timeout_seconds, maxEndsAt: s.max_ends_at };
+  return expiryCause(clock, now) !== null;
+}
+
+export interface EndRequest {
+  sessionId: string;
+  cause: EndCause;
+  terminalStatus: TerminalStatus;
+  requestedAt: Date;
+  /** False when an earlier end request (whose cause wins) was already recorded. */
+  first: boolean;
+}
+
+/**
+ * Records that a session must end (the first cause wins) and announces it on the bus so that the relay
+ * holding it stops and billing settles it. An expiry cause only takes effect if the session is still
+ * expired under the row lock (by `input.now`, else ctx.now(), else the database clock); otherwise null.
+ * Safe to repeat: the announcement has a fixed Msg-Id and the billing sweeper re-announces unsettled ends.
+ */
+export async function requestEnd({
+  ctx,
+  input,
+}: {
+  ctx: Pick<SessionsContext, 'db' | 'bus' | 'now'>;
+  input: { sessionId: string; cause: EndCause; now?: Date };
+}): Promise<EndRequest | null> {
+  const { sessionId, cause } = input;
+  const now = input.now ?? ctx.now?.();
+  const decided = await withTransaction(ctx, async (tx) => {
+    const { rows } = await tx.query<LockedSession>(
+      `SELECT status, end_requested_at, end_cause, terminal_status, settled_at,
+              last_activity_at, idle_timeout_seconds, max_ends_at, now() AS db_now
+         FROM voice_sessions WHERE id = $1 FOR UPDATE`,
+      [sessionId],
+    );
+    const s = rows[0];
+    if (!s) return null;
+    if (s.end_requested_at && s.end_cause && s.terminal_status) {
+      return { cause: s.end_cause, terminalStatus: s.terminal_status, requestedAt: s.end_requested_at, first: false };
+    }
+    if (s.settled_at) return null;
+    // An expiry decided from an earlier read must still hold under the lock: activity may have moved it.
+    if (EXPIRY_CAUSES.has(cause) && !stillExpired(s, now ?? s.db_now)) return null;
+    const terminalStatus = terminalStatusFor(cause, s.status);
+    const updated = await tx.query<{ end_requested_at: Date }>(
+      `UPDATE voice_sessions SET end_requested_at = now(), end_cause = $2, terminal_status = $3
+        WHERE id = $1 RETURNING end_requested_at`,
+      [sessionId, cause, terminalStatus],
+    );
+    const row = updated.rows[0];
+    if (!row) throw new AppError('internal_error', 'end request lost its row');
+    return { cause, terminalStatus, requestedAt: row.end_requested_at, first: true };
+  });
+  if (!decided) return null;
+  await announceEnd({ ctx, input: { sessionId, ...decided } });
+  return { sessionId, ...decided };
+}
+
+/** Publishes `session.end_requested`; its Msg-Id is fixed per session, so a repeat is a duplicate. */
+export async function announceEnd({ ctx, input }: { ctx: { bus: Bus }; input: Omit<EndRequest, 'first'> }): Promise<void> {
+  const { bus } = ctx;
+  await bus.publish(
+    bus.subjects.endRequested(input.sessionId),
+    {
+      type: 'session.end_requested',
+      version: 1,
+      session_id: input.sessionId,
+      cause: input.cause,
+      terminal_status: input.terminalStatus,
+      requested_at: input.requestedAt.getTime(),
+    },
+    `end:${input.sessionId}`,
+  );
+}

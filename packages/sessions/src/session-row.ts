@@ -1,0 +1,109 @@
+import type { Capabilities, EndCause, SessionStatus, TerminalStatus } from '@s2s/contract';
+import type { SessionRecord } from '@s2s/core';
+import type { Sql } from '@s2s/db';
+
+interface SessionRow {
+  id: string;
+  key_id: string;
+  wallet_id: string;
+  status: string;
+  model_id: string;
+  provider: string;
+  provider_model: string;
+  capabilities: Capabilities;
+  rate_snapshot_id: string;
+  source: string;
+  per_minute: number;
+  audio_in_token: number;
+  audio_out_token: number;
+  relay_fee_milli_cents: number;
+  created_at: Date;
+  last_activity_at: Date;
+  idle_timeout_seconds: number;
+  max_ends_at: Date;
+  preauthorized_cents: number;
+  reserved_cents: number;
+  available_cents: number;
+  audio_in_ms: number;
+  audio_out_ms: number;
+  input_audio_tokens: number;
+  output_audio_tokens: number;
+  billed_cents: number;
+  trace_id: string;
+  end_requested_at: Date | null;
+  end_cause: string | null;
+  terminal_status: string | null;
+  settled_at: Date | null;
+  legacy: boolean;
+}
+
+/**
+ * Reads a session only when `keyId` owns it, so usage and billing fields are never read for anyone else.
+ * Before settlement the usage is the sum of the attachments' newest checkpoints; after, the settled figures.
+ */
+export async function selectOwnedSession(sql: Sql, sessionId: string, keyId: string): Promise<SessionRecord | null> {
+  const { rows } = await sql.query<SessionRow>(OWNED_SESSION_SQL, [sessionId, keyId]);
+  const row = rows[0];
+  return row ? toRecord(row) : null;
+}
+
+const OWNED_SESSION_SQL = `
+    SELECT s.id, s.key_id, s.wallet_id, s.status, s.model_id, m.provider, m.provider_model, m.capabilities,
+           s.rate_snapshot_id, r.source, r.per_minute, r.audio_in_token, r.audio_out_token, r.relay_fee_milli_cents,
+           s.created_at, s.last_activity_at, s.idle_timeout_seconds, s.max_ends_at,
+           s.preauthorized_cents, s.reserved_cents, (w.balance_cents - w.reserved_cents)::float8 AS available_cents,
+           (CASE WHEN s.settled_at IS NULL THEN coalesce(u.audio_in_ms, 0) ELSE s.audio_in_ms END)::float8 AS audio_in_ms,
+           (CASE WHEN s.settled_at IS NULL THEN coalesce(u.audio_out_ms, 0) ELSE s.audio_out_ms END)::float8 AS audio_out_ms,
+           (CASE WHEN s.settled_at IS NULL THEN coalesce(u.input_audio_tokens, 0) ELSE s.input_audio_tokens END)::float8 AS input_audio_tokens,
+           (CASE WHEN s.settled_at IS NULL THEN coalesce(u.output_audio_tokens, 0) ELSE s.output_audio_tokens END)::float8 AS output_audio_tokens,
+           s.billed_cents, s.trace_id, s.end_requested_at, s.end_cause, s.terminal_status, s.settled_at, s.legacy
+      FROM voice_sessions s
+      JOIN catalog_models m ON m.id = s.model_id
+      JOIN rate_snapshots r ON r.id = s.rate_snapshot_id
+      JOIN wallets w ON w.id = s.wallet_id
+      LEFT JOIN LATERAL (
+        SELECT sum(a.audio_in_ms) AS audio_in_ms, sum(a.audio_out_ms) AS audio_out_ms,
+               sum(a.input_audio_tokens) AS input_audio_tokens, sum(a.output_audio_tokens) AS output_audio_tokens
+          FROM session_attachments a WHERE a.session_id = s.id
+      ) u ON s.settled_at IS NULL
+     WHERE s.id = $1 AND s.key_id = $2`;
+
+function toRecord(r: SessionRow): SessionRecord {
+  return {
+    id: r.id,
+    keyId: r.key_id,
+    walletId: r.wallet_id,
+    status: r.status as SessionStatus,
+    modelId: r.model_id,
+    provider: r.provider,
+    providerModel: r.provider_model,
+    capabilities: r.capabilities,
+    rateSnapshotId: r.rate_snapshot_id,
+    pricingSource: r.source,
+    rate: {
+      per_minute: r.per_minute,
+      audio_in_token: r.audio_in_token,
+      audio_out_token: r.audio_out_token,
+      relay_fee_milli_cents: r.relay_fee_milli_cents,
+    },
+    createdAt: r.created_at,
+    lastActivityAt: r.last_activity_at,
+    idleTimeoutSeconds: r.idle_timeout_seconds,
+    maxEndsAt: r.max_ends_at,
+    preauthorizedCents: r.preauthorized_cents,
+    reservedCents: r.reserved_cents,
+    walletAvailableCents: r.available_cents,
+    audioInMs: r.audio_in_ms,
+    audioOutMs: r.audio_out_ms,
+    inputAudioTokens: r.input_audio_tokens,
+    outputAudioTokens: r.output_audio_tokens,
+    billedCents: r.billed_cents,
+    traceId: r.trace_id,
+    endRequestedAt: r.end_requested_at,
+    endCause: r.end_cause as EndCause | null,
+    terminalStatus: r.terminal_status as TerminalStatus | null,
+    settledAt: r.settled_at,
+    legacy: r.legacy,
+  };
+}
+

@@ -1,0 +1,34 @@
+// Runs the chosen scenarios over one private stack and always tears it down (processes, servers, temp dir).
+import { killAll } from './infra.js';
+import { details, table, type ScenarioResult } from './report.js';
+import { heal, SCENARIOS, type ScenarioOptions } from './scenarios.js';
+import { Stack } from './stack.js';
+
+export interface CampaignOptions extends ScenarioOptions {
+  /** Scenario names to run, in the catalogue's order; empty runs them all. */
+  scenarios: string[];
+}
+
+export const SCENARIO_NAMES = SCENARIOS.map((s) => s.name);
+
+export async function runCampaign(opts: CampaignOptions): Promise<ScenarioResult[]> {
+  const unknown = opts.scenarios.filter((n) => !SCENARIO_NAMES.includes(n));
+  if (unknown.length > 0) throw new Error(`unknown scenario ${unknown.join(', ')}; known: ${SCENARIO_NAMES.join(', ')}`);
+  const chosen = SCENARIOS.filter((s) => opts.scenarios.length === 0 || opts.scenarios.includes(s.name));
+  opts.log('starting a private NATS, PostgreSQL and the gateway processes');
+  const stack = await Stack.start();
+  const results: ScenarioResult[] = [];
+  try {
+    opts.log(`stack up: NATS ${stack.nats.url}, PostgreSQL 127.0.0.1:${stack.pgsql.port}, relays ${stack.relays.map((r) => r.port).join(', ')}`);
+    for (const scenario of chosen) {
+      opts.log(`scenario ${scenario.name}: ${opts.sessions} sessions`);
+      await heal(stack);
+      const result = await scenario.run(stack, opts);
+      results.push(result);
+      opts.log(`${table([result])}\n${details(result)}\n`);
+    }
+  } finally {
+    await stack.close().catch(() => killAll());
+  }
+  return results;
+}

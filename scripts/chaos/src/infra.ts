@@ -1,0 +1,298 @@
+// The campaign's own NATS and PostgreSQL, in a temporary directory on ports of the chaos range, so that it
+// can stop, kill and restart them: the shared servers (5432, 4222) are never touched.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+
+/** Fixed ports of the campaign (NATS, PostgreSQL) come from this range only. */
+export const PORT_RANGE = { min: 17000, max: 17999 } as const;
+const PG_BIN = process.env.CHAOS_PG_BIN ?? '/usr/lib/postgresql/15/bin';
+const NATS_BIN = process.env.CHAOS_NATS_BIN ?? '/usr/sbin/nats-server';
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Polls `check` every `everyMs` until it returns true; false once `timeoutMs` passed. */
+export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs: number, everyMs = 100): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() >= deadline) return false;
+    await sleep(everyMs);
+  }
+}
+
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+const taken = new Set<number>();
+
+/** A port of the chaos range that nothing listens on (random start, bounded probing). */
+export async function freePort(): Promise<number> {
+  const span = PORT_RANGE.max - PORT_RANGE.min + 1;
+  const start = Math.floor(Math.random() * span);
+  for (let i = 0; i < 200; i++) {
+    const port = PORT_RANGE.min + ((start + i * 7) % span);
+    if (taken.has(port)) continue;
+    if (await portIsFree(port)) {
+      taken.add(port);
+      return port;
+    }
+  }
+  throw new Error('no free port in 17000-17999');
+}
+
+/** Every process the campaign started, so that a failure still ends them all (by process group). */
+const live = new Set<ChildProcess>();
+
+const tempDirs = new Set<TempDir>();
+let exitHook = false;
+
+/** On any exit of this process (a test timeout included), no child and no temp dir is left behind. */
+function hookExit(): void {
+  if (exitHook) return;
+  exitHook = true;
+  process.once('exit', () => {
+    killAll();
+    for (const dir of tempDirs) dir.remove();
+  });
+}
+
+export function track(child: ChildProcess): void {
+  hookExit();
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+}
+
+/** SIGKILL to the process group of every child still running. */
+export function killAll(): void {
+  for (const child of live) killGroup(child, 'SIGKILL');
+}
+
+export function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    try {
+      child.kill(signal);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+export function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+/** Signals the group, then SIGKILLs it if it is still there after `graceMs`. */
+export async function stopGroup(child: ChildProcess, signal: NodeJS.Signals, graceMs: number): Promise<void> {
+  killGroup(child, signal);
+  const timer = setTimeout(() => killGroup(child, 'SIGKILL'), graceMs);
+  await exited(child);
+  clearTimeout(timer);
+}
+
+/** The OS user PostgreSQL runs as: `postgres` when we are root (it refuses root), ourselves otherwise. */
+function pgUser(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const uid = Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim());
+  const gid = Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim());
+  if (!Number.isInteger(uid) || !Number.isInteger(gid) || uid <= 0) throw new Error('running as root needs a `postgres` OS user');
+  return { uid, gid };
+}
+
+export class TempDir {
+  readonly path: string;
+  constructor(label: string) {
+    this.path = mkdtempSync(join(tmpdir(), `s2s-chaos-${label}-`));
+    // PostgreSQL runs as another user and must reach its data directory inside.
+    chmodSync(this.path, 0o755);
+    hookExit();
+    tempDirs.add(this);
+  }
+  remove(): void {
+    rmSync(this.path, { recursive: true, force: true });
+    tempDirs.delete(this);
+  }
+}
+
+/** A private nats-server with JetStream; stopped and restarted on the same port and store directory. */
+export class Nats {
+  private child: ChildProcess | null = null;
+  readonly url: string;
+  private constructor(
+    readonly port: number,
+    private readonly storeDir: string,
+    private readonly logLines: string[],
+  ) {
+    this.url = `nats://127.0.0.1:${port}`;
+  }
+
+  static async create(dir: TempDir): Promise<Nats> {
+    const storeDir = join(dir.path, 'nats');
+    mkdirSync(storeDir, { recursive: true });
+    const nats = new Nats(await freePort(), storeDir, []);
+    await nats.start();
+    return nats;
+  }
+
+  get running(): boolean {
+    return this.child !== null;
+  }
+
+  async start(): Promise<void> {
+    if (this.child) return;
+    const child = spawn(NATS_BIN, ['-js', '-a', '127.0.0.1', '-p', String(this.port), '-sd', this.storeDir], {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    track(child);
+    this.child = child;
+    const ready = new Promise<void>((resolve, reject) => {
+      const onData = (chunk: Buffer) => {
+        const text = chunk.toString();
+        this.logLines.push(text);
+        if (this.logLines.length > 200) this.logLines.shift();
+        if (text.includes('Server is ready')) resolve();
+      };
+      child.stdout!.on('data', onData);
+      child.stderr!.on('data', onData);
+      child.once('exit', (code) => reject(new Error(`nats-server exited (${code}):\n${this.logLines.join('')}`)));
+    });
+    const timeout = sleep(30_000).then(() => {
+      throw new Error('nats-server not ready within 30 s');
+    });
+    await Promise.race([ready, timeout]);
+    child.once('exit', () => {
+      if (this.child === child) this.child = null;
+    });
+  }
+
+  /** SIGTERM (a clean shutdown, so JetStream keeps what it acknowledged) and wait for the exit. */
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    this.child = null;
+    await stopGroup(child, 'SIGTERM', 10_000);
+  }
+}
+
+/** A private PostgreSQL 15 cluster (initdb in a temp directory); stopped, killed and restarted at will. */
+export class Postgres {
+  private child: ChildProcess | null = null;
+  private readonly logLines: string[] = [];
+  private constructor(
+    readonly port: number,
+    private readonly dataDir: string,
+    private readonly user: { uid: number; gid: number } | undefined,
+  ) {}
+
+  static async create(dir: TempDir): Promise<Postgres> {
+    const user = pgUser();
+    const dataDir = join(dir.path, 'pg');
+    mkdirSync(dataDir, { mode: 0o700 });
+    if (user) chownSync(dataDir, user.uid, user.gid);
+    const init = spawnSync(join(PG_BIN, 'initdb'), ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions'], {
+      cwd: dir.path,
+      encoding: 'utf8',
+      ...(user ?? {}),
+      timeout: 120_000,
+    });
+    if (init.status !== 0) throw new Error(`initdb failed (${init.status}): ${init.stderr}`);
+    const pgsql = new Postgres(await freePort(), dataDir, user);
+    await pgsql.start();
+    return pgsql;
+  }
+
+  url(database: string): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/${database}`;
+  }
+
+  get running(): boolean {
+    return this.child !== null;
+  }
+
+  async start(): Promise<void> {
+    if (this.child) return;
+    const args = [
+      '-D', this.dataDir,
+      '-p', String(this.port),
+      '-c', 'listen_addresses=127.0.0.1',
+      '-c', `unix_socket_directories=${this.dataDir}`,
+      '-c', 'max_connections=200',
+      // The campaign measures the gateway, not the disk: an OS crash is not one of its faults.
+      '-c', 'fsync=off',
+      '-c', 'full_page_writes=off',
+      '-c', 'shared_buffers=32MB',
+    ];
+    const child = spawn(join(PG_BIN, 'postgres'), args, {
+      cwd: this.dataDir,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(this.user ?? {}),
+    });
+    track(child);
+    this.child = child;
+    const onData = (chunk: Buffer) => {
+      this.logLines.push(chunk.toString());
+      if (this.logLines.length > 200) this.logLines.shift();
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', () => {
+      if (this.child === child) this.child = null;
+    });
+    const ok = await waitFor(async () => {
+      if (this.child !== child) throw new Error(`postgres exited:\n${this.logLines.join('')}`);
+      return this.ping();
+    }, 60_000, 100);
+    if (!ok) throw new Error(`postgres not ready within 60 s:\n${this.logLines.join('')}`);
+  }
+
+  async ping(): Promise<boolean> {
+    const c = new pg.Client({ connectionString: this.url('postgres'), connectionTimeoutMillis: 1000 });
+    c.on('error', () => {});
+    try {
+      await c.connect();
+      await c.query('SELECT 1');
+      return true;
+    } catch {
+      return false;
+    } finally {
+      await c.end().catch(() => {});
+    }
+  }
+
+  /**
+   * `immediate`: SIGQUIT, every backend dies at once and the next start recovers from the WAL (a crash);
+   * `fast`: SIGINT, open transactions are rolled back and the server shuts down cleanly.
+   */
+  async stop(mode: 'immediate' | 'fast'): Promise<void> {
+    const child = this.child;
+    if (!child || child.pid === undefined) return;
+    this.child = null;
+    // Signal the postmaster itself (it tells its backends); the group SIGKILL is only the fallback.
+    try {
+      process.kill(child.pid, mode === 'immediate' ? 'SIGQUIT' : 'SIGINT');
+    } catch {
+      // already gone
+    }
+    const timer = setTimeout(() => killGroup(child, 'SIGKILL'), 15_000);
+    await exited(child);
+    clearTimeout(timer);
+    // A postmaster killed outright leaves its pid file behind, which would stop the next start.
+    rmSync(join(this.dataDir, 'postmaster.pid'), { force: true });
+  }
+}

@@ -1,0 +1,277 @@
+// The real gateway processes (local provider, relays, control planes, billing), each `node --import tsx
+// <main.ts>` in its own process group, over the campaign's private NATS and PostgreSQL.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { ensureDatabase, migrate } from '@s2s/db';
+import pg from 'pg';
+import { exited, killAll, killGroup, Nats, Postgres, stopGroup, TempDir, track } from './infra.js';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+export const ADMIN_TOKEN = 'chaos-admin-token-0123456789abcdef';
+const KEPT_LINES = 400;
+
+export type ServiceKind = 'local-provider' | 'relay' | 'control-plane' | 'billing';
+
+const SCRIPT: Record<ServiceKind, { path: string; ready: string }> = {
+  'local-provider': { path: 'services/local-provider/src/main.ts', ready: 'local provider listening' },
+  relay: { path: 'services/relay/src/main.ts', ready: 'relay listening' },
+  'control-plane': { path: 'services/control-plane/src/main.ts', ready: 'control plane listening' },
+  billing: { path: 'services/billing/src/main.ts', ready: 'billing consumer started' },
+};
+
+/** An exit the campaign did not cause. */
+export interface Crash {
+  service: string;
+  code: number | null;
+  signal: string | null;
+  tail: string[];
+}
+
+export class Service {
+  child: ChildProcess | null = null;
+  port = 0;
+  /** The last lines the process wrote (JSON logs), newest last. */
+  readonly output: string[] = [];
+  private stopping = false;
+
+  constructor(
+    readonly name: string,
+    readonly kind: ServiceKind,
+    private env: Record<string, string>,
+    private readonly crashes: Crash[],
+  ) {}
+
+  get running(): boolean {
+    return this.child !== null;
+  }
+
+  /** Spawns the process and resolves once it logged its ready line (with the port it picked). */
+  async start(extraEnv: Record<string, string> = {}): Promise<void> {
+    if (this.child) throw new Error(`${this.name} is already running`);
+    this.env = { ...this.env, ...extraEnv };
+    this.stopping = false;
+    const script = SCRIPT[this.kind];
+    const child = spawn(process.execPath, ['--import', 'tsx', script.path], {
+      cwd: ROOT,
+      detached: true,
+      env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', OTEL_SDK_DISABLED: 'true', ...this.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    track(child);
+    this.child = child;
+    child.once('exit', (code, signal) => {
+      if (this.child === child) this.child = null;
+      if (!this.stopping) this.crashes.push({ service: this.name, code, signal, tail: this.output.slice(-20) });
+    });
+    await new Promise<void>((resolve, reject) => {
+      let buf = '';
+      const timer = setTimeout(() => reject(new Error(`${this.name} not ready within 60 s:\n${this.output.slice(-30).join('\n')}`)), 60_000);
+      const onData = (chunk: Buffer) => {
+        buf += chunk.toString();
+        let nl: number;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, nl);
+          buf = buf.slice(nl + 1);
+          this.output.push(line);
+          if (this.output.length > KEPT_LINES) this.output.shift();
+          if (!line.includes(script.ready)) continue;
+          try {
+            const o = JSON.parse(line) as { msg?: string; port?: number };
+            if (o.msg === script.ready) {
+              if (typeof o.port === 'number') this.port = o.port;
+              clearTimeout(timer);
+              resolve();
+            }
+          } catch {
+            // not a log line
+          }
+        }
+      };
+      child.stdout!.on('data', onData);
+      child.stderr!.on('data', onData);
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`${this.name} exited (${code}) before it was ready:\n${this.output.slice(-30).join('\n')}`));
+      });
+    });
+  }
+
+  /** SIGKILL, as a crash would: no drain, no final checkpoint. */
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    this.stopping = true;
+    this.child = null;
+    killGroup(child, 'SIGKILL');
+    await exited(child);
+  }
+
+  /** SIGTERM (the service drains), SIGKILL after `graceMs`. */
+  async stop(graceMs = 15_000): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    this.stopping = true;
+    this.child = null;
+    await stopGroup(child, 'SIGTERM', graceMs);
+  }
+
+  /** Lines of the output whose JSON `msg` is `msg`. */
+  logged(msg: string): number {
+    const needle = `"msg":"${msg}"`;
+    return this.output.filter((l) => l.includes(needle)).length;
+  }
+}
+
+export interface StackOptions {
+  /** Extra environment per service kind. */
+  env?: Partial<Record<ServiceKind, Record<string, string>>>;
+  /** Relays to run (attach targets); at least 1. */
+  relays?: number;
+}
+
+/** Private infrastructure plus the gateway processes over it; `close()` ends every process and removes the temp dir. */
+export class Stack {
+  readonly crashes: Crash[] = [];
+  readonly relays: Service[] = [];
+  private relayStarts = 0;
+  provider!: Service;
+  controlPlane!: Service;
+  billing!: Service;
+  /** Control planes started later with other settings (e.g. a short idle timeout), by name. */
+  readonly extraControlPlanes = new Map<string, Service>();
+  readonly prefix = `chaos_${randomBytes(3).toString('hex')}`;
+  pool!: pg.Pool;
+  private closed = false;
+
+  private constructor(
+    readonly dir: TempDir,
+    readonly nats: Nats,
+    readonly pgsql: Postgres,
+    readonly databaseUrl: string,
+    private readonly opts: StackOptions,
+  ) {}
+
+  static async start(opts: StackOptions = {}): Promise<Stack> {
+    const dir = new TempDir('stack');
+    let nats: Nats | undefined;
+    let pgsql: Postgres | undefined;
+    try {
+      [nats, pgsql] = await Promise.all([Nats.create(dir), Postgres.create(dir)]);
+      const databaseUrl = pgsql.url('s2s_chaos');
+      await ensureDatabase(databaseUrl);
+      await migrate(databaseUrl);
+      const stack = new Stack(dir, nats, pgsql, databaseUrl, opts);
+      await stack.startServices();
+      return stack;
+    } catch (err) {
+      killAll();
+      dir.remove();
+      throw err;
+    }
+  }
+
+  private common(): Record<string, string> {
+    return { DATABASE_URL: this.databaseUrl, NATS_URL: this.nats.url, BUS_PREFIX: this.prefix };
+  }
+
+  private async startServices(): Promise<void> {
+    // The harness's own reads survive the database restarts of the campaign: errors are retried by callers.
+    this.pool = new pg.Pool({ connectionString: this.databaseUrl, max: 4, connectionTimeoutMillis: 2000 });
+    this.pool.on('error', () => {});
+    const env = this.opts.env ?? {};
+    this.provider = new Service('local-provider', 'local-provider', { LOCAL_PROVIDER_PORT: '0', ...env['local-provider'] }, this.crashes);
+    await this.provider.start();
+    const relays = Math.max(1, this.opts.relays ?? 2);
+    await Promise.all(Array.from({ length: relays }, () => this.addRelay()));
+    this.controlPlane = this.newControlPlane('control-plane', {});
+    this.billing = new Service(
+      'billing',
+      'billing',
+      // Shorter scales where the config allows (redelivery after a crash, sweeper period).
+      { ...this.common(), ACK_WAIT_MS: '5000', SWEEP_INTERVAL_MS: '1000', ...env.billing },
+      this.crashes,
+    );
+    await Promise.all([this.controlPlane.start(), this.billing.start()]);
+  }
+
+  private newControlPlane(name: string, extra: Record<string, string>): Service {
+    return new Service(
+      name,
+      'control-plane',
+      {
+        ...this.common(),
+        HTTP_PORT: '0',
+        ADMIN_TOKEN,
+        REALTIME_PUBLIC_URL: this.relayUrl(0),
+        ...this.opts.env?.['control-plane'],
+        ...extra,
+      },
+      this.crashes,
+    );
+  }
+
+  /** A further control plane with its own settings (sessions it creates snapshot them). */
+  async controlPlaneWith(name: string, extra: Record<string, string>): Promise<Service> {
+    let cp = this.extraControlPlanes.get(name);
+    if (!cp) {
+      cp = this.newControlPlane(name, extra);
+      this.extraControlPlanes.set(name, cp);
+    }
+    if (!cp.running) await cp.start();
+    return cp;
+  }
+
+  async addRelay(): Promise<Service> {
+    const index = this.relays.length;
+    const relay = new Service(`relay-${index}`, 'relay', this.relayEnv(), this.crashes);
+    this.relays.push(relay);
+    await relay.start();
+    return relay;
+  }
+
+  /** Starts a relay again after a kill, under a new relay id as a replacement process would have. */
+  async restartRelay(index: number): Promise<void> {
+    const relay = this.relays[index];
+    if (!relay) throw new Error(`no relay ${index}`);
+    if (relay.running) await relay.kill();
+    await relay.start({ RELAY_ID: this.nextRelayId(), RELAY_PORT: String(relay.port) });
+  }
+
+  private nextRelayId(): string {
+    return `chaos-relay-${this.relayStarts++}-${randomBytes(2).toString('hex')}`;
+  }
+
+  private relayEnv(): Record<string, string> {
+    return {
+      ...this.common(),
+      RELAY_PORT: '0',
+      RELAY_ID: this.nextRelayId(),
+      LOCAL_PROVIDER_URL: `ws://127.0.0.1:${this.provider.port}/v1/realtime`,
+      ...this.opts.env?.relay,
+    };
+  }
+
+  relayUrl(index: number): string {
+    const relay = this.relays[index];
+    if (!relay) throw new Error(`no relay ${index}`);
+    return `ws://127.0.0.1:${relay.port}/v1/realtime`;
+  }
+
+  baseUrl(cp: Service = this.controlPlane): string {
+    return `http://127.0.0.1:${cp.port}`;
+  }
+
+  /** Every gateway process, then the infrastructure; removes the temp dir. Safe to call twice. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const services = [this.billing, this.controlPlane, ...this.extraControlPlanes.values(), ...this.relays, this.provider];
+    await Promise.all(services.map((s) => s?.stop(5000)));
+    await this.pool?.end().catch(() => {});
+    await this.nats.stop();
+    await this.pgsql.stop('fast');
+    killAll();
+    this.dir.remove();
+  }
+}
