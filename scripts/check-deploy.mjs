@@ -132,7 +132,12 @@ function validateStrict(Model, obj) {
   try {
     Model.prototype.validate.call(wrap(obj, ''));
   } catch (err) {
-    problems.push(String(err.message ?? err).split('\n').slice(0, 6).join('; '));
+    problems.push(
+      String(err.message ?? err)
+        .split('\n')
+        .slice(0, 6)
+        .join('; '),
+    );
   }
   const walk = (value, path) => {
     if (!value || typeof value !== 'object') return;
@@ -152,36 +157,76 @@ function validateStrict(Model, obj) {
 const SCENARIOS = process.env.S2S_DEPLOY_CHECK_VALUES
   ? { S2S_DEPLOY_CHECK_VALUES: JSON.parse(process.env.S2S_DEPLOY_CHECK_VALUES) }
   : {
-  'existing secret (minimal)': ['--set', 'secrets.existingSecret=s2s-gateway', '--set', 'ingress.host=voice.example.com'],
-  'chart-made secret, TLS, OTLP export': [
-    '--set', 'secrets.adminToken=admin-token-for-the-check',
-    '--set', 'secrets.databaseUrl=postgres://s2s:pw@postgres:5432/s2s_gateway',
-    '--set', 'secrets.openaiApiKey=sk-check',
-    '--set', 'ingress.host=voice.example.com',
-    '--set', 'ingress.tls[0].secretName=voice-tls', '--set', 'ingress.tls[0].hosts[0]=voice.example.com',
-    '--set', 'otel.endpoint=http://otel-collector.observability:4318',
-    '--set', 'otel.headersSecret.name=otlp-auth', '--set', 'otel.headersSecret.key=OTEL_EXPORTER_OTLP_HEADERS',
-    '--set', 'otel.resourceAttributes.deployment\\.environment\\.name=staging',
-  ],
-  'everything on': [
-    '--set', 'secrets.existingSecret=s2s-gateway',
-    '--set', 'ingress.enabled=false', '--set', 'config.realtimePublicUrl=wss://voice.example.com/v1/realtime',
-    '--set', 'localProvider.enabled=true', '--set', 'localProvider.autoscaling.enabled=true',
-    '--set', 'config.seedDemoCatalog=true',
-    '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'metrics.serviceMonitor.labels.release=kube-prometheus',
-    '--set', 'metrics.grafanaDashboard.enabled=true',
-    '--set', 'relay.autoscaling.activeSessions.enabled=true',
-    '--set', 'controlPlane.autoscaling.requestsPerSecond.enabled=true',
-    '--set', 'billing.autoscaling.enabled=true',
-    '--set', 'networkPolicy.egress[0].to[0].ipBlock.cidr=10.0.0.0/8',
-    '--set', 'imagePullSecrets[0].name=registry',
-  ],
-  'no autoscaling, no policies, no migration job': [
-    '--set', 'secrets.existingSecret=s2s-gateway', '--set', 'ingress.host=voice.example.com',
-    '--set', 'controlPlane.autoscaling.enabled=false', '--set', 'relay.autoscaling.enabled=false',
-    '--set', 'networkPolicy.enabled=false', '--set', 'migration.enabled=false', '--set', 'billing.pdb.enabled=false',
-  ],
-};
+      'existing secret (minimal)': ['--set', 'secrets.existingSecret=s2s-gateway', '--set', 'ingress.host=voice.example.com'],
+      'chart-made secret, TLS, OTLP export': [
+        '--set',
+        'secrets.adminToken=admin-token-for-the-check',
+        '--set',
+        'secrets.databaseUrl=postgres://s2s:pw@postgres:5432/s2s_gateway',
+        '--set',
+        'secrets.openaiApiKey=sk-check',
+        '--set',
+        'ingress.host=voice.example.com',
+        '--set',
+        'ingress.tls[0].secretName=voice-tls',
+        '--set',
+        'ingress.tls[0].hosts[0]=voice.example.com',
+        '--set',
+        'otel.endpoint=http://otel-collector.observability:4318',
+        '--set',
+        'otel.headersSecret.name=otlp-auth',
+        '--set',
+        'otel.headersSecret.key=OTEL_EXPORTER_OTLP_HEADERS',
+        '--set',
+        'otel.resourceAttributes.deployment\\.environment\\.name=staging',
+      ],
+      'everything on': [
+        '--set',
+        'secrets.existingSecret=s2s-gateway',
+        '--set',
+        'ingress.enabled=false',
+        '--set',
+        'config.realtimePublicUrl=wss://voice.example.com/v1/realtime',
+        '--set',
+        'localProvider.enabled=true',
+        '--set',
+        'localProvider.autoscaling.enabled=true',
+        '--set',
+        'config.seedDemoCatalog=true',
+        '--set',
+        'metrics.serviceMonitor.enabled=true',
+        '--set',
+        'metrics.serviceMonitor.labels.release=kube-prometheus',
+        '--set',
+        'metrics.grafanaDashboard.enabled=true',
+        '--set',
+        'relay.autoscaling.activeSessions.enabled=true',
+        '--set',
+        'controlPlane.autoscaling.requestsPerSecond.enabled=true',
+        '--set',
+        'billing.autoscaling.enabled=true',
+        '--set',
+        'networkPolicy.egress[0].to[0].ipBlock.cidr=10.0.0.0/8',
+        '--set',
+        'imagePullSecrets[0].name=registry',
+      ],
+      'no autoscaling, no policies, no migration job': [
+        '--set',
+        'secrets.existingSecret=s2s-gateway',
+        '--set',
+        'ingress.host=voice.example.com',
+        '--set',
+        'controlPlane.autoscaling.enabled=false',
+        '--set',
+        'relay.autoscaling.enabled=false',
+        '--set',
+        'networkPolicy.enabled=false',
+        '--set',
+        'migration.enabled=false',
+        '--set',
+        'billing.pdb.enabled=false',
+      ],
+    };
 
 // Wrong shapes: rendering must fail, and the message must name the value.
 const REFUSED = [
@@ -195,7 +240,15 @@ const REFUSED = [
 
 async function helmRun(helm, args) {
   try {
-    const { stdout, stderr } = await execFile(helm, args, { maxBuffer: 32 * 1024 * 1024, env: { ...process.env, HELM_CACHE_HOME: join(cache, 'helm-home'), HELM_CONFIG_HOME: join(cache, 'helm-home'), HELM_DATA_HOME: join(cache, 'helm-home') } });
+    const { stdout, stderr } = await execFile(helm, args, {
+      maxBuffer: 32 * 1024 * 1024,
+      env: {
+        ...process.env,
+        HELM_CACHE_HOME: join(cache, 'helm-home'),
+        HELM_CONFIG_HOME: join(cache, 'helm-home'),
+        HELM_DATA_HOME: join(cache, 'helm-home'),
+      },
+    });
     return { ok: true, stdout, stderr };
   } catch (err) {
     return { ok: false, stdout: err.stdout ?? '', stderr: err.stderr ?? String(err) };
@@ -243,7 +296,9 @@ async function main() {
 
   if (!process.env.S2S_DEPLOY_CHECK_VALUES) {
     const base = ['template', 's2s', chart, '--set', 'secrets.existingSecret=x', '--set', 'ingress.host=h.example.com'];
-    const refusals = await Promise.all(REFUSED.map(async ([args, message]) => ({ args, message, out: await helmRun(helm, [...base, ...args]) })));
+    const refusals = await Promise.all(
+      REFUSED.map(async ([args, message]) => ({ args, message, out: await helmRun(helm, [...base, ...args]) })),
+    );
     for (const { args, message, out } of refusals) {
       if (out.ok) fail(`values.schema.json accepted ${args.join(' ')}`);
       else if (!message.test(out.stderr)) fail(`refusal of ${args.join(' ')} does not name the value:\n${out.stderr}`);
@@ -258,7 +313,12 @@ async function main() {
   else summary.compose = 'ok';
 
   // Files compose mounts must exist.
-  for (const f of ['deploy/otel-collector/config.yaml', 'deploy/prometheus/prometheus.yml', 'deploy/grafana/provisioning', 'deploy/helm/s2s-gateway/dashboards/s2s-gateway.json']) {
+  for (const f of [
+    'deploy/otel-collector/config.yaml',
+    'deploy/prometheus/prometheus.yml',
+    'deploy/grafana/provisioning',
+    'deploy/helm/s2s-gateway/dashboards/s2s-gateway.json',
+  ]) {
     if (!existsSync(join(root, f))) fail(`${f} is missing`);
   }
 

@@ -17,7 +17,13 @@ interface WsClient {
   on(event: 'message', fn: (data: Buffer) => void): this;
   on(event: 'close', fn: (code: number, reason: Buffer) => void): this;
   on(event: 'error', fn: (err: Error) => void): this;
-  on(event: 'unexpected-response', fn: (req: unknown, res: { statusCode?: number; on(e: 'data', f: (c: Buffer) => void): void; on(e: 'end', f: () => void): void }) => void): this;
+  on(
+    event: 'unexpected-response',
+    fn: (
+      req: unknown,
+      res: { statusCode?: number; on(e: 'data', f: (c: Buffer) => void): void; on(e: 'end', f: () => void): void },
+    ) => void,
+  ): this;
 }
 type WsConstructor = new (url: string, protocols: string, opts: { headers: Record<string, string> }) => WsClient;
 const WebSocket = createRequire(new URL('../services/relay/package.json', import.meta.url))('ws') as WsConstructor;
@@ -74,11 +80,12 @@ function readWav(path: string): Buffer {
   if (file.toString('ascii', 0, 4) !== 'RIFF' || file.toString('ascii', 8, 12) !== 'WAVE') throw new Error(`${path} is not a WAV file`);
   let fmt: { format: number; channels: number; rate: number; bits: number } | null = null;
   let data: Buffer | null = null;
-  for (let off = 12; off + 8 <= file.length; ) {
+  for (let off = 12; off + 8 <= file.length;) {
     const id = file.toString('ascii', off, off + 4);
     const size = file.readUInt32LE(off + 4);
     const body = file.subarray(off + 8, off + 8 + size);
-    if (id === 'fmt ') fmt = { format: body.readUInt16LE(0), channels: body.readUInt16LE(2), rate: body.readUInt32LE(4), bits: body.readUInt16LE(14) };
+    if (id === 'fmt ')
+      fmt = { format: body.readUInt16LE(0), channels: body.readUInt16LE(2), rate: body.readUInt32LE(4), bits: body.readUInt16LE(14) };
     if (id === 'data') data = body;
     off += 8 + size + (size & 1);
   }
@@ -237,7 +244,9 @@ async function main(): Promise<void> {
     const ended = await call<VoiceSession>(args, 'POST', `/v1/voice/sessions/${session.id}/end`);
     console.log(`session ${ended.id}: ${ended.status}`);
     console.log(`  usage: audio_in_ms ${ended.usage.audio_in_ms}, audio_out_ms ${ended.usage.audio_out_ms}`);
-    console.log(`  billed ${ended.usage.billed_cents} cents; wallet available ${ended.billing.balance_cents} cents, still reserved ${ended.billing.reserved_cents}`);
+    console.log(
+      `  billed ${ended.usage.billed_cents} cents; wallet available ${ended.billing.balance_cents} cents, still reserved ${ended.billing.reserved_cents}`,
+    );
   }
 }
 

@@ -19,7 +19,10 @@ if (existsSync(out) && readdirSync(out).length) {
 }
 
 const manifest = (dir) => JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'));
-const dirsOf = (top) => readdirSync(join(root, top)).filter((n) => existsSync(join(root, top, n, 'package.json'))).map((n) => `${top}/${n}`);
+const dirsOf = (top) =>
+  readdirSync(join(root, top))
+    .filter((n) => existsSync(join(root, top, n, 'package.json')))
+    .map((n) => `${top}/${n}`);
 const packageDir = new Map(dirsOf('packages').map((dir) => [manifest(dir).name, dir]));
 
 // Every service, and the workspace packages their production dependencies reach.

@@ -86,7 +86,11 @@ async function ensureNats() {
 
 // `capture` keeps the last output in memory (printed if the process dies) instead of passing it through.
 function start(name, cmd, args, { capture = false, extraEnv = {}, cwd = root } = {}) {
-  const child = spawn(cmd, args, { cwd, env: { ...env, ...extraEnv }, stdio: ['ignore', capture ? 'pipe' : 'inherit', capture ? 'pipe' : 'inherit'] });
+  const child = spawn(cmd, args, {
+    cwd,
+    env: { ...env, ...extraEnv },
+    stdio: ['ignore', capture ? 'pipe' : 'inherit', capture ? 'pipe' : 'inherit'],
+  });
   let output = '';
   const keep = (chunk) => {
     output = (output + chunk).slice(-8_000);
@@ -171,13 +175,17 @@ async function main() {
   runService('control-plane', { HTTP_PORT: String(httpPort) });
 
   const base = `http://127.0.0.1:${httpPort}`;
-  await waitFor(async () => {
-    try {
-      return (await fetch(`${base}/readyz`)).ok && (await fetch(`http://127.0.0.1:${relayPort}/readyz`)).ok;
-    } catch {
-      return false;
-    }
-  }, 'the gateway', 60_000);
+  await waitFor(
+    async () => {
+      try {
+        return (await fetch(`${base}/readyz`)).ok && (await fetch(`http://127.0.0.1:${relayPort}/readyz`)).ok;
+      } catch {
+        return false;
+      }
+    },
+    'the gateway',
+    60_000,
+  );
 
   const res = await fetch(`${base}/admin/v1/keys`, {
     method: 'POST',

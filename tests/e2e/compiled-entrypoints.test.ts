@@ -64,7 +64,10 @@ t.test('every service starts from the compiled production tree and answers /read
   t.same(sources, [], 'no TypeScript sources in the production tree');
 
   const db = await createTestDatabase(t);
-  const migrated = await execFileAsync('env', compiledNode(['dist/migrate-cli.js', db.url]), { cwd: join(tree, 'packages/db'), env: baseEnv });
+  const migrated = await execFileAsync('env', compiledNode(['dist/migrate-cli.js', db.url]), {
+    cwd: join(tree, 'packages/db'),
+    env: baseEnv,
+  });
   t.match(migrated.stderr, /is up to date/, 'the compiled migrate entry point runs dbmate');
 
   const prefix = `compiled_${randomBytes(4).toString('hex')}`;
@@ -73,7 +76,14 @@ t.test('every service starts from the compiled production tree and answers /read
     await bus.jsm.streams.delete(bus.subjects.stream).catch(() => {});
     await bus.close();
   });
-  const env = { ...baseEnv, NODE_ENV: 'production', LOG_LEVEL: 'info', OTEL_SDK_DISABLED: 'true', DATABASE_URL: db.url, BUS_PREFIX: prefix };
+  const env = {
+    ...baseEnv,
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'info',
+    OTEL_SDK_DISABLED: 'true',
+    DATABASE_URL: db.url,
+    BUS_PREFIX: prefix,
+  };
   const run = (name: string, extra: Record<string, string>, listening: string): Promise<Service> =>
     spawnService(t, {
       name,

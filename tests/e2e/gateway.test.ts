@@ -12,7 +12,10 @@ const MODEL = 'local/echo-1';
 const RATE: Rate = { per_minute: 1000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 };
 
 async function operatorKey(stack: Stack, balanceCents: number): Promise<CreateKeyResponse> {
-  const res = await api<CreateKeyResponse>(stack, 'POST', '/admin/v1/keys', { admin: true, body: { balance_cents: balanceCents, label: 'e2e' } });
+  const res = await api<CreateKeyResponse>(stack, 'POST', '/admin/v1/keys', {
+    admin: true,
+    body: { balance_cents: balanceCents, label: 'e2e' },
+  });
   if (res.status !== 201) throw new Error(`key creation answered ${res.status}`);
   return CreateKeyResponse.parse(res.body);
 }
@@ -48,9 +51,15 @@ t.test('the whole lifecycle: key, session, attach, talk, end, a wallet settled t
   t.equal(key.balance_cents, 1000);
 
   const models = await api<{ data: { id: string }[] }>(stack, 'GET', '/v1/models');
-  t.ok(models.body.data.some((m) => m.id === MODEL), 'the model is listed');
+  t.ok(
+    models.body.data.some((m) => m.id === MODEL),
+    'the model is listed',
+  );
 
-  const created = await api<VoiceSession>(stack, 'POST', '/v1/voice/sessions', { key: key.key, body: { model: MODEL, mode: 'speech_to_speech' } });
+  const created = await api<VoiceSession>(stack, 'POST', '/v1/voice/sessions', {
+    key: key.key,
+    body: { model: MODEL, mode: 'speech_to_speech' },
+  });
   t.equal(created.status, 201);
   const session = VoiceSession.parse(created.body);
   const preauth = preauthorizationCents(RATE, 10);
@@ -119,7 +128,10 @@ t.test('the legacy path: create on attach, Deprecation: true, ended and settled 
 t.test('a relay killed mid-stream (SIGKILL): the session still settles from its last checkpoint', async (t) => {
   const stack = await startStack(t);
   const key = await operatorKey(stack, 1000);
-  const created = await api<VoiceSession>(stack, 'POST', '/v1/voice/sessions', { key: key.key, body: { model: MODEL, mode: 'speech_to_speech' } });
+  const created = await api<VoiceSession>(stack, 'POST', '/v1/voice/sessions', {
+    key: key.key,
+    body: { model: MODEL, mode: 'speech_to_speech' },
+  });
   const session = VoiceSession.parse(created.body);
   const client = await connect(session.realtime.url, key.key);
   await client.next('conversation.created');
@@ -141,7 +153,13 @@ t.test('a relay killed mid-stream (SIGKILL): the session still settles from its 
   stack.relay.child.kill('SIGKILL');
   t.equal(await stack.relay.exited, null, 'killed, no clean exit');
   await client.closed;
-  const { rows: before } = await pool.query<{ final: boolean; audio_in_ms: number; audio_out_ms: number; input_audio_tokens: number; output_audio_tokens: number }>(
+  const { rows: before } = await pool.query<{
+    final: boolean;
+    audio_in_ms: number;
+    audio_out_ms: number;
+    input_audio_tokens: number;
+    output_audio_tokens: number;
+  }>(
     `SELECT final, audio_in_ms::int AS audio_in_ms, audio_out_ms::int AS audio_out_ms,
             input_audio_tokens::int AS input_audio_tokens, output_audio_tokens::int AS output_audio_tokens
        FROM session_attachments WHERE session_id = $1`,

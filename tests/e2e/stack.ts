@@ -97,7 +97,10 @@ export function spawnService(t: Teardown, { name, node, args, cwd, env, listenin
   });
 }
 
-export async function startStack(t: Teardown, env: { relay?: Record<string, string>; billing?: Record<string, string>; controlPlane?: Record<string, string> } = {}): Promise<Stack> {
+export async function startStack(
+  t: Teardown,
+  env: { relay?: Record<string, string>; billing?: Record<string, string>; controlPlane?: Record<string, string> } = {},
+): Promise<Stack> {
   const db = await createTestDatabase(t);
   const prefix = `e2e_${randomBytes(4).toString('hex')}`;
   const bus = await connectBus({ url: process.env.NATS_URL ?? 'nats://127.0.0.1:4222', prefix });
@@ -107,7 +110,13 @@ export async function startStack(t: Teardown, env: { relay?: Record<string, stri
   });
   const common = { DATABASE_URL: db.url, BUS_PREFIX: prefix };
 
-  const provider = await start(t, 'local-provider', 'services/local-provider/src/main.ts', { LOCAL_PROVIDER_PORT: '0' }, 'local provider listening');
+  const provider = await start(
+    t,
+    'local-provider',
+    'services/local-provider/src/main.ts',
+    { LOCAL_PROVIDER_PORT: '0' },
+    'local provider listening',
+  );
   const relay = await start(
     t,
     'relay',

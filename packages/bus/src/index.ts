@@ -16,7 +16,15 @@ import { context, propagation } from '@opentelemetry/api';
 import { BusEnvelope, BusMessage, busSubjects, type BusSubjects } from '@s2s/contract';
 
 export type { NatsConnection, Subscription, MsgHdrs } from '@nats-io/nats-core';
-export type { JetStreamClient, JetStreamManager, JsMsg, Consumer, ConsumerConfig, ConsumerInfo, ConsumerMessages } from '@nats-io/jetstream';
+export type {
+  JetStreamClient,
+  JetStreamManager,
+  JsMsg,
+  Consumer,
+  ConsumerConfig,
+  ConsumerInfo,
+  ConsumerMessages,
+} from '@nats-io/jetstream';
 export { AckPolicy, DeliverPolicy, JetStreamApiError } from '@nats-io/jetstream';
 export { nanos } from '@nats-io/nats-core';
 /** A fresh, empty NATS header set (e.g. to copy a message's headers onto a dead-letter copy). */
@@ -68,8 +76,7 @@ export async function connectBus(opts: BusOptions): Promise<Bus> {
     js,
     jsm,
     subjects,
-    publish: (subject, message, msgId) =>
-      js.publish(subject, encodeMessage(message), { msgID: msgId, headers: traceHeaders() }),
+    publish: (subject, message, msgId) => js.publish(subject, encodeMessage(message), { msgID: msgId, headers: traceHeaders() }),
     close: async () => {
       if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
     },
@@ -107,9 +114,7 @@ export function encodeMessage(message: BusMessage): Uint8Array {
   return encoder.encode(JSON.stringify(message));
 }
 
-export type DecodeResult =
-  | { ok: true; message: BusMessage }
-  | { ok: false; reason: 'malformed' | 'unknown_version'; detail: string };
+export type DecodeResult = { ok: true; message: BusMessage } | { ok: false; reason: 'malformed' | 'unknown_version'; detail: string };
 
 /** Parses a bus payload; tells a malformed message from one of a type/version this build does not know. */
 export function decodeMessage(data: Uint8Array): DecodeResult {
@@ -210,5 +215,14 @@ export {
   type WorkerOptions,
   type WorkerStats,
 } from './worker.js';
-export { ACK, isLastDelivery, isRetryableError, retryDelayMs, verdictFor, type Outcome, type RetryPolicy, type Verdict } from './verdict.js';
+export {
+  ACK,
+  isLastDelivery,
+  isRetryableError,
+  retryDelayMs,
+  verdictFor,
+  type Outcome,
+  type RetryPolicy,
+  type Verdict,
+} from './verdict.js';
 export { deadLetterTo, pullSource } from './jetstream-worker.js';

@@ -1,12 +1,19 @@
-import { createHeaders, type Bus } from './index.js';
+import { headers as createHeaders } from '@nats-io/nats-core';
+import type { JetStreamClient } from '@nats-io/jetstream';
 import type { MessageSource, WorkerMsg } from './worker.js';
+
+/** The part of a `Bus` the JetStream side of a worker needs. */
+interface StreamClient {
+  js: JetStreamClient;
+  subjects: { stream: string };
+}
 
 /**
  * A durable pull consumer as a worker's message source. Its pull requests expire after half the ack wait
  * (at most 30 s): a request outlives a frozen or partitioned process until it expires, and every redelivery
  * it swallows burns a delivery, so keeping it shorter than the ack wait sends redeliveries elsewhere.
  */
-export function pullSource(bus: Bus, opts: { durable: string; batchSize: number; ackWaitMs: number }): MessageSource {
+export function pullSource(bus: StreamClient, opts: { durable: string; batchSize: number; ackWaitMs: number }): MessageSource {
   let close: (() => Promise<unknown>) | undefined;
   return {
     async start(onMessage) {
@@ -28,7 +35,7 @@ export function pullSource(bus: Bus, opts: { durable: string; batchSize: number;
  * Copies a message (payload and headers) to `subject` for an operator to replay: its Msg-Id kept as
  * `<prefix>-Original-Msg-Id`, plus `<prefix>-Dlq-Reason`, `-Original-Subject`, `-Stream-Seq`, `-Deliveries`.
  */
-export function deadLetterTo(bus: Bus, subject: string, headerPrefix: string) {
+export function deadLetterTo(bus: StreamClient, subject: string, headerPrefix: string) {
   return async (msg: WorkerMsg, reason: string): Promise<void> => {
     const h = createHeaders();
     for (const key of msg.headers?.keys() ?? []) {

@@ -28,10 +28,7 @@ export interface Item<V> {
 }
 
 /** What decoding a message gives: work for a handler, or an answer that needs no handler. */
-export type Decoded<V> =
-  | { ok: true; value: V }
-  | { ok: false; answer: 'ack' }
-  | { ok: false; answer: 'dead_letter'; reason: string };
+export type Decoded<V> = { ok: true; value: V } | { ok: false; answer: 'ack' } | { ok: false; answer: 'dead_letter'; reason: string };
 
 /**
  * How one kind of message is handled. `batch`: the whole batch's items at once (one outcome each); if it
@@ -39,8 +36,7 @@ export type Decoded<V> =
  * one item per call, `concurrency` at once, inside the trace context of its message headers.
  */
 export type KindHandler<V> =
-  | { batch: (items: Item<V>[]) => Promise<Outcome[]> }
-  | { each: (item: Item<V>) => Promise<Outcome>; concurrency: number };
+  { batch: (items: Item<V>[]) => Promise<Outcome[]> } | { each: (item: Item<V>) => Promise<Outcome>; concurrency: number };
 
 export type Handlers<V extends { kind: string }> = { [K in V['kind']]: KindHandler<Extract<V, { kind: K }>> };
 
@@ -179,7 +175,11 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
     await Promise.all(items.map((item, i) => answer(item.msg, outcomes[i] ?? ACK)));
   }
 
-  async function runEach<W>(handler: { each: (item: Item<W>) => Promise<Outcome>; concurrency: number }, items: Item<W>[], inHand: WorkerMsg[]) {
+  async function runEach<W>(
+    handler: { each: (item: Item<W>) => Promise<Outcome>; concurrency: number },
+    items: Item<W>[],
+    inHand: WorkerMsg[],
+  ) {
     await forEachLimit(items, handler.concurrency, async (item) => {
       let outcome: Outcome;
       try {

@@ -116,7 +116,10 @@ t.test('the mapper: ack, wait, retry with backoff, dead-letter on the last deliv
   t.same(verdictFor(fail(new Outage('yes')), 1, policy), { action: 'nak', delayMs: 100, retry: true });
   t.equal(isRetryableError(new Error('unexpected')), true, 'an unexpected error is retried');
   t.equal(isRetryableError({ retryable: false }), false);
-  t.same([1, 2, 3, 4, 5, 6].map((n) => retryDelayMs(n, 500, 5000)), [500, 1000, 2000, 4000, 5000, 5000]);
+  t.same(
+    [1, 2, 3, 4, 5, 6].map((n) => retryDelayMs(n, 500, 5000)),
+    [500, 1000, 2000, 4000, 5000, 5000],
+  );
 });
 
 t.test('a batch handler gets every item of its kind at once; outcomes become acks and naks', async (t) => {
@@ -136,7 +139,10 @@ t.test('a batch handler gets every item of its kind at once; outcomes become ack
   await until(() => msgs.every((m) => m.answers.length > 0));
   await worker.stop();
   t.same(seen, [[1, 2]]);
-  t.same(msgs.map((m) => m.answers), [[{ ack: true }], [{ nak: 500 }], [{ ack: true }], [{ ack: true }]]);
+  t.same(
+    msgs.map((m) => m.answers),
+    [[{ ack: true }], [{ nak: 500 }], [{ ack: true }], [{ ack: true }]],
+  );
   t.match(worker.stats, { received: 4, batches: 1, waited: 1, retried: 0, deadLettered: 0 });
 });
 
@@ -171,7 +177,11 @@ t.test('a failing batch is retried one item at a time: the poison item is retrie
   source.deliver(...first);
   await until(() => first.every((m) => m.answers.length > 0));
   t.same(calls, [[1, 13, 3], [1], [13], [3]]);
-  t.same(first.map((m) => m.answers), [[{ ack: true }], [{ nak: 100 }], [{ ack: true }]], 'first delivery: retried after the base delay');
+  t.same(
+    first.map((m) => m.answers),
+    [[{ ack: true }], [{ nak: 100 }], [{ ack: true }]],
+    'first delivery: retried after the base delay',
+  );
   const last = new FakeMsg('s', '13', 2, 3);
   source.deliver(last);
   await until(() => last.answers.length > 0);
@@ -210,8 +220,16 @@ t.test('an outage holds the batch: messages kept in progress, no delivery burnt,
   source.deliver(...msgs);
   await until(() => msgs.every((m) => m.answers.length > 0));
   await worker.stop();
-  t.same(msgs.map((m) => m.answers), [[{ ack: true }], [{ ack: true }]], 'acked once the store is back, never naked');
-  t.same(msgs.map((m) => m.workingCalls), [3, 3], 'marked in progress at every failed attempt');
+  t.same(
+    msgs.map((m) => m.answers),
+    [[{ ack: true }], [{ ack: true }]],
+    'acked once the store is back, never naked',
+  );
+  t.same(
+    msgs.map((m) => m.workingCalls),
+    [3, 3],
+    'marked in progress at every failed attempt',
+  );
   t.same(sleeps, [100, 200, 400], 'backing off');
   t.match(worker.stats, { held: 3, retried: 0, deadLettered: 0 });
 });
@@ -236,24 +254,30 @@ t.test('an outage in a per-message handler holds only that call and keeps the or
   await until(() => msgs.every((m) => m.answers.length > 0));
   await worker.stop();
   t.same(handled.sort(), ['fine', 'flaky']);
-  t.same(msgs.map((m) => m.answers), [[{ ack: true }], [{ ack: true }]]);
+  t.same(
+    msgs.map((m) => m.answers),
+    [[{ ack: true }], [{ ack: true }]],
+  );
   t.equal(msgs[0]?.workingCalls, 2);
 });
 
 t.test('stopping during an outage hands back every unanswered message at once', async (t) => {
-  const { source, worker } = setup({
-    num: {
-      batch: async () => {
-        throw new Outage('down for good');
+  const { source, worker } = setup(
+    {
+      num: {
+        batch: async () => {
+          throw new Outage('down for good');
+        },
+      },
+      word: okWords,
+    },
+    {
+      // The stop arrives while the worker waits out the outage.
+      sleep: async () => {
+        await stopping;
       },
     },
-    word: okWords,
-  }, {
-    // The stop arrives while the worker waits out the outage.
-    sleep: async () => {
-      await stopping;
-    },
-  });
+  );
   let stopNow: () => void = () => undefined;
   const stopping = new Promise<void>((r) => (stopNow = r));
   await worker.start();
@@ -264,7 +288,11 @@ t.test('stopping during an outage hands back every unanswered message at once', 
   stopNow();
   await stopped;
   t.ok(source.stopped, 'the source stopped pulling');
-  t.same(msgs.map((m) => m.answers), [[{ nak: undefined }], [{ nak: undefined }]], 'handed back without delay');
+  t.same(
+    msgs.map((m) => m.answers),
+    [[{ nak: undefined }], [{ nak: undefined }]],
+    'handed back without delay',
+  );
 });
 
 t.test('a dead-letter copy that fails leaves the message to a redelivery', async (t) => {

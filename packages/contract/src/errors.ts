@@ -58,6 +58,8 @@ export const RealtimeErrorCode = z.enum([
   'budget_exhausted',
   'upstream_unavailable',
   'internal_error',
+  'input_audio_buffer_commit_empty',
+  'response_cancel_not_active',
 ]);
 export type RealtimeErrorCode = z.infer<typeof RealtimeErrorCode>;
 
@@ -67,12 +69,15 @@ export const REALTIME_ERROR_TYPE: Readonly<Record<RealtimeErrorCode, string>> = 
   budget_exhausted: 'billing_error',
   upstream_unavailable: 'service_unavailable_error',
   internal_error: 'internal_error',
+  input_audio_buffer_commit_empty: 'invalid_request_error',
+  response_cancel_not_active: 'invalid_request_error',
 };
 
 /** WebSocket close codes (decisions.md, Realtime). */
 export const CloseCode = {
   sessionEnded: 1000,
   policyViolation: 1008,
+  invalidPayload: 1007,
   messageTooBig: 1009,
   internalError: 1011,
   relayDraining: 1012,

@@ -53,8 +53,7 @@ export const InputAudioBufferAppendEvent = z.strictObject({
 });
 export type InputAudioBufferAppendEvent = z.infer<typeof InputAudioBufferAppendEvent>;
 
-const bare = <T extends string>(type: T) =>
-  z.strictObject({ type: z.literal(type), event_id: EventId.optional() });
+const bare = <T extends string>(type: T) => z.strictObject({ type: z.literal(type), event_id: EventId.optional() });
 
 export const InputAudioBufferCommitEvent = bare('input_audio_buffer.commit');
 export type InputAudioBufferCommitEvent = z.infer<typeof InputAudioBufferCommitEvent>;

@@ -80,8 +80,18 @@ t.test('error codes map to the statuses and types of the spec', async (t) => {
 
 t.test('bus messages carry type and version', async (t) => {
   const msg = {
-    type: 'usage.checkpoint', version: 1, session_id: 'vs_1', attachment_id: 'att_1', relay_id: 'r1', seq: 1,
-    audio_in_ms: 10, audio_out_ms: 0, input_audio_tokens: 0, output_audio_tokens: 0, final: false, emitted_at: 1,
+    type: 'usage.checkpoint',
+    version: 1,
+    session_id: 'vs_1',
+    attachment_id: 'att_1',
+    relay_id: 'r1',
+    seq: 1,
+    audio_in_ms: 10,
+    audio_out_ms: 0,
+    input_audio_tokens: 0,
+    output_audio_tokens: 0,
+    final: false,
+    emitted_at: 1,
   };
   t.ok(BusMessage.safeParse(msg).success);
   t.notOk(BusMessage.safeParse({ ...msg, version: 2 }).success);

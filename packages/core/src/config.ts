@@ -31,7 +31,10 @@ export const CommonEnv = z.object({
   // NATS server with JetStream.
   NATS_URL: z.string().default(DEFAULT_NATS_URL),
   // Prefix of every subject and of the stream name; tests use a unique one.
-  BUS_PREFIX: z.string().regex(/^[a-zA-Z0-9_-]+$/).default('s2s'),
+  BUS_PREFIX: z
+    .string()
+    .regex(/^[a-zA-Z0-9_-]+$/)
+    .default('s2s'),
   // pino level.
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });

@@ -25,10 +25,8 @@ export const errors = {
   sessionNotFound: () => new AppError('session_not_found', 'No session with this id exists for this key.'),
   sessionExpired: () => new AppError('session_expired', 'The session has ended and can no longer be used.'),
   modelNotFound: () => new AppError('model_not_found', 'The selected model is not available to this key.'),
-  insufficientBalance: () =>
-    new AppError('insufficient_wallet_balance', 'The wallet cannot cover the preauthorization of this session.'),
-  idempotencyConflict: () =>
-    new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.'),
+  insufficientBalance: () => new AppError('insufficient_wallet_balance', 'The wallet cannot cover the preauthorization of this session.'),
+  idempotencyConflict: () => new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.'),
   sessionTerminationFailed: () =>
     new AppError(
       'session_termination_failed',

@@ -41,7 +41,13 @@ t.test('worked examples', async (t) => {
   // tokens: 100 in * 10 + 50 out * 20 = 2000 milli, 6 s of audio = 100 milli, fee 500 -> 2600 -> 3 cents.
   t.equal(billedCents(rate, { audio_in_ms: 6000, audio_out_ms: 0, input_audio_tokens: 100, output_audio_tokens: 50 }), 3);
   // exactly 1000 milli-cents stays 1 cent (no spurious round-up).
-  t.equal(billedCents({ per_minute: 0, audio_in_token: 1000, audio_out_token: 0, relay_fee_milli_cents: 0 }, { ...none, audio_in_ms: 5, input_audio_tokens: 1 }), 1);
+  t.equal(
+    billedCents(
+      { per_minute: 0, audio_in_token: 1000, audio_out_token: 0, relay_fee_milli_cents: 0 },
+      { ...none, audio_in_ms: 5, input_audio_tokens: 1 },
+    ),
+    1,
+  );
 });
 
 t.test('matches the BigInt reference', async (t) => {
@@ -76,7 +82,12 @@ t.test('preauthorization is deterministic, at least 1 cent, and covers its minut
     fc.property(arbRate, fc.integer({ min: 1, max: 120 }), (r, m) => {
       const p = preauthorizationCents(r, m);
       const half = (m * 60_000) / 2;
-      const covered = billedCents(r, { audio_in_ms: half, audio_out_ms: half, input_audio_tokens: half / 100, output_audio_tokens: half / 50 });
+      const covered = billedCents(r, {
+        audio_in_ms: half,
+        audio_out_ms: half,
+        input_audio_tokens: half / 100,
+        output_audio_tokens: half / 50,
+      });
       return p >= 1 && p === preauthorizationCents(r, m) && p >= covered;
     }),
   );

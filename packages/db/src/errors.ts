@@ -8,11 +8,26 @@ const CONFLICT_KINDS = new Set(['TransactionWriteConflict']);
 
 const UNAVAILABLE_CODES = new Set([
   // Node sockets: refused, reset, timed out, unresolvable or unroutable host.
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
   // PostgreSQL: admin/crash shutdown, starting up or shutting down, too many connections.
-  '57P01', '57P02', '57P03', '53300',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
   // Prisma: unreachable, connect timeout, socket timeout, connection closed, pool timeout, too many connections.
-  'P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2037',
+  'P1001',
+  'P1002',
+  'P1008',
+  'P1017',
+  'P2024',
+  'P2037',
 ]);
 const UNAVAILABLE_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
 // pg and pg-pool raise these without any code.

@@ -17,6 +17,7 @@ export async function migrate(databaseUrl: string): Promise<void> {
   } catch (err) {
     // dbmate reports on stderr; the rejected error's message would repeat the URL (and any password).
     const stderr = (err as { stderr?: string }).stderr?.trim();
+    // eslint-disable-next-line preserve-caught-error -- the cause would carry the URL too
     throw new Error(`dbmate up failed: ${stderr || 'no output'}`);
   }
 }

@@ -93,7 +93,11 @@ async function migrationsHash(): Promise<string> {
   const hash = createHash('sha256');
   const files = (await readdir(MIGRATIONS_DIR)).filter((f) => f.endsWith('.sql')).sort();
   for (const file of files) {
-    hash.update(file).update('\0').update(await readFile(join(MIGRATIONS_DIR, file))).update('\0');
+    hash
+      .update(file)
+      .update('\0')
+      .update(await readFile(join(MIGRATIONS_DIR, file)))
+      .update('\0');
   }
   return hash.digest('hex').slice(0, 8);
 }

@@ -48,7 +48,11 @@ t.test('drift between the database and the schema is reported', async (t) => {
     'foreign key session_attachments_session_id_fkey on session_attachments',
     'table stray is not in the Prisma schema',
   ];
-  for (const w of wanted) t.ok(issues.some((i) => i.startsWith(w)), w);
+  for (const w of wanted)
+    t.ok(
+      issues.some((i) => i.startsWith(w)),
+      w,
+    );
   t.equal(issues.length, wanted.length, 'nothing else is reported');
   if (issues.length !== wanted.length) t.comment(issues.join('\n'));
 });

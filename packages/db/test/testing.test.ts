@@ -19,7 +19,15 @@ async function seedConsistentLedger(db: DbOrTx): Promise<void> {
     data: { status: 'completed', settledAt: new Date(), billedCents: 120, audioInMs: 1500n },
   });
   await db.settlement.create({
-    data: { sessionId: 'vs_settled', status: 'completed', billedCents: 120, audioInMs: 1500n, audioOutMs: 0n, inputAudioTokens: 15n, outputAudioTokens: 0n },
+    data: {
+      sessionId: 'vs_settled',
+      status: 'completed',
+      billedCents: 120,
+      audioInMs: 1500n,
+      audioOutMs: 0n,
+      inputAudioTokens: 15n,
+      outputAudioTokens: 0n,
+    },
   });
   await db.ledgerEntry.create({ data: { walletId: 'wal_a', kind: 'charge', amountCents: 120n, sessionId: 'vs_settled' } });
   await seedSession(db, { id: 'vs_open', walletId: 'wal_a', keyId, preauthorizedCents: 50, reservedCents: 50 });
@@ -70,7 +78,9 @@ t.test('an inconsistent ledger is reported', async (t) => {
   await db.pool.query(`INSERT INTO ledger_entries (wallet_id, kind, amount_cents, session_id) VALUES ('wal_a', 'charge', 10, 'vs_open')`);
   const violations = await checkLedgerInvariants(db.pool);
   // A charge row is named by its id; the session it claims to charge is in the detail.
-  const seen = violations.map((v) => (v.invariant === 'charge_has_settlement' ? `${v.invariant} ${v.detail}` : `${v.invariant} ${v.subject}`)).sort();
+  const seen = violations
+    .map((v) => (v.invariant === 'charge_has_settlement' ? `${v.invariant} ${v.detail}` : `${v.invariant} ${v.subject}`))
+    .sort();
   t.same(seen, [
     'charge_has_settlement charge for session vs_open has no settlements row',
     'ledger_matches_balance wal_a',
@@ -87,6 +97,9 @@ t.test('a settled session without its settlement and charge is reported', async 
   await seedSession(db.prisma, { id: 'vs_half', walletId: 'wal_b', keyId, preauthorizedCents: 100, reservedCents: 0 });
   await db.prisma.voiceSession.update({ where: { id: 'vs_half' }, data: { status: 'completed', settledAt: new Date(), billedCents: 40 } });
   const violations = await checkLedgerInvariants(db.pool);
-  t.same(violations.map((v) => v.invariant), ['settled_session_billed_once']);
+  t.same(
+    violations.map((v) => v.invariant),
+    ['settled_session_billed_once'],
+  );
   t.match(violations[0]?.detail, /0 settlements rows; 0 charge ledger rows/);
 });

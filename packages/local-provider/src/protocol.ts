@@ -53,9 +53,7 @@ export const SessionUpdate = z.object({
     output_modalities: z.array(z.string()).optional(),
     audio: z
       .object({
-        input: z
-          .object({ format: AudioFormat.optional(), turn_detection: TurnDetection.optional() })
-          .optional(),
+        input: z.object({ format: AudioFormat.optional(), turn_detection: TurnDetection.optional() }).optional(),
         output: z.object({ format: AudioFormat.optional(), voice: z.string().min(1).optional() }).optional(),
       })
       .optional(),

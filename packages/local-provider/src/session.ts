@@ -146,7 +146,13 @@ export class SimulatedSession {
     }
     const td = input?.turn_detection;
     if (td && td.type !== 'server_vad') {
-      return this.error('invalid_request_error', 'invalid_value', 'Only server_vad turn detection is supported.', event.event_id, 'session.audio.input.turn_detection.type');
+      return this.error(
+        'invalid_request_error',
+        'invalid_value',
+        'Only server_vad turn detection is supported.',
+        event.event_id,
+        'session.audio.input.turn_detection.type',
+      );
     }
     if (output?.voice) this.voice = output.voice;
     if (td === null) this.turnDetection = null;
@@ -211,7 +217,13 @@ export class SimulatedSession {
       return this.error('invalid_request_error', 'item_not_found', 'No assistant audio item with this id.', clientEventId, 'item_id');
     }
     if (audioEndMs > Math.floor(item.sentBytes / BYTES_PER_MS)) {
-      return this.error('invalid_request_error', 'invalid_value', 'audio_end_ms is beyond the audio of this item.', clientEventId, 'audio_end_ms');
+      return this.error(
+        'invalid_request_error',
+        'invalid_value',
+        'audio_end_ms is beyond the audio of this item.',
+        clientEventId,
+        'audio_end_ms',
+      );
     }
     item.sentBytes = Math.min(item.sentBytes, audioEndMs * BYTES_PER_MS);
     this.emit('conversation.item.truncated', { item_id: itemId, content_index: contentIndex, audio_end_ms: audioEndMs });
@@ -246,7 +258,11 @@ export class SimulatedSession {
     this.rememberItem(response.itemId);
     this.lastItemId = response.itemId;
     this.emit('response.created', { response: this.responseObject(response, 'in_progress', null) });
-    this.emit('response.output_item.added', { response_id: response.id, output_index: 0, item: this.itemObject(response.itemId, 'in_progress') });
+    this.emit('response.output_item.added', {
+      response_id: response.id,
+      output_index: 0,
+      item: this.itemObject(response.itemId, 'in_progress'),
+    });
     if (!response.open) this.scheduleChunk(response, true);
   }
 
@@ -291,7 +307,11 @@ export class SimulatedSession {
     if (status === 'completed') {
       this.emit('response.output_audio.done', { response_id: response.id, item_id: response.itemId, output_index: 0, content_index: 0 });
     }
-    this.emit('response.output_item.done', { response_id: response.id, output_index: 0, item: this.itemObject(response.itemId, status === 'completed' ? 'completed' : 'incomplete') });
+    this.emit('response.output_item.done', {
+      response_id: response.id,
+      output_index: 0,
+      item: this.itemObject(response.itemId, status === 'completed' ? 'completed' : 'incomplete'),
+    });
     const tokens = localTokens(Math.floor(response.inputBytes / BYTES_PER_MS), Math.floor(response.sentBytes / BYTES_PER_MS));
     const usage = {
       total_tokens: tokens.input + tokens.output,
@@ -355,7 +375,9 @@ export class SimulatedSession {
       id: response.id,
       status,
       status_details: null,
-      output: [this.itemObject(response.itemId, status === 'in_progress' ? 'in_progress' : status === 'completed' ? 'completed' : 'incomplete')],
+      output: [
+        this.itemObject(response.itemId, status === 'in_progress' ? 'in_progress' : status === 'completed' ? 'completed' : 'incomplete'),
+      ],
       output_modalities: ['audio'],
       audio: { output: { format: { type: 'audio/pcm', rate: SAMPLE_RATE_HZ }, voice: this.voice } },
       usage,

@@ -4,8 +4,16 @@ import { TestClient, deltaBytes, types, type Ev } from './client.js';
 
 const KEY = 'sim-test-key-0123456789';
 
-async function provider(t: Test, opts: { apiKey?: string | null; replyChunkIntervalMs?: number; onClientEvent?: (e: ReceivedClientEvent) => void } = {}): Promise<LocalProvider> {
-  const p = await startLocalProvider({ port: 0, apiKey: opts.apiKey ?? null, replyChunkIntervalMs: opts.replyChunkIntervalMs ?? 0, ...(opts.onClientEvent ? { onClientEvent: opts.onClientEvent } : {}) });
+async function provider(
+  t: Test,
+  opts: { apiKey?: string | null; replyChunkIntervalMs?: number; onClientEvent?: (e: ReceivedClientEvent) => void } = {},
+): Promise<LocalProvider> {
+  const p = await startLocalProvider({
+    port: 0,
+    apiKey: opts.apiKey ?? null,
+    replyChunkIntervalMs: opts.replyChunkIntervalMs ?? 0,
+    ...(opts.onClientEvent ? { onClientEvent: opts.onClientEvent } : {}),
+  });
   t.teardown(() => p.close());
   return p;
 }
@@ -32,7 +40,11 @@ t.test('handshake: path, model and bearer key are checked before the upgrade', a
   t.equal(JSON.parse(wrong.body).error.code, 'invalid_api_key');
   t.notMatch(wrong.body, KEY, 'the refusal does not echo the key');
   t.equal((await TestClient.refusal(p.url, { Authorization: `Bearer ${KEY}` })).status, 400, 'no model');
-  t.equal((await TestClient.refusal(`${p.url.replace('/v1/realtime', '/v1/other')}?model=x`, { Authorization: `Bearer ${KEY}` })).status, 404, 'unknown path');
+  t.equal(
+    (await TestClient.refusal(`${p.url.replace('/v1/realtime', '/v1/other')}?model=x`, { Authorization: `Bearer ${KEY}` })).status,
+    404,
+    'unknown path',
+  );
   const c = await TestClient.connect(p.url, 'my-model', KEY);
   t.teardown(() => c.close());
   const created = await c.next('session.created');
@@ -60,7 +72,13 @@ t.test('session.update (GA shape) is applied and echoed; unsupported formats are
 
   c.send({ type: 'session.update', event_id: 'ev1', session: { type: 'realtime', audio: { input: { format: { type: 'audio/pcmu' } } } } });
   const err = await c.next('error');
-  t.same(err.error, { type: 'invalid_request_error', code: 'invalid_value', message: 'Only audio/pcm at 24000 Hz is supported.', param: 'session.audio.input.format', event_id: 'ev1' });
+  t.same(err.error, {
+    type: 'invalid_request_error',
+    code: 'invalid_value',
+    message: 'Only audio/pcm at 24000 Hz is supported.',
+    param: 'session.audio.input.format',
+    event_id: 'ev1',
+  });
 });
 
 t.test('server VAD: speech then 500 ms of silence ends the turn and the speech is played back', async (t) => {
@@ -69,16 +87,19 @@ t.test('server VAD: speech then 500 ms of silence ends the turn and the speech i
   const tone = pcmTone(1000);
   sendAll(c, Buffer.concat([pcmSilence(200), tone, pcmSilence(600)]));
   const evs = await c.until('response.done');
-  t.same(types(evs).filter((x) => x !== 'response.output_audio.delta'), [
-    'input_audio_buffer.speech_started',
-    'input_audio_buffer.speech_stopped',
-    'input_audio_buffer.committed',
-    'response.created',
-    'response.output_item.added',
-    'response.output_audio.done',
-    'response.output_item.done',
-    'response.done',
-  ]);
+  t.same(
+    types(evs).filter((x) => x !== 'response.output_audio.delta'),
+    [
+      'input_audio_buffer.speech_started',
+      'input_audio_buffer.speech_stopped',
+      'input_audio_buffer.committed',
+      'response.created',
+      'response.output_item.added',
+      'response.output_audio.done',
+      'response.output_item.done',
+      'response.done',
+    ],
+  );
   t.equal(evs[0]!.audio_start_ms, 200);
   t.equal(evs[1]!.audio_end_ms, 1200);
   const deltas = evs.filter((e) => e.type === 'response.output_audio.delta');
@@ -122,7 +143,10 @@ t.test('deterministic: the same audio in different frame sizes gives the same ev
 t.test('session silence_duration_ms changes when a turn ends', async (t) => {
   const p = await provider(t);
   const c = await client(t, p);
-  c.send({ type: 'session.update', session: { type: 'realtime', audio: { input: { turn_detection: { type: 'server_vad', silence_duration_ms: 200 } } } } });
+  c.send({
+    type: 'session.update',
+    session: { type: 'realtime', audio: { input: { turn_detection: { type: 'server_vad', silence_duration_ms: 200 } } } },
+  });
   await c.next('session.updated');
   sendAll(c, Buffer.concat([pcmTone(300), pcmSilence(200)]));
   const evs = await c.until('response.done');
@@ -185,7 +209,9 @@ t.test('response.cancel stops the reply; truncate cuts the item at what was play
   c.send({ type: 'conversation.item.truncate', event_id: 'tr1', item_id: first.item_id, content_index: 0, audio_end_ms: 150 });
   t.equal((await c.next('error')).error.code, 'invalid_value', 'beyond what was sent');
   c.send({ type: 'conversation.item.truncate', item_id: first.item_id, content_index: 0, audio_end_ms: 40 });
-  t.same(content([await c.next('conversation.item.truncated')]), [{ type: 'conversation.item.truncated', item_id: first.item_id, content_index: 0, audio_end_ms: 40 }]);
+  t.same(content([await c.next('conversation.item.truncated')]), [
+    { type: 'conversation.item.truncated', item_id: first.item_id, content_index: 0, audio_end_ms: 40 },
+  ]);
   c.send({ type: 'conversation.item.truncate', item_id: 'item_404', content_index: 0, audio_end_ms: 0 });
   t.equal((await c.next('error')).error.code, 'item_not_found');
 
@@ -220,7 +246,10 @@ t.test('echo-stream: every appended frame comes straight back as one delta, no V
   t.same(types(end), ['input_audio_buffer.committed', 'response.output_audio.done', 'response.output_item.done', 'response.done']);
   t.same(end[3]!.response.usage.input_token_details.audio_tokens, 7, 'ceil(700 / 100)');
   t.same(end[3]!.response.usage.output_token_details.audio_tokens, 14, 'ceil(700 / 50)');
-  t.notOk(c.events.some((e) => e.type.startsWith('input_audio_buffer.speech')), 'no VAD events');
+  t.notOk(
+    c.events.some((e) => e.type.startsWith('input_audio_buffer.speech')),
+    'no VAD events',
+  );
 });
 
 t.test('errors: empty commit, unknown event, invalid JSON; the socket stays open', async (t) => {
@@ -228,17 +257,26 @@ t.test('errors: empty commit, unknown event, invalid JSON; the socket stays open
   const p = await provider(t, { onClientEvent: (e) => seen.push(e) });
   const c = await client(t, p, 'echo-9');
   c.send({ type: 'input_audio_buffer.commit', event_id: 'c1' });
-  t.same((await c.next('error')).error, { type: 'invalid_request_error', code: 'input_audio_buffer_commit_empty', message: 'The input audio buffer is empty.', param: null, event_id: 'c1' });
+  t.same((await c.next('error')).error, {
+    type: 'invalid_request_error',
+    code: 'input_audio_buffer_commit_empty',
+    message: 'The input audio buffer is empty.',
+    param: null,
+    event_id: 'c1',
+  });
   c.send({ type: 'session.delete' });
   t.equal((await c.next('error')).error.code, 'invalid_event');
   c.ws.send('{nope');
   t.equal((await c.next('error')).error.code, 'invalid_json');
   c.send({ type: 'input_audio_buffer.clear' });
   await c.next('input_audio_buffer.cleared');
-  t.same(seen.map((s) => [s.connection, s.model, s.event.type]), [
-    [1, 'echo-9', 'input_audio_buffer.commit'],
-    [1, 'echo-9', 'input_audio_buffer.clear'],
-  ]);
+  t.same(
+    seen.map((s) => [s.connection, s.model, s.event.type]),
+    [
+      [1, 'echo-9', 'input_audio_buffer.commit'],
+      [1, 'echo-9', 'input_audio_buffer.clear'],
+    ],
+  );
 });
 
 t.test('clear drops the buffered audio: a later commit plays only what came after', async (t) => {

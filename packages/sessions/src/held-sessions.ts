@@ -9,7 +9,13 @@ export interface HeldSessionState {
 }
 
 /** One query for every session a relay holds: what the bus may have failed to tell it. */
-export async function readHeldSessions({ ctx, input }: { ctx: SessionsDbContext; input: { sessionIds: string[] } }): Promise<HeldSessionState[]> {
+export async function readHeldSessions({
+  ctx,
+  input,
+}: {
+  ctx: SessionsDbContext;
+  input: { sessionIds: string[] };
+}): Promise<HeldSessionState[]> {
   if (input.sessionIds.length === 0) return [];
   const { rows } = await ctx.db.pool.query<{ id: string; newest: string | null; ending: boolean; revoked: boolean }>(
     `SELECT s.id,

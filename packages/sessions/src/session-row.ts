@@ -106,4 +106,3 @@ function toRecord(r: SessionRow): SessionRecord {
     legacy: r.legacy,
   };
 }
-

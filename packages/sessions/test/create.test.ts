@@ -14,8 +14,16 @@ async function fixtures(t: Parameters<typeof createTestDatabase>[0]) {
   const k = issueApiKey();
   await db.pool.query('INSERT INTO wallets (id, balance_cents) VALUES ($1, 1000)', [walletId]);
   await db.pool.query(`INSERT INTO ledger_entries (wallet_id, kind, amount_cents) VALUES ($1, 'credit', 1000)`, [walletId]);
-  await db.pool.query('INSERT INTO api_keys (id, secret_hash, prefix, wallet_id) VALUES ($1, $2, $3, $4)', [keyId, k.hash, k.displayPrefix, walletId]);
-  for (const [id, approved] of [['local/a', true], ['local/hidden', false]] as const) {
+  await db.pool.query('INSERT INTO api_keys (id, secret_hash, prefix, wallet_id) VALUES ($1, $2, $3, $4)', [
+    keyId,
+    k.hash,
+    k.displayPrefix,
+    walletId,
+  ]);
+  for (const [id, approved] of [
+    ['local/a', true],
+    ['local/hidden', false],
+  ] as const) {
     await db.pool.query(
       `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved, capabilities, audio, modalities)
        VALUES ($1, $1, 'test', 'local', 'm', true, $2, '{"speech_to_speech":true}', '{}', '{}')`,
@@ -46,20 +54,31 @@ t.test('createSession reserves the preauthorization and refuses like POST /v1/vo
   t.equal(session.reservedCents, preauth);
   t.equal(session.legacy, false);
   t.equal(session.maxEndsAt.getTime() - session.createdAt.getTime(), 3600_000);
-  const { rows } = await db.pool.query<{ reserved: number }>('SELECT reserved_cents::int AS reserved FROM wallets WHERE id = $1', [key.walletId]);
+  const { rows } = await db.pool.query<{ reserved: number }>('SELECT reserved_cents::int AS reserved FROM wallets WHERE id = $1', [
+    key.walletId,
+  ]);
   t.equal(rows[0]?.reserved, preauth);
 
   await t.rejects(
-    createSession({ ctx: { db }, input: { settings: SETTINGS, key, request: { model: 'local/hidden', mode: 'speech_to_speech' }, traceId: traceId() } }),
+    createSession({
+      ctx: { db },
+      input: { settings: SETTINGS, key, request: { model: 'local/hidden', mode: 'speech_to_speech' }, traceId: traceId() },
+    }),
     { name: 'AppError', code: 'model_not_found', status: 404 },
   );
   // 1000 cents hold floor(1000 / preauth) preauthorizations and not one more.
   const many = Math.floor(1000 / preauth);
   for (let i = 1; i < many; i++) {
-    await createSession({ ctx: { db }, input: { settings: SETTINGS, key, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: traceId() } });
+    await createSession({
+      ctx: { db },
+      input: { settings: SETTINGS, key, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: traceId() },
+    });
   }
   await t.rejects(
-    createSession({ ctx: { db }, input: { settings: SETTINGS, key, request: { model: 'local/a', mode: 'speech_to_speech' }, legacy: true, traceId: traceId() } }),
+    createSession({
+      ctx: { db },
+      input: { settings: SETTINGS, key, request: { model: 'local/a', mode: 'speech_to_speech' }, legacy: true, traceId: traceId() },
+    }),
     { name: 'AppError', code: 'insufficient_wallet_balance', status: 402 },
   );
   const count = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM voice_sessions');
@@ -69,7 +88,10 @@ t.test('createSession reserves the preauthorization and refuses like POST /v1/vo
 t.test('createSession with an Idempotency-Key: replays, conflicts, concurrent duplicates make one session', async (t) => {
   const { db, key } = await fixtures(t);
   const create = (idempotencyKey: string, model = 'local/a') =>
-    createSession({ ctx: { db }, input: { settings: SETTINGS, key, request: { model, mode: 'speech_to_speech' }, idempotencyKey, traceId: traceId() } });
+    createSession({
+      ctx: { db },
+      input: { settings: SETTINGS, key, request: { model, mode: 'speech_to_speech' }, idempotencyKey, traceId: traceId() },
+    });
   const first = await create('k1');
   const again = await create('k1');
   t.equal(again.replayed, true);

@@ -19,7 +19,12 @@ async function setup(t: Parameters<typeof createTestDatabase>[0] & { teardown(fn
   const keyId = newId('key');
   const k = issueApiKey();
   await db.pool.query('INSERT INTO wallets (id, balance_cents) VALUES ($1, 1000)', [walletId]);
-  await db.pool.query('INSERT INTO api_keys (id, secret_hash, prefix, wallet_id) VALUES ($1, $2, $3, $4)', [keyId, k.hash, k.displayPrefix, walletId]);
+  await db.pool.query('INSERT INTO api_keys (id, secret_hash, prefix, wallet_id) VALUES ($1, $2, $3, $4)', [
+    keyId,
+    k.hash,
+    k.displayPrefix,
+    walletId,
+  ]);
   await db.pool.query(
     `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved, capabilities, audio, modalities)
      VALUES ('local/a', 'A', 'test', 'local', 'm', true, true, '{"speech_to_speech":true}', '{}', '{}')`,
@@ -33,7 +38,12 @@ async function setup(t: Parameters<typeof createTestDatabase>[0] & { teardown(fn
     (
       await createSession({
         ctx: { db },
-        input: { key: { keyId, walletId }, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: randomBytes(16).toString('hex'), settings: SETTINGS },
+        input: {
+          key: { keyId, walletId },
+          request: { model: 'local/a', mode: 'speech_to_speech' },
+          traceId: randomBytes(16).toString('hex'),
+          settings: SETTINGS,
+        },
       })
     ).session;
   return { db, bus, make };
@@ -64,12 +74,23 @@ t.test('an expiry cause re-checks the deadline under the lock', async (t) => {
   // Decided from a stale read 301 s after creation, but activity moved the deadline meanwhile.
   const late = new Date(s.createdAt.getTime() + 301_000);
   await db.pool.query(`UPDATE voice_sessions SET last_activity_at = $2 WHERE id = $1`, [s.id, new Date(late.getTime() - 1000)]);
-  t.equal(await requestEnd({ ctx: { db, bus }, input: { sessionId: s.id, cause: 'idle_timeout', now: late } }), null, 'not expired any more: nothing happens');
+  t.equal(
+    await requestEnd({ ctx: { db, bus }, input: { sessionId: s.id, cause: 'idle_timeout', now: late } }),
+    null,
+    'not expired any more: nothing happens',
+  );
   const row = await db.pool.query('SELECT end_requested_at FROM voice_sessions WHERE id = $1', [s.id]);
   t.equal(row.rows[0].end_requested_at, null);
 
   const muchLater = new Date(late.getTime() + 300_000);
-  t.match(await requestEnd({ ctx: { db, bus }, input: { sessionId: s.id, cause: 'idle_timeout', now: muchLater } }), { terminalStatus: 'expired', first: true });
+  t.match(await requestEnd({ ctx: { db, bus }, input: { sessionId: s.id, cause: 'idle_timeout', now: muchLater } }), {
+    terminalStatus: 'expired',
+    first: true,
+  });
   const fresh = await make();
-  t.equal(await requestEnd({ ctx: { db, bus }, input: { sessionId: fresh.id, cause: 'max_duration' } }), null, 'by the database clock a fresh session is not past its maximum');
+  t.equal(
+    await requestEnd({ ctx: { db, bus }, input: { sessionId: fresh.id, cause: 'max_duration' } }),
+    null,
+    'by the database clock a fresh session is not past its maximum',
+  );
 });

@@ -2,13 +2,7 @@
 // definitions (`createInstrument`), and deploy/grafana, the chart's autoscaling and docs/observability.md
 // use the Prometheus names derived from them. Names follow OpenTelemetry's semantic conventions where one
 // exists (http.server.request.duration); our own live under `s2s.` with semconv-style units and attributes.
-import type {
-  Counter,
-  Histogram,
-  Meter,
-  ObservableGauge,
-  UpDownCounter,
-} from '@opentelemetry/api';
+import type { Counter, Histogram, Meter, ObservableGauge, UpDownCounter } from '@opentelemetry/api';
 
 export type InstrumentKind = 'counter' | 'updowncounter' | 'histogram' | 'observablegauge';
 

@@ -17,10 +17,7 @@ export function traceHeaders(ctx: Context = context.active()): TraceCarrier {
  * Runs `fn` inside the trace context carried by `headers` (e.g. a consumed NATS message), so spans it
  * starts become children of the producer's span. Missing or malformed headers give a fresh root context.
  */
-export function withExtractedContext<T>(
-  headers: Readonly<Record<string, string | string[] | undefined>> | undefined,
-  fn: () => T,
-): T {
+export function withExtractedContext<T>(headers: Readonly<Record<string, string | string[] | undefined>> | undefined, fn: () => T): T {
   const extracted = propagation.extract(ROOT_CONTEXT, headers ?? {});
   return context.with(extracted, fn);
 }

@@ -4,8 +4,7 @@
 export const REDACTED = '[REDACTED]';
 
 /** Attribute / field names that may carry a credential or audio. */
-const SENSITIVE_NAME =
-  /authorization|cookie|api[_-]?key|apikey|token|secret|password|passwd|credential|audio|x-goog-api-key/i;
+const SENSITIVE_NAME = /authorization|cookie|api[_-]?key|apikey|token|secret|password|passwd|credential|audio|x-goog-api-key/i;
 
 /** Query parameters whose value is dropped wherever a URL or query string is recorded. */
 export const SENSITIVE_QUERY_PARAMS = [

@@ -1,6 +1,6 @@
-// How every service starts, from services/<name>:
-//   node --import tsx --import @s2s/telemetry/register src/main.ts
-// tsx comes first (this file is TypeScript). ESM `import` bypasses require(), so express, pg and
+// How every service starts, from services/<name>: `node --import @s2s/telemetry/register dist/main.js` in
+// production; `node --conditions=@s2s/source --import tsx --import @s2s/telemetry/register src/main.ts` from
+// sources (tsx first: this file is then TypeScript). ESM `import` bypasses require(), so express, pg and
 // node:http imported by our ESM code are patched only through this loader hook, registered before the
 // application graph loads. main.ts may then import everything statically; it calls startTelemetry()
 // before buildApp() (express copies its methods into each app when the app is created).

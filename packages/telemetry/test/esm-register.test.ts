@@ -24,7 +24,10 @@ t.test('node --import tsx --import @s2s/telemetry/register instruments static ES
   const spans = JSON.parse(stdout) as SpanSummary[];
   const server = spans.find((s) => s.kind === 1 && s.scope.includes('instrumentation-http'));
   t.ok(server, 'server span from the statically imported node:http');
-  t.ok(spans.some((s) => s.kind === 2), 'client span from the statically imported node:http');
+  t.ok(
+    spans.some((s) => s.kind === 2),
+    'client span from the statically imported node:http',
+  );
   t.notMatch(stdout, 'vr_sk_fixture');
   t.notMatch(stdout, 'query-secret');
 });

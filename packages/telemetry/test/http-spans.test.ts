@@ -70,7 +70,10 @@ t.test('an incoming request produces a server span without its credentials', asy
   const serverSpan = spans.find((s) => s.instrumentationScope.name.includes('http') && s.kind === 1);
   t.ok(serverSpan, 'server span recorded');
   t.equal(serverSpan?.attributes['http.response.status_code'], 200);
-  t.ok(spans.some((s) => s.kind === 2), 'client span recorded');
+  t.ok(
+    spans.some((s) => s.kind === 2),
+    'client span recorded',
+  );
 
   const all = everything();
   t.notMatch(all, SECRET);
@@ -87,7 +90,10 @@ t.test('health probes are not traced', async (t) => {
   t.teardown(server.close);
   await get(`${server.url}/healthz`, {});
   await get(`${server.url}/readyz`, {});
-  t.notOk(exporter.getFinishedSpans().some((s) => s.kind === 1), 'no server span for probes');
+  t.notOk(
+    exporter.getFinishedSpans().some((s) => s.kind === 1),
+    'no server span for probes',
+  );
 });
 
 t.test('hand-made attributes are scrubbed before any processor sees them', async (t) => {
@@ -113,13 +119,7 @@ t.test('hand-made attributes are scrubbed before any processor sees them', async
   t.ok(span);
   if (!span) return;
   t.equal(span.name, 'attach vr_sk_[REDACTED]');
-  t.same(Object.keys(span.attributes).sort(), [
-    'error.detail',
-    'gen_ai.usage.input_tokens',
-    'goog.url',
-    's2s.audio_in_ms',
-    'upstream.url',
-  ]);
+  t.same(Object.keys(span.attributes).sort(), ['error.detail', 'gen_ai.usage.input_tokens', 'goog.url', 's2s.audio_in_ms', 'upstream.url']);
   t.equal(span.attributes['s2s.audio_in_ms'], 1200, 'numeric counters survive');
   t.equal(span.attributes['error.detail'], 'upstream said: Bearer [REDACTED]');
   t.equal(span.attributes['upstream.url'], 'wss://example.test/v1/realtime?model=m&key=[REDACTED]');

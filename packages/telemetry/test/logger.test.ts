@@ -40,7 +40,10 @@ t.test('level option filters', async (t) => {
   const log = createLogger({ service: 'billing', level: 'warn', destination: out.stream });
   log.info('hidden');
   log.warn('shown');
-  t.same(out.lines().map((l) => l.msg), ['shown']);
+  t.same(
+    out.lines().map((l) => l.msg),
+    ['shown'],
+  );
 });
 
 t.test('authorization headers and keys are redacted', async (t) => {

@@ -3,14 +3,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import {
-  HTTP_METRICS,
-  PROMETHEUS_CONTENT_TYPE,
-  RELAY_METRICS,
-  createInstrument,
-  prometheusName,
-  startTelemetry,
-} from '../src/index.js';
+import { HTTP_METRICS, PROMETHEUS_CONTENT_TYPE, RELAY_METRICS, createInstrument, prometheusName, startTelemetry } from '../src/index.js';
 
 interface Received {
   path: string;
@@ -81,7 +74,11 @@ t.test('instruments made through telemetry.metrics appear on /metrics and go out
   t.match(text, /^s2s_relay_active_sessions\{otel_scope_name="s2s\.metrics-test"\} 2$/m, 'up-down counter');
   t.match(text, /^s2s_relay_time_to_first_audio_bucket\{gen_ai_provider_name="local",[^}]*le="0\.05"\} 1$/m, 'buckets');
   t.match(text, /^s2s_relay_time_to_first_audio_bucket\{gen_ai_provider_name="local",[^}]*le="0\.025"\} 0$/m);
-  t.match(text, new RegExp(`^${prometheusName(HTTP_METRICS.serverRequestDuration)}_count\\{[^}]*http_response_status_code="200"`, 'm'), 'HTTP instrumentation');
+  t.match(
+    text,
+    new RegExp(`^${prometheusName(HTTP_METRICS.serverRequestDuration)}_count\\{[^}]*http_response_status_code="200"`, 'm'),
+    'HTTP instrumentation',
+  );
   t.match(text, /^target_info\{[^}]*service_name="metrics-test"/m, 'resource');
   const again = await (await fetch(`${base}/metrics`)).text();
   t.match(again, /^http_server_request_duration_count\{[^}]*\} 1$/m, 'scrapes are not counted as requests');

@@ -20,7 +20,9 @@ t.test('the test receiver decodes what the SDK sends over http/json: tree, attri
     span.end();
     return h;
   });
-  withExtractedContext(headers, () => tracer.startActiveSpan('settle', { links: [{ context: trace.getActiveSpan()!.spanContext() }] }, (s) => s.end()));
+  withExtractedContext(headers, () =>
+    tracer.startActiveSpan('settle', { links: [{ context: trace.getActiveSpan()!.spanContext() }] }, (s) => s.end()),
+  );
   await telemetry.shutdown();
 
   const spans = receiver.spans();

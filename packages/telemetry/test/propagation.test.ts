@@ -65,7 +65,10 @@ t.test('start twice is refused; after shutdown it can start again', async (t) =>
 t.test('OTEL_SDK_DISABLED=true starts nothing', async (t) => {
   const telemetry = startTelemetry({ serviceName: 'off', env: { OTEL_SDK_DISABLED: 'true' }, instrumentations: [] });
   t.notOk(tracerWorks(), 'spans are no-ops');
-  t.same(trace.getTracer('x').startActiveSpan('s', (s) => (s.end(), traceHeaders())), {});
+  t.same(
+    trace.getTracer('x').startActiveSpan('s', (s) => (s.end(), traceHeaders())),
+    {},
+  );
   await telemetry.shutdown();
 });
 

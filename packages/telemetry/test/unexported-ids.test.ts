@@ -26,7 +26,11 @@ t.test('with nothing to export, spans are not recorded but trace ids exist and p
 t.test('with an exporter, OTEL_TRACES_SAMPLER_ARG samples a ratio', async (t) => {
   const telemetry = startTelemetry({
     serviceName: 'test',
-    env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' },
+    env: {
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0',
+    },
     instrumentations: [],
   });
   t.teardown(() => telemetry.shutdown());

@@ -19,7 +19,9 @@ export async function runCampaign(opts: CampaignOptions): Promise<ScenarioResult
   const stack = await Stack.start();
   const results: ScenarioResult[] = [];
   try {
-    opts.log(`stack up: NATS ${stack.nats.url}, PostgreSQL 127.0.0.1:${stack.pgsql.port}, relays ${stack.relays.map((r) => r.port).join(', ')}`);
+    opts.log(
+      `stack up: NATS ${stack.nats.url}, PostgreSQL 127.0.0.1:${stack.pgsql.port}, relays ${stack.relays.map((r) => r.port).join(', ')}`,
+    );
     for (const scenario of chosen) {
       opts.log(`scenario ${scenario.name}: ${opts.sessions} sessions`);
       await heal(stack);

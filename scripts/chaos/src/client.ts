@@ -212,7 +212,10 @@ export class ChaosSession {
    * of it). Stops early, returning false, when the socket is gone or `stop()` says so.
    */
   async speak(toneMs: number, silenceMs: number, stop: () => boolean = () => false): Promise<boolean> {
-    const chunks = [...Array<string>(Math.round(toneMs / CHUNK_MS)).fill(TONE_B64), ...Array<string>(Math.round(silenceMs / CHUNK_MS)).fill(SILENCE_B64)];
+    const chunks = [
+      ...Array<string>(Math.round(toneMs / CHUNK_MS)).fill(TONE_B64),
+      ...Array<string>(Math.round(silenceMs / CHUNK_MS)).fill(SILENCE_B64),
+    ];
     const t0 = Date.now();
     for (let i = 0; i < chunks.length; i++) {
       if (stop()) return false;

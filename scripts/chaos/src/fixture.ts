@@ -41,7 +41,10 @@ export function checkInvariants(stack: Stack): Promise<LedgerViolation[]> {
 
 /** Sessions that do not have exactly one settlement and one charge. */
 export async function notSettledOnce(stack: Stack, sessions: ChaosSession[]): Promise<string[]> {
-  const counts = await settlementCounts(stack.pool, sessions.map((s) => s.id));
+  const counts = await settlementCounts(
+    stack.pool,
+    sessions.map((s) => s.id),
+  );
   return sessions
     .filter((s) => {
       const c = counts.get(s.id);

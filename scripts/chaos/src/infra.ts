@@ -204,12 +204,16 @@ export class Postgres {
     const dataDir = join(dir.path, 'pg');
     mkdirSync(dataDir, { mode: 0o700 });
     if (user) chownSync(dataDir, user.uid, user.gid);
-    const init = spawnSync(join(PG_BIN, 'initdb'), ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions'], {
-      cwd: dir.path,
-      encoding: 'utf8',
-      ...(user ?? {}),
-      timeout: 120_000,
-    });
+    const init = spawnSync(
+      join(PG_BIN, 'initdb'),
+      ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions'],
+      {
+        cwd: dir.path,
+        encoding: 'utf8',
+        ...(user ?? {}),
+        timeout: 120_000,
+      },
+    );
     if (init.status !== 0) throw new Error(`initdb failed (${init.status}): ${init.stderr}`);
     const pgsql = new Postgres(await freePort(), dataDir, user);
     await pgsql.start();
@@ -227,15 +231,23 @@ export class Postgres {
   async start(): Promise<void> {
     if (this.child) return;
     const args = [
-      '-D', this.dataDir,
-      '-p', String(this.port),
-      '-c', 'listen_addresses=127.0.0.1',
-      '-c', `unix_socket_directories=${this.dataDir}`,
-      '-c', 'max_connections=200',
+      '-D',
+      this.dataDir,
+      '-p',
+      String(this.port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      `unix_socket_directories=${this.dataDir}`,
+      '-c',
+      'max_connections=200',
       // The campaign measures the gateway, not the disk: an OS crash is not one of its faults.
-      '-c', 'fsync=off',
-      '-c', 'full_page_writes=off',
-      '-c', 'shared_buffers=32MB',
+      '-c',
+      'fsync=off',
+      '-c',
+      'full_page_writes=off',
+      '-c',
+      'shared_buffers=32MB',
     ];
     const child = spawn(join(PG_BIN, 'postgres'), args, {
       cwd: this.dataDir,
@@ -254,10 +266,14 @@ export class Postgres {
     child.once('exit', () => {
       if (this.child === child) this.child = null;
     });
-    const ok = await waitFor(async () => {
-      if (this.child !== child) throw new Error(`postgres exited:\n${this.logLines.join('')}`);
-      return this.ping();
-    }, 60_000, 100);
+    const ok = await waitFor(
+      async () => {
+        if (this.child !== child) throw new Error(`postgres exited:\n${this.logLines.join('')}`);
+        return this.ping();
+      },
+      60_000,
+      100,
+    );
     if (!ok) throw new Error(`postgres not ready within 60 s:\n${this.logLines.join('')}`);
   }
 

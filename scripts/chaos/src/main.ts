@@ -37,7 +37,12 @@ const opts = {
   sessions: positiveInt('sessions', values.sessions, quick ? 4 : 40),
   natsDownMs: positiveInt('nats-down-ms', values['nats-down-ms'], quick ? 8000 : 45_000),
   pgDownMs: positiveInt('pg-down-ms', values['pg-down-ms'], quick ? 4000 : 6000),
-  scenarios: values.scenario ? values.scenario.split(',').map((s) => s.trim()).filter(Boolean) : [],
+  scenarios: values.scenario
+    ? values.scenario
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : [],
   log: (msg: string) => process.stdout.write(`${msg}\n`),
 };
 

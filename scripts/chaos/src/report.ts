@@ -34,7 +34,10 @@ export interface ScenarioResult {
 }
 
 /** Settlement rows of each session, read back with retries (the store may just have restarted). */
-export async function settlementCounts(pool: pg.Pool, ids: string[]): Promise<Map<string, { settlements: number; charges: number; settled: boolean }>> {
+export async function settlementCounts(
+  pool: pg.Pool,
+  ids: string[],
+): Promise<Map<string, { settlements: number; charges: number; settled: boolean }>> {
   for (let attempt = 0; ; attempt++) {
     try {
       const { rows } = await pool.query<{ id: string; settled: boolean; settlements: number; charges: number }>(
@@ -74,7 +77,10 @@ export async function judge(input: {
   startedAt: number;
   notes?: string[];
 }): Promise<ScenarioResult> {
-  const counts = await settlementCounts(input.pool, input.sessions.map((s) => s.id));
+  const counts = await settlementCounts(
+    input.pool,
+    input.sessions.map((s) => s.id),
+  );
   const sessions = input.sessions.map((s): SessionResult => {
     const c = counts.get(s.id);
     return {
@@ -201,7 +207,9 @@ export function details(r: ScenarioResult): string {
   for (const n of r.notes) out.push(`  note: ${n}`);
   const statuses = new Map<string, number>();
   for (const s of r.sessions) statuses.set(String(s.status), (statuses.get(String(s.status)) ?? 0) + 1);
-  out.push(`  terminal statuses: ${[...statuses].map(([k, v]) => `${k} ${v}`).join(', ')} (expected ${r.sessions[0]?.expectedStatus.join(' or ') ?? '-'})`);
+  out.push(
+    `  terminal statuses: ${[...statuses].map(([k, v]) => `${k} ${v}`).join(', ')} (expected ${r.sessions[0]?.expectedStatus.join(' or ') ?? '-'})`,
+  );
   const worst = [...r.sessions].sort((a, b) => lostIn(b) + lostOut(b) - (lostIn(a) + lostOut(a)))[0];
   if (worst && (lostIn(worst) > 0 || lostOut(worst) > 0)) {
     out.push(
@@ -209,6 +217,7 @@ export function details(r: ScenarioResult): string {
     );
   }
   for (const v of r.violations.slice(0, 5)) out.push(`  violation ${v.invariant} ${v.subject}: ${v.detail}`);
-  for (const c of r.crashes.slice(0, 5)) out.push(`  crash ${c.service} (code ${c.code}, signal ${c.signal}): ${c.tail.slice(-3).join(' | ')}`);
+  for (const c of r.crashes.slice(0, 5))
+    out.push(`  crash ${c.service} (code ${c.code}, signal ${c.signal}): ${c.tail.slice(-3).join(' | ')}`);
   return out.join('\n');
 }

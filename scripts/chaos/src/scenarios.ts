@@ -56,7 +56,14 @@ function stagger(i: number, n: number): number {
   return Math.round(((TONE_MS + SILENCE_MS) * i) / Math.max(1, n));
 }
 
-function finish(stack: Stack, run: Run, name: string, fault: string, expectedStatus: string[], notes: string[] = []): Promise<ScenarioResult> {
+function finish(
+  stack: Stack,
+  run: Run,
+  name: string,
+  fault: string,
+  expectedStatus: string[],
+  notes: string[] = [],
+): Promise<ScenarioResult> {
   return judge({
     name,
     fault,
@@ -144,25 +151,34 @@ const natsOutage: Scenario = {
   async run(stack, opts) {
     const run = await prepare(stack, opts.sessions, { relay: 0 });
     // One turn with the bus up, so each session has checkpoints folded before the outage.
-    await Promise.all(run.sessions.map(async (s, i) => {
-      await sleep(stagger(i, run.sessions.length) / 4);
-      await s.turn();
-    }));
+    await Promise.all(
+      run.sessions.map(async (s, i) => {
+        await sleep(stagger(i, run.sessions.length) / 4);
+        await s.turn();
+      }),
+    );
     await stack.nats.stop();
     const downAt = Date.now();
     opts.log(`  NATS down for ${opts.natsDownMs} ms`);
-    await Promise.all(run.sessions.map(async (s) => {
-      for (let t = 0; t < 2; t++) await s.turn();
-      await s.end(run.api, 15_000);
-    }));
+    await Promise.all(
+      run.sessions.map(async (s) => {
+        for (let t = 0; t < 2; t++) await s.turn();
+        await s.end(run.api, 15_000);
+      }),
+    );
     await sleep(Math.max(0, opts.natsDownMs - (Date.now() - downAt)));
     await stack.nats.start();
     opts.log('  NATS up again');
     await Promise.all(run.sessions.map((s) => s.endAndSettle(run.api, SETTLE_TIMEOUT_MS)));
     const endAnswers = countStatuses(run.sessions.map((s) => s.endStatuses[0] ?? -1));
-    return finish(stack, run, this.name, `${this.fault} (${Math.round(opts.natsDownMs / 1000)} s)`, ['completed'], [
-      `first end answers during the outage: ${endAnswers}`,
-    ]);
+    return finish(
+      stack,
+      run,
+      this.name,
+      `${this.fault} (${Math.round(opts.natsDownMs / 1000)} s)`,
+      ['completed'],
+      [`first end answers during the outage: ${endAnswers}`],
+    );
   },
 };
 
@@ -211,19 +227,26 @@ const clientVanish: Scenario = {
   fault: 'clients drop their connection (no close frame) at the first audio of an answer; ended later by POST …/end',
   async run(stack, opts) {
     const run = await prepare(stack, opts.sessions, { relay: 0 });
-    await Promise.all(run.sessions.map(async (s, i) => {
-      await sleep(stagger(i, run.sessions.length) / 4);
-      await s.turn();
-      const speaking = s.speak(TONE_MS, SILENCE_MS, () => s.vanished);
-      await s.nextDelta(5000);
-      s.vanish();
-      await speaking;
-      await sleep(Math.random() * 1500);
-      await s.endAndSettle(run.api, SETTLE_TIMEOUT_MS);
-    }));
-    return finish(stack, run, this.name, this.fault, ['completed'], [
-      'output billed beyond what a vanished client received is by design (the answer was produced and metered)',
-    ]);
+    await Promise.all(
+      run.sessions.map(async (s, i) => {
+        await sleep(stagger(i, run.sessions.length) / 4);
+        await s.turn();
+        const speaking = s.speak(TONE_MS, SILENCE_MS, () => s.vanished);
+        await s.nextDelta(5000);
+        s.vanish();
+        await speaking;
+        await sleep(Math.random() * 1500);
+        await s.endAndSettle(run.api, SETTLE_TIMEOUT_MS);
+      }),
+    );
+    return finish(
+      stack,
+      run,
+      this.name,
+      this.fault,
+      ['completed'],
+      ['output billed beyond what a vanished client received is by design (the answer was produced and metered)'],
+    );
   },
 };
 
@@ -241,18 +264,20 @@ const endVsExpiry: Scenario = {
     const run: Run = { api, tally, sessions: [], startedAt: Date.now(), crashesBefore: stack.crashes.length };
     const n = opts.sessions;
     // Each session talks as soon as it is attached: with a short idle timeout, waiting for the others would expire it.
-    await Promise.all(Array.from({ length: n }, async (_, i) => {
-      const s = new ChaosSession(`s${i}`, key.key);
-      run.sessions.push(s);
-      await sleep((i * 2000) / Math.max(1, n));
-      await s.create(api);
-      await s.attach(stack.relayUrl(0));
-      await s.turn();
-      // From 1 s before to 2 s after the deadline (last audio + idle timeout, give or take a checkpoint).
-      await sleep(RACE_IDLE_SECONDS * 1000 - 1000 + (3000 * i) / Math.max(1, n - 1));
-      await Promise.all([s.end(api), s.get(api)]);
-      await s.endAndSettle(api, SETTLE_TIMEOUT_MS);
-    }));
+    await Promise.all(
+      Array.from({ length: n }, async (_, i) => {
+        const s = new ChaosSession(`s${i}`, key.key);
+        run.sessions.push(s);
+        await sleep((i * 2000) / Math.max(1, n));
+        await s.create(api);
+        await s.attach(stack.relayUrl(0));
+        await s.turn();
+        // From 1 s before to 2 s after the deadline (last audio + idle timeout, give or take a checkpoint).
+        await sleep(RACE_IDLE_SECONDS * 1000 - 1000 + (3000 * i) / Math.max(1, n - 1));
+        await Promise.all([s.end(api), s.get(api)]);
+        await s.endAndSettle(api, SETTLE_TIMEOUT_MS);
+      }),
+    );
     return finish(stack, run, this.name, this.fault, ['completed', 'expired']);
   },
 };

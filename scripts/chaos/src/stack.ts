@@ -66,7 +66,10 @@ export class Service {
     });
     await new Promise<void>((resolve, reject) => {
       let buf = '';
-      const timer = setTimeout(() => reject(new Error(`${this.name} not ready within 60 s:\n${this.output.slice(-30).join('\n')}`)), 60_000);
+      const timer = setTimeout(
+        () => reject(new Error(`${this.name} not ready within 60 s:\n${this.output.slice(-30).join('\n')}`)),
+        60_000,
+      );
       const onData = (chunk: Buffer) => {
         buf += chunk.toString();
         let nl: number;

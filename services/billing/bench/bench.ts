@@ -179,7 +179,14 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 }
 
-async function latency(): Promise<{ ends: number; p50: number; p99: number; max: number; checkpointsPerSecond: number; invariants: number }> {
+async function latency(): Promise<{
+  ends: number;
+  p50: number;
+  p99: number;
+  max: number;
+  checkpointsPerSecond: number;
+  invariants: number;
+}> {
   const env = await environment();
   const child = billingProcess(env);
   const relays = new Map<string, { attachmentId: string; seq: number; timer?: NodeJS.Timeout }>();

@@ -85,7 +85,8 @@ export function billingDecoder(bus: Bus, counters: BillingCounters, log: Logger)
     }
     const m = decoded.message;
     const subjectSession = msg.subject.slice((isCheckpoint ? checkpointPrefix : endPrefix).length);
-    if (isCheckpoint && m.type === 'usage.checkpoint' && m.session_id === subjectSession) return { ok: true, value: { kind: 'checkpoint', checkpoint: m } };
+    if (isCheckpoint && m.type === 'usage.checkpoint' && m.session_id === subjectSession)
+      return { ok: true, value: { kind: 'checkpoint', checkpoint: m } };
     if (isEnd && m.type === 'session.end_requested' && m.session_id === subjectSession) return { ok: true, value: { kind: 'end', end: m } };
     return { ok: false, answer: 'dead_letter', reason: 'malformed: message does not match its subject' };
   };

@@ -27,10 +27,7 @@ export function relayState(lease: LeaseView, storeUpForMs: number, leaseTtlMs: n
 
 export type SettleReason = 'all_final' | 'relays_gone' | 'live_wait_exceeded' | 'last_delivery';
 
-export type EndDecision =
-  | { action: 'already_settled' }
-  | { action: 'settle'; reason: SettleReason }
-  | { action: 'wait'; delayMs: number };
+export type EndDecision = { action: 'already_settled' } | { action: 'settle'; reason: SettleReason } | { action: 'wait'; delayMs: number };
 
 export interface EndState {
   settled: boolean;

@@ -29,5 +29,13 @@ function compareContent(a: UsageCheckpoint, b: UsageCheckpoint): number {
     const d = (ka[i] ?? 0) - (kb[i] ?? 0);
     if (d !== 0) return d;
   }
-  return a.session_id < b.session_id ? -1 : a.session_id > b.session_id ? 1 : a.relay_id < b.relay_id ? -1 : a.relay_id > b.relay_id ? 1 : 0;
+  return a.session_id < b.session_id
+    ? -1
+    : a.session_id > b.session_id
+      ? 1
+      : a.relay_id < b.relay_id
+        ? -1
+        : a.relay_id > b.relay_id
+          ? 1
+          : 0;
 }

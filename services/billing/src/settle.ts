@@ -115,7 +115,15 @@ export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; inp
        VALUES ($1, $2, $3, $4, $5, $6, $7)
        ON CONFLICT (session_id) DO NOTHING
        RETURNING session_id`,
-      [sessionId, plan.status, plan.billedCents, usage.audio_in_ms, usage.audio_out_ms, usage.input_audio_tokens, usage.output_audio_tokens],
+      [
+        sessionId,
+        plan.status,
+        plan.billedCents,
+        usage.audio_in_ms,
+        usage.audio_out_ms,
+        usage.input_audio_tokens,
+        usage.output_audio_tokens,
+      ],
     );
     // Both rows are written in this one transaction under the session lock, so this cannot happen.
     if (inserted.rowCount !== 1) throw new AppError('internal_error', 'settlements row exists for an unsettled session');
@@ -136,7 +144,15 @@ export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; inp
               audio_in_ms = $3, audio_out_ms = $4, input_audio_tokens = $5, output_audio_tokens = $6
         WHERE id = $1
         RETURNING settled_at`,
-      [sessionId, plan.billedCents, usage.audio_in_ms, usage.audio_out_ms, usage.input_audio_tokens, usage.output_audio_tokens, plan.status],
+      [
+        sessionId,
+        plan.billedCents,
+        usage.audio_in_ms,
+        usage.audio_out_ms,
+        usage.input_audio_tokens,
+        usage.output_audio_tokens,
+        plan.status,
+      ],
     );
     const settledAt = updated.rows[0]?.settled_at;
     if (!settledAt) throw new AppError('internal_error', 'settled session row vanished');

@@ -31,7 +31,13 @@ export function createSweeper(deps: { db: DbHandle; bus: Bus; config: BillingCon
   let stopped = false;
 
   async function expire(): Promise<number> {
-    const { rows } = await db.pool.query<{ id: string; last_activity_at: Date; idle_timeout_seconds: number; max_ends_at: Date; now: Date }>(
+    const { rows } = await db.pool.query<{
+      id: string;
+      last_activity_at: Date;
+      idle_timeout_seconds: number;
+      max_ends_at: Date;
+      now: Date;
+    }>(
       `SELECT id, last_activity_at, idle_timeout_seconds, max_ends_at, now() AS now
          FROM voice_sessions
         WHERE settled_at IS NULL AND end_requested_at IS NULL
@@ -42,7 +48,12 @@ export function createSweeper(deps: { db: DbHandle; bus: Bus; config: BillingCon
     );
     let n = 0;
     for (const r of rows) {
-      const session = { id: r.id, lastActivityAt: r.last_activity_at, idleTimeoutSeconds: r.idle_timeout_seconds, maxEndsAt: r.max_ends_at };
+      const session = {
+        id: r.id,
+        lastActivityAt: r.last_activity_at,
+        idleTimeoutSeconds: r.idle_timeout_seconds,
+        maxEndsAt: r.max_ends_at,
+      };
       try {
         const { due, end } = await expireIfDue({ ctx: { db, bus }, input: { session, now: r.now } });
         if (end?.first) {
@@ -70,7 +81,10 @@ export function createSweeper(deps: { db: DbHandle; bus: Bus; config: BillingCon
     let n = 0;
     for (const r of rows) {
       try {
-        await announceEnd({ ctx: { bus }, input: { sessionId: r.id, cause: r.end_cause, terminalStatus: r.terminal_status, requestedAt: r.end_requested_at } });
+        await announceEnd({
+          ctx: { bus },
+          input: { sessionId: r.id, cause: r.end_cause, terminalStatus: r.terminal_status, requestedAt: r.end_requested_at },
+        });
         n++;
       } catch (err) {
         logger.warn({ err, session_id: r.id }, 're-announcing an end request failed');

@@ -42,7 +42,15 @@ t.test('a session with several attachments is billed for all of them, exactly', 
   t.equal(end?.terminalStatus, 'completed');
   const row = await waitSettled(h.db, s.id);
   // 0.1 mc/ms * 10 500 ms + 10 * 70 + 20 * 35 + 500 fee = 1050 + 700 + 700 + 500 = 2950 mc -> 3 cents.
-  t.match(row, { status: 'completed', billed_cents: 3, reserved_cents: 0, audio_in_ms: 7000, audio_out_ms: 3500, input_audio_tokens: 70, output_audio_tokens: 35 });
+  t.match(row, {
+    status: 'completed',
+    billed_cents: 3,
+    reserved_cents: 0,
+    audio_in_ms: 7000,
+    audio_out_ms: 3500,
+    input_audio_tokens: 70,
+    output_audio_tokens: 35,
+  });
   t.same(await walletOf(h.db, owner.walletId), { balance: 9997, reserved: 0, charges: 1 });
   t.equal(consumer.stats.settled, 1);
   await assertLedger(t, h.db);
@@ -54,7 +62,12 @@ t.test('duplicates and reordering never count usage twice', async (t) => {
   const owner = await createOwner(h.db);
   const s = await createTestSession(h.db, owner);
   const a = await attach(h.db, s.id);
-  const cps = history(s.id, a, [step(30_000, 30_000, 100, 200), step(30_000, 30_000, 100, 200), step(60_000, 0, 300, 0), step(0, 60_000, 0, 600)]);
+  const cps = history(s.id, a, [
+    step(30_000, 30_000, 100, 200),
+    step(30_000, 30_000, 100, 200),
+    step(60_000, 0, 300, 0),
+    step(0, 60_000, 0, 600),
+  ]);
   // Newest first, each twice with the same Msg-Id (the broker drops it) and once more with another
   // Msg-Id (a republish outside the duplicate window, which the consumer must absorb).
   const reversed = [...cps].reverse();
@@ -66,7 +79,14 @@ t.test('duplicates and reordering never count usage twice', async (t) => {
   await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   const row = await waitSettled(h.db, s.id);
   // 240 000 ms * 0.1 = 24 000 + 10 * 500 + 20 * 1000 + 500 = 49 500 mc -> 50 cents.
-  t.match(row, { status: 'completed', billed_cents: 50, audio_in_ms: 120_000, audio_out_ms: 120_000, input_audio_tokens: 500, output_audio_tokens: 1000 });
+  t.match(row, {
+    status: 'completed',
+    billed_cents: 50,
+    audio_in_ms: 120_000,
+    audio_out_ms: 120_000,
+    input_audio_tokens: 500,
+    output_audio_tokens: 1000,
+  });
   t.same(await walletOf(h.db, owner.walletId), { balance: 9950, reserved: 0, charges: 1 });
   const info = await h.bus.jsm.consumers.info(h.bus.subjects.stream, 'billing');
   t.equal(info.num_redelivered, 0, 'nothing needed a redelivery');
@@ -153,7 +173,14 @@ t.test('unknown sessions and unknown versions are acknowledged, not retried', as
   await h.bus.js.publish(h.bus.subjects.usageCheckpoint('vs_missing'), JSON.stringify(v2), { msgID: 'v2' });
   await h.bus.js.publish(
     h.bus.subjects.endRequested('vs_missing'),
-    encodeMessage({ type: 'session.end_requested', version: 1, session_id: 'vs_missing', cause: 'client_closed', terminal_status: 'cancelled', requested_at: 1 }),
+    encodeMessage({
+      type: 'session.end_requested',
+      version: 1,
+      session_id: 'vs_missing',
+      cause: 'client_closed',
+      terminal_status: 'cancelled',
+      requested_at: 1,
+    }),
     { msgID: 'end:vs_missing' },
   );
   await waitFor('all answered', async () => {

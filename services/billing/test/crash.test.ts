@@ -20,7 +20,12 @@ import {
   type Owner,
 } from './fixtures.js';
 
-const step = (audio_in_ms: number, audio_out_ms: number) => ({ audio_in_ms, audio_out_ms, input_audio_tokens: 10, output_audio_tokens: 20 });
+const step = (audio_in_ms: number, audio_out_ms: number) => ({
+  audio_in_ms,
+  audio_out_ms,
+  input_audio_tokens: 10,
+  output_audio_tokens: 20,
+});
 
 /**
  * A session whose one attachment sends `n` checkpoints of 1 s in + 1 s out and 10 / 20 tokens each.
@@ -29,7 +34,14 @@ const step = (audio_in_ms: number, audio_out_ms: number) => ({ audio_in_ms, audi
 async function sessionWithUsage(h: Harness, owner: Owner, n = 10) {
   const s = await createTestSession(h.db, owner);
   const a = await attach(h.db, s.id);
-  return { id: s.id, cps: history(s.id, a, Array.from({ length: n }, () => step(1000, 1000))) };
+  return {
+    id: s.id,
+    cps: history(
+      s.id,
+      a,
+      Array.from({ length: n }, () => step(1000, 1000)),
+    ),
+  };
 }
 const CENTS = 8;
 
@@ -75,7 +87,12 @@ t.test('killed right after a fold commit: the redelivered checkpoints are not co
 
   spawnBilling(h, { ACK_WAIT_MS: '1000' });
   await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
-  t.match(await waitSettled(h.db, s.id, 30_000), { billed_cents: CENTS, audio_in_ms: 10_000, audio_out_ms: 10_000, input_audio_tokens: 100 });
+  t.match(await waitSettled(h.db, s.id, 30_000), {
+    billed_cents: CENTS,
+    audio_in_ms: 10_000,
+    audio_out_ms: 10_000,
+    input_audio_tokens: 100,
+  });
   t.same(await walletOf(h.db, owner.walletId), { balance: 10_000 - CENTS, reserved: 0, charges: 1 });
   await assertLedger(t, h.db);
 });
@@ -92,7 +109,11 @@ t.test('SIGKILL in the middle of a stream, restarted, and two processes at once:
     await publish(h.bus, s.cps);
     await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   }
-  await waitFor('some settled', async () => (await count(h.db, `SELECT count(*) FROM voice_sessions WHERE settled_at IS NOT NULL`)) >= 3, 30_000);
+  await waitFor(
+    'some settled',
+    async () => (await count(h.db, `SELECT count(*) FROM voice_sessions WHERE settled_at IS NOT NULL`)) >= 3,
+    30_000,
+  );
   victim.kill('SIGKILL');
   await victim.exited;
 
@@ -110,10 +131,14 @@ t.test('a replica frozen past its ack wait and thawed after another one took ove
   const sessions = [await sessionWithUsage(h, owner), await sessionWithUsage(h, owner)];
   const env = { ACK_WAIT_MS: '2000', END_GRACE_MS: '200' };
   const frozen = spawnBilling(h, env);
-  await waitFor('consumer created', async () => {
-    const i = await h.bus.jsm.consumers.info(h.bus.subjects.stream, 'billing').catch(() => undefined);
-    return i !== undefined && i.num_waiting > 0;
-  }, 30_000);
+  await waitFor(
+    'consumer created',
+    async () => {
+      const i = await h.bus.jsm.consumers.info(h.bus.subjects.stream, 'billing').catch(() => undefined);
+      return i !== undefined && i.num_waiting > 0;
+    },
+    30_000,
+  );
   frozen.kill('SIGSTOP');
   for (const s of sessions) {
     await publish(h.bus, s.cps);

@@ -40,7 +40,10 @@ t.test('the last allowed delivery settles instead of waiting', async (t) => {
 });
 
 t.test('retry backoff doubles and caps; the last delivery is the max_deliver-th', async (t) => {
-  t.same([1, 2, 3, 4, 5, 6].map((n) => retryDelayMs(n, 500, 5000)), [500, 1000, 2000, 4000, 5000, 5000]);
+  t.same(
+    [1, 2, 3, 4, 5, 6].map((n) => retryDelayMs(n, 500, 5000)),
+    [500, 1000, 2000, 4000, 5000, 5000],
+  );
   t.equal(retryDelayMs(1000, 500, 30_000), 30_000);
   t.notOk(isLastDelivery(9, 10));
   t.ok(isLastDelivery(10, 10));
@@ -62,14 +65,22 @@ t.test('a live relay is waited for past the grace, looking again every recheck, 
   t.same(decideEnd({ ...live, now: at(55_000) }), { action: 'wait', delayMs: 5000 }, 'never past the bound');
   t.same(decideEnd({ ...live, now: at(60_000) }), { action: 'settle', reason: 'live_wait_exceeded' });
   t.same(decideEnd({ ...live, pending: ['unknown'], now: at(30_000) }), { action: 'wait', delayMs: 10_000 }, 'unknown waits like alive');
-  t.same(decideEnd({ ...live, pending: ['gone', 'alive'], now: at(30_000) }), { action: 'wait', delayMs: 10_000 }, 'one live relay is enough to wait');
+  t.same(
+    decideEnd({ ...live, pending: ['gone', 'alive'], now: at(30_000) }),
+    { action: 'wait', delayMs: 10_000 },
+    'one live relay is enough to wait',
+  );
   t.same(decideEnd({ ...live, pending: ['gone', 'gone'], now: at(30_000) }), { action: 'settle', reason: 'relays_gone' });
 });
 
-t.test('the bound counts from the later of the announcement and billing\'s last outage', async (t) => {
+t.test("the bound counts from the later of the announcement and billing's last outage", async (t) => {
   // NATS down 48 s: the end was recorded at 0 but announced (and the bus back) at 50 s.
   const late: EndState = { ...base, pending: ['alive'], liveWaitFrom: at(50_000), deliveryCount: 1 };
-  t.same(decideEnd({ ...late, now: at(50_200) }), { action: 'wait', delayMs: 10_000 }, 'the grace long over, the relay still gets its time');
+  t.same(
+    decideEnd({ ...late, now: at(50_200) }),
+    { action: 'wait', delayMs: 10_000 },
+    'the grace long over, the relay still gets its time',
+  );
   t.same(decideEnd({ ...late, now: at(105_000) }), { action: 'wait', delayMs: 5000 });
   t.same(decideEnd({ ...late, now: at(110_000), deliveryCount: 7 }), { action: 'settle', reason: 'live_wait_exceeded' });
 });

@@ -140,7 +140,13 @@ export async function createOwner(db: DbHandle, balanceCents = 10_000, rate: Rat
     issued.displayPrefix,
     walletId,
   ]);
-  const capabilities = { speech_to_speech: true, server_vad: true, barge_in: true, input_transcription: 'optional', output_transcription: 'optional' };
+  const capabilities = {
+    speech_to_speech: true,
+    server_vad: true,
+    barge_in: true,
+    input_transcription: 'optional',
+    output_transcription: 'optional',
+  };
   const format = { type: 'audio/pcm', encoding: 'pcm16le', sample_rate_hz: 24000, channels: 1 };
   await db.pool.query(
     `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved, capabilities, audio, modalities)
@@ -257,10 +263,14 @@ export async function sessionRow(db: DbHandle, id: string): Promise<SessionRow> 
 }
 
 export function waitSettled(db: DbHandle, id: string, timeoutMs?: number): Promise<SessionRow> {
-  return waitFor(`settlement of ${id}`, async () => {
-    const row = await sessionRow(db, id);
-    return row.settled_at ? row : undefined;
-  }, timeoutMs);
+  return waitFor(
+    `settlement of ${id}`,
+    async () => {
+      const row = await sessionRow(db, id);
+      return row.settled_at ? row : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 export async function walletOf(db: DbHandle, walletId: string): Promise<{ balance: number; reserved: number; charges: number }> {

@@ -66,7 +66,7 @@ async function sessionInFlight(h: Harness, relayId: string) {
 
 const settings = { END_GRACE_MS: '300', RELAY_LEASE_TTL_MS: '1000', STORE_PROBE_MS: '100', MAX_DELIVER: '10' };
 
-t.test('a live relay\'s final checkpoint is waited for past the grace and billed in full', async (t) => {
+t.test("a live relay's final checkpoint is waited for past the grace and billed in full", async (t) => {
   const h = await harness(t);
   liveRelay(h, 'relay-live');
   const { consumer } = await startConsumer(h, testConfig(h, settings), { store: upSince(new Date(0)) });

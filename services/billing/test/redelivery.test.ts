@@ -31,7 +31,14 @@ async function sessionsWithUsage(h: Harness, owner: Owner, n: number) {
   for (let i = 0; i < n; i++) {
     const s = await createTestSession(h.db, owner);
     const a = await attach(h.db, s.id);
-    out.push({ id: s.id, cps: history(s.id, a, Array.from({ length: 5 }, () => step(6000, 6000))) });
+    out.push({
+      id: s.id,
+      cps: history(
+        s.id,
+        a,
+        Array.from({ length: 5 }, () => step(6000, 6000)),
+      ),
+    });
   }
   return out;
 }
@@ -69,7 +76,15 @@ t.test('checkpoints a crashed replica still holds count when the session settles
   const s = await createTestSession(h.db, owner);
   const a = await attach(h.db, s.id);
   // The relay died too: no final checkpoint ever comes.
-  await publish(h.bus, history(s.id, a, Array.from({ length: 4 }, () => step(6000, 6000)), false));
+  await publish(
+    h.bus,
+    history(
+      s.id,
+      a,
+      Array.from({ length: 4 }, () => step(6000, 6000)),
+      false,
+    ),
+  );
   const thief = await h.bus.js.consumers.get(h.bus.subjects.stream, DURABLE_NAME);
   let held = 0;
   for await (const _m of await thief.fetch({ max_messages: 4, expires: 1000 })) held++;
@@ -117,7 +132,8 @@ t.test('a NATS connection dropped and restored loses nothing and counts nothing 
   for (const s of sessions) await publish(h.bus, s.cps.slice(3));
   await Promise.all(sessions.map((s) => requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } })));
   await bus.nc.reconnect();
-  for (const s of sessions) t.match(await waitSettled(h.db, s.id), { billed_cents: CENTS_PER_SESSION, audio_in_ms: 30_000, audio_out_ms: 30_000 });
+  for (const s of sessions)
+    t.match(await waitSettled(h.db, s.id), { billed_cents: CENTS_PER_SESSION, audio_in_ms: 30_000, audio_out_ms: 30_000 });
   t.equal(consumer.stats.deadLettered, 0);
   t.same(await walletOf(h.db, owner.walletId), { balance: 10_000 - 4 * CENTS_PER_SESSION, reserved: 0, charges: 4 });
   await assertLedger(t, h.db);

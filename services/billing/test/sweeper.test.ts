@@ -51,7 +51,9 @@ t.test('a session past its maximum length expires even while active', async (t) 
   const s = await createTestSession(h.db, owner, { maxSeconds: 1 });
   const live = await createTestSession(h.db, owner);
   await attach(h.db, s.id);
-  await h.db.pool.query(`UPDATE voice_sessions SET max_ends_at = now() - interval '1 second', last_activity_at = now() WHERE id = $1`, [s.id]);
+  await h.db.pool.query(`UPDATE voice_sessions SET max_ends_at = now() - interval '1 second', last_activity_at = now() WHERE id = $1`, [
+    s.id,
+  ]);
   const result = await sweeper(h).sweepOnce();
   t.equal(result.expired, 1);
   t.match(await waitSettled(h.db, s.id), { status: 'expired', end_cause: 'max_duration', billed_cents: 0 });
@@ -79,7 +81,11 @@ t.test('an end recorded but never announced (publish lost) is re-announced and s
 t.test('idempotency keys older than 24 hours are purged', async (t) => {
   const h = await harness(t);
   const owner = await createOwner(h.db);
-  for (const [k, age] of [['old-1', '25 hours'], ['old-2', '48 hours'], ['fresh', '23 hours']] as const) {
+  for (const [k, age] of [
+    ['old-1', '25 hours'],
+    ['old-2', '48 hours'],
+    ['fresh', '23 hours'],
+  ] as const) {
     await h.db.pool.query(
       `INSERT INTO idempotency_keys (key_id, idempotency_key, fingerprint, session_id, created_at)
        VALUES ($1, $2, 'f', 'vs_x', now() - $3::interval)`,

@@ -76,7 +76,12 @@ interface RateResult {
  * Open-loop load: requests are sent on a fixed schedule whatever the answers do, and each latency is
  * measured from its scheduled time, so a stall shows up in the percentiles (no coordinated omission).
  */
-async function constantRate(url: string, init: { method: string; headers: Record<string, string>; body: string }, rate: number, seconds: number): Promise<RateResult> {
+async function constantRate(
+  url: string,
+  init: { method: string; headers: Record<string, string>; body: string },
+  rate: number,
+  seconds: number,
+): Promise<RateResult> {
   // Like a client fleet behind a bounded connection pool: beyond 64 in flight, requests wait client-side
   // (still timed from their schedule) instead of piling hundreds of sockets onto the server.
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
@@ -189,7 +194,9 @@ try {
   const { rows } = await testDb.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM voice_sessions');
 
   const base = results[0]![1].requests.average;
-  console.log(`\ncontrol-plane bench: ${new Date().toISOString()}, ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}`);
+  console.log(
+    `\ncontrol-plane bench: ${new Date().toISOString()}, ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}`,
+  );
   console.log(
     `${DURATION_S} s per run after a 2 s warm-up, ${CONNECTIONS} connections, DB pool ${POOL ?? 'default'}, LOG_LEVEL ${LOG_LEVEL}, ` +
       `telemetry ${TELEMETRY ? 'on' : 'off'}, 1-min load average ${loadBefore.toFixed(2)} before / ${loadavg()[0]!.toFixed(2)} after\n`,

@@ -14,9 +14,7 @@ export const ControlPlaneEnv = CommonEnv.extend({
   // Public HTTP API port; 0 picks a free one (tests, benchmarks).
   HTTP_PORT: envPort(8080),
   // Base of every session's `realtime.url` (the relay's public WebSocket address).
-  REALTIME_PUBLIC_URL: z
-    .url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' })
-    .default('ws://127.0.0.1:8081/v1/realtime'),
+  REALTIME_PUBLIC_URL: z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' }).default('ws://127.0.0.1:8081/v1/realtime'),
   // Bearer token of the operator API; required in production, dev default otherwise.
   ADMIN_TOKEN: optionalSecret,
   // Idle time after which a session expires; stored per session at creation.

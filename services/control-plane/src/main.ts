@@ -1,5 +1,5 @@
 // Composition root. Telemetry starts before express, pg and http are imported (hence the dynamic imports);
-// run with `node --import tsx --import @s2s/telemetry/register src/main.ts`.
+// run with `node --import @s2s/telemetry/register dist/main.js` (see packages/telemetry/src/register.ts).
 import { startTelemetry } from '@s2s/telemetry';
 
 const telemetry = startTelemetry({ serviceName: 'control-plane', env: process.env });

@@ -52,7 +52,10 @@ t.test('POST /admin/v1/keys refusals', async (t) => {
     t.equal(res.body.error.code, 'invalid_request', name);
     t.equal(res.body.error.type, 'invalid_request_error', name);
   }
-  const wrongType = await api(h, 'POST', '/admin/v1/keys', { headers: { ...adminHeaders, 'content-type': 'text/plain' }, raw: '{"balance_cents":1}' });
+  const wrongType = await api(h, 'POST', '/admin/v1/keys', {
+    headers: { ...adminHeaders, 'content-type': 'text/plain' },
+    raw: '{"balance_cents":1}',
+  });
   t.equal(wrongType.status, 400);
   t.equal((await h.db.pool.query('SELECT count(*)::int AS n FROM wallets')).rows[0].n, 0, 'nothing was created');
 });
@@ -109,21 +112,33 @@ t.test('credit and read a wallet', async (t) => {
   const key = await createKey(h, 1000);
   t.equal((await createSession(h, key.key)).status, 201);
 
-  const credited = await api(h, 'POST', `/admin/v1/wallets/${key.wallet_id}/credit`, { headers: adminHeaders, json: { amount_cents: 250 } });
+  const credited = await api(h, 'POST', `/admin/v1/wallets/${key.wallet_id}/credit`, {
+    headers: adminHeaders,
+    json: { amount_cents: 250 },
+  });
   t.equal(credited.status, 200);
   t.ok(Wallet.safeParse(credited.body).success);
   t.same(credited.body, { id: key.wallet_id, balance_cents: 1250, reserved_cents: 161, available_cents: 1089 });
-  t.same(await ledger(h, key.wallet_id), [['credit', 1000], ['credit', 250]]);
+  t.same(await ledger(h, key.wallet_id), [
+    ['credit', 1000],
+    ['credit', 250],
+  ]);
 
   const read = await api(h, 'GET', `/admin/v1/wallets/${key.wallet_id}`, { headers: adminHeaders });
   t.same([read.status, read.body], [200, { id: key.wallet_id, balance_cents: 1250, reserved_cents: 161, available_cents: 1089 }]);
 
   for (const amount of [0, -5, 2.5, '10']) {
-    const bad = await api(h, 'POST', `/admin/v1/wallets/${key.wallet_id}/credit`, { headers: adminHeaders, json: { amount_cents: amount } });
+    const bad = await api(h, 'POST', `/admin/v1/wallets/${key.wallet_id}/credit`, {
+      headers: adminHeaders,
+      json: { amount_cents: amount },
+    });
     t.equal(bad.status, 400, `amount ${JSON.stringify(amount)}`);
     t.equal(bad.body.error.code, 'invalid_request');
   }
-  const unknownField = await api(h, 'POST', `/admin/v1/wallets/${key.wallet_id}/credit`, { headers: adminHeaders, json: { amount_cents: 5, note: 'x' } });
+  const unknownField = await api(h, 'POST', `/admin/v1/wallets/${key.wallet_id}/credit`, {
+    headers: adminHeaders,
+    json: { amount_cents: 5, note: 'x' },
+  });
   t.equal(unknownField.status, 400);
 
   const missingCredit = await api(h, 'POST', '/admin/v1/wallets/wal_nope/credit', { headers: adminHeaders, json: { amount_cents: 5 } });
@@ -139,9 +154,14 @@ t.test('concurrent credits all land', async (t) => {
   const h = await startControlPlane(t);
   const key = await createKey(h, 0);
   const results = await Promise.all(
-    Array.from({ length: 20 }, () => api(h, 'POST', `/admin/v1/wallets/${key.wallet_id}/credit`, { headers: adminHeaders, json: { amount_cents: 7 } })),
+    Array.from({ length: 20 }, () =>
+      api(h, 'POST', `/admin/v1/wallets/${key.wallet_id}/credit`, { headers: adminHeaders, json: { amount_cents: 7 } }),
+    ),
   );
-  t.same(results.map((r) => r.status), Array(20).fill(200));
+  t.same(
+    results.map((r) => r.status),
+    Array(20).fill(200),
+  );
   t.same(await walletRow(h, key.wallet_id), { balance: 140, reserved: 0 });
   t.equal((await ledger(h, key.wallet_id)).length, 20);
   t.same(await checkLedgerInvariants(h.db.pool), []);

@@ -38,13 +38,23 @@ t.test('GET /v1/models lists only the approved, enabled, priced speech-to-speech
   t.equal(res.status, 200);
   t.ok(ModelList.safeParse(res.body).success, 'strict contract shape (no extra fields)');
   t.equal(res.body.object, 'list');
-  t.same(res.body.data.map((m: { id: string }) => m.id), ['local/echo-1'], 'local/unapproved-1 is omitted');
+  t.same(
+    res.body.data.map((m: { id: string }) => m.id),
+    ['local/echo-1'],
+    'local/unapproved-1 is omitted',
+  );
   const [echo] = res.body.data;
   const { rows } = await h.db.pool.query<{ created_at: Date; current_rate_id: string }>(
     `SELECT created_at, current_rate_id FROM catalog_models WHERE id = 'local/echo-1'`,
   );
   t.equal(echo.created, Math.floor(rows[0]!.created_at.getTime() / 1000));
-  t.same(echo.pricing, { source: 'upstream_derived', currency: 'cent', unit: 'milli_cents', ...ECHO_PRICING, rate_snapshot_id: rows[0]!.current_rate_id });
+  t.same(echo.pricing, {
+    source: 'upstream_derived',
+    currency: 'cent',
+    unit: 'milli_cents',
+    ...ECHO_PRICING,
+    rate_snapshot_id: rows[0]!.current_rate_id,
+  });
   t.equal(echo.display_name, 'Local Echo');
   t.equal(echo.name, 'Local Echo');
   t.equal(echo.owned_by, 'local');
@@ -58,19 +68,39 @@ t.test('GET /v1/models lists only the approved, enabled, priced speech-to-speech
 
 t.test('seeding is idempotent and never overrides the operator', async (t) => {
   const h = await startControlPlane(t);
-  const ctx = createContext({ config: h.config, db: h.db, bus: h.bus, logger: (await import('@s2s/telemetry')).createLogger({ service: 't', level: 'silent' }) });
+  const ctx = createContext({
+    config: h.config,
+    db: h.db,
+    bus: h.bus,
+    logger: (await import('@s2s/telemetry')).createLogger({ service: 't', level: 'silent' }),
+  });
   const before = await snapshots(h, 'local/echo-1');
   t.equal(before.length, 1);
   t.same(await seedCatalog({ ctx }), { inserted: [] });
   t.same(await snapshots(h, 'local/echo-1'), before, 'no new snapshot when nothing changed');
   t.equal((await snapshots(h, 'local/unapproved-1')).length, 1, 'the unapproved model is registered and priced');
 
-  const changed = await upsert(h, { id: 'local/echo-1', display_name: 'Echo (operator)', owned_by: 'local', provider: 'local', provider_model: 'echo-1', enabled: true, approved: false, pricing: { ...ECHO_PRICING, per_minute: 2000 } });
+  const changed = await upsert(h, {
+    id: 'local/echo-1',
+    display_name: 'Echo (operator)',
+    owned_by: 'local',
+    provider: 'local',
+    provider_model: 'echo-1',
+    enabled: true,
+    approved: false,
+    pricing: { ...ECHO_PRICING, per_minute: 2000 },
+  });
   t.equal(changed.status, 200);
   await seedCatalog({ ctx });
   const { rows } = await h.db.pool.query(`SELECT display_name, approved FROM catalog_models WHERE id = 'local/echo-1'`);
   t.same(rows[0], { display_name: 'Echo (operator)', approved: false }, 'a restart keeps the operator choice');
-  t.same((await snapshots(h, 'local/echo-1')).map((s) => [s.per_minute, s.current]), [[1000, false], [2000, true]]);
+  t.same(
+    (await snapshots(h, 'local/echo-1')).map((s) => [s.per_minute, s.current]),
+    [
+      [1000, false],
+      [2000, true],
+    ],
+  );
 });
 
 t.test('PUT /admin/v1/models: create with defaults, then snapshot only on pricing changes', async (t) => {
@@ -81,7 +111,13 @@ t.test('PUT /admin/v1/models: create with defaults, then snapshot only on pricin
   t.equal(created.body.provider, 'local');
   t.equal(created.body.provider_model, 'voice-1');
   t.equal(created.body.approved, true);
-  t.same(created.body.capabilities, { speech_to_speech: true, server_vad: true, barge_in: true, input_transcription: 'optional', output_transcription: 'optional' });
+  t.same(created.body.capabilities, {
+    speech_to_speech: true,
+    server_vad: true,
+    barge_in: true,
+    input_transcription: 'optional',
+    output_transcription: 'optional',
+  });
   t.same(created.body.modalities, { input: ['audio'], output: ['audio'] });
   t.equal(created.body.audio.output.sample_rate_hz, 24000);
   const firstRate = created.body.pricing.rate_snapshot_id;
@@ -92,17 +128,30 @@ t.test('PUT /admin/v1/models: create with defaults, then snapshot only on pricin
   t.equal(renamed.body.pricing.rate_snapshot_id, firstRate, 'unchanged pricing keeps the snapshot');
   t.equal(renamed.body.display_name, 'Acme Voice v2');
 
-  const repriced = await upsert(h, acme({ pricing: { per_minute: 900, audio_in_token: 5, audio_out_token: 7, relay_fee_milli_cents: 100 } }));
+  const repriced = await upsert(
+    h,
+    acme({ pricing: { per_minute: 900, audio_in_token: 5, audio_out_token: 7, relay_fee_milli_cents: 100 } }),
+  );
   t.not(repriced.body.pricing.rate_snapshot_id, firstRate, 'a pricing change makes a new snapshot');
   t.equal(repriced.body.pricing.per_minute, 900);
-  t.same((await snapshots(h, 'acme/voice-1')).map((s) => [s.id, s.per_minute, s.current]), [
-    [firstRate, 600, false],
-    [repriced.body.pricing.rate_snapshot_id, 900, true],
-  ]);
-  await t.rejects(h.db.pool.query(`UPDATE rate_snapshots SET per_minute = 1 WHERE id = $1`, [firstRate]), /immutable/, 'old snapshot stays as it was');
+  t.same(
+    (await snapshots(h, 'acme/voice-1')).map((s) => [s.id, s.per_minute, s.current]),
+    [
+      [firstRate, 600, false],
+      [repriced.body.pricing.rate_snapshot_id, 900, true],
+    ],
+  );
+  await t.rejects(
+    h.db.pool.query(`UPDATE rate_snapshots SET per_minute = 1 WHERE id = $1`, [firstRate]),
+    /immutable/,
+    'old snapshot stays as it was',
+  );
 
   const list = await api(h, 'GET', '/v1/models');
-  t.same(list.body.data.map((m: { id: string }) => m.id), ['acme/voice-1', 'local/echo-1']);
+  t.same(
+    list.body.data.map((m: { id: string }) => m.id),
+    ['acme/voice-1', 'local/echo-1'],
+  );
   t.equal(list.body.data[0].pricing.rate_snapshot_id, repriced.body.pricing.rate_snapshot_id);
 });
 
@@ -113,7 +162,10 @@ t.test('listing follows enabled, approved and speech-to-speech; create follows t
 
   await upsert(h, acme({ approved: false }));
   t.same(await ids(), ['local/echo-1'], 'not approved: omitted');
-  t.equal((await createSession(h, key.key, { body: { model: 'acme/voice-1', mode: 'speech_to_speech' } })).body.error.code, 'model_not_found');
+  t.equal(
+    (await createSession(h, key.key, { body: { model: 'acme/voice-1', mode: 'speech_to_speech' } })).body.error.code,
+    'model_not_found',
+  );
 
   await upsert(h, acme());
   t.same(await ids(), ['acme/voice-1', 'local/echo-1'], 'approved: listed');
@@ -123,7 +175,18 @@ t.test('listing follows enabled, approved and speech-to-speech; create follows t
   t.same(await ids(), ['local/echo-1'], 'disabled: omitted');
   t.equal((await createSession(h, key.key, { body: { model: 'acme/voice-1', mode: 'speech_to_speech' } })).status, 404);
 
-  await upsert(h, acme({ capabilities: { speech_to_speech: false, server_vad: true, barge_in: true, input_transcription: 'optional', output_transcription: 'optional' } }));
+  await upsert(
+    h,
+    acme({
+      capabilities: {
+        speech_to_speech: false,
+        server_vad: true,
+        barge_in: true,
+        input_transcription: 'optional',
+        output_transcription: 'optional',
+      },
+    }),
+  );
   t.same(await ids(), ['local/echo-1'], 'not speech-to-speech: omitted');
   t.equal((await createSession(h, key.key, { body: { model: 'acme/voice-1', mode: 'speech_to_speech' } })).status, 404);
 });
@@ -134,9 +197,29 @@ t.test('PUT /admin/v1/models refusals', async (t) => {
     ['unknown provider without capabilities', acme({ provider: 'acme' }), 400, 'invalid_request'],
     ['unknown field', acme({ secret_sauce: 1 }), 400, 'invalid_request'],
     ['id not <namespace>/<name>', acme({ id: 'no-namespace' }), 400, 'invalid_request'],
-    ['negative price', acme({ pricing: { per_minute: -1, audio_in_token: 0, audio_out_token: 0, relay_fee_milli_cents: 0 } }), 400, 'invalid_request'],
-    ['fractional price', acme({ pricing: { per_minute: 1.5, audio_in_token: 0, audio_out_token: 0, relay_fee_milli_cents: 0 } }), 400, 'invalid_request'],
-    ['wrong audio format', acme({ audio: { input: { type: 'audio/pcm', encoding: 'pcm16le', sample_rate_hz: 16000, channels: 1 }, output: { type: 'audio/pcm', encoding: 'pcm16le', sample_rate_hz: 24000, channels: 1 } } }), 400, 'invalid_request'],
+    [
+      'negative price',
+      acme({ pricing: { per_minute: -1, audio_in_token: 0, audio_out_token: 0, relay_fee_milli_cents: 0 } }),
+      400,
+      'invalid_request',
+    ],
+    [
+      'fractional price',
+      acme({ pricing: { per_minute: 1.5, audio_in_token: 0, audio_out_token: 0, relay_fee_milli_cents: 0 } }),
+      400,
+      'invalid_request',
+    ],
+    [
+      'wrong audio format',
+      acme({
+        audio: {
+          input: { type: 'audio/pcm', encoding: 'pcm16le', sample_rate_hz: 16000, channels: 1 },
+          output: { type: 'audio/pcm', encoding: 'pcm16le', sample_rate_hz: 24000, channels: 1 },
+        },
+      }),
+      400,
+      'invalid_request',
+    ],
   ];
   for (const [name, body, status, code] of cases) {
     const res = await upsert(h, body);

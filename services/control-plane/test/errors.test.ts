@@ -70,7 +70,7 @@ t.test('logs: one line per request with its request id, and no secret anywhere',
   const created = await createSession(h, key.key, { idempotencyKey: 'log-test' });
   await api(h, 'GET', `/v1/voice/sessions/${created.body.id}`, { headers: bearer(key.key) });
   await api(h, 'GET', `/v1/voice/sessions/${created.body.id}`, { headers: bearer(`vr_sk_${'D'.repeat(40)}`) });
-  await api(h, 'POST', '/v1/voice/sessions', { headers: bearer(key.key), raw: `{"model":"${key.key}"`, });
+  await api(h, 'POST', '/v1/voice/sessions', { headers: bearer(key.key), raw: `{"model":"${key.key}"` });
   await api(h, 'GET', '/v1/models?api_key=vr_sk_leakleakleakleakleakleakleakleakleak');
   const all = h.logLines.join('');
   t.notOk(all.includes(key.key), 'the API key never reaches the log');
@@ -80,10 +80,21 @@ t.test('logs: one line per request with its request id, and no secret anywhere',
   const lines = h.logLines.map((l) => JSON.parse(l));
   const requests = lines.filter((l) => l.msg === 'request completed');
   t.equal(requests.length, 6);
-  t.ok(requests.every((l) => /^req_[0-9a-f]{32}$/.test(l.request_id)), 'request id on every request line');
-  t.same(requests.map((l) => [l.method, l.status]), [
-    ['POST', 201], ['POST', 201], ['GET', 200], ['GET', 401], ['POST', 400], ['GET', 200],
-  ]);
+  t.ok(
+    requests.every((l) => /^req_[0-9a-f]{32}$/.test(l.request_id)),
+    'request id on every request line',
+  );
+  t.same(
+    requests.map((l) => [l.method, l.status]),
+    [
+      ['POST', 201],
+      ['POST', 201],
+      ['GET', 200],
+      ['GET', 401],
+      ['POST', 400],
+      ['GET', 200],
+    ],
+  );
   t.equal(requests[3].code, 'invalid_vr_sk');
   t.equal(requests[5].path, '/v1/models', 'paths without their query string');
 });

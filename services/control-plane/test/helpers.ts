@@ -53,7 +53,11 @@ export async function startControlPlane(t: TeardownHost, opts: HarnessOptions = 
   const db = opts.db ?? createDb(testDb.url, { max: 16 });
   const bus = await connectBus({ url: config.natsUrl, prefix });
   const logLines: string[] = [];
-  const logger = createLogger({ service: 'control-plane', level: 'info', destination: { write: (line: string) => void logLines.push(line) } });
+  const logger = createLogger({
+    service: 'control-plane',
+    level: 'info',
+    destination: { write: (line: string) => void logLines.push(line) },
+  });
   let offsetMs = 0;
   const deps = { config, db, bus, logger, now: () => new Date(Date.now() + offsetMs) };
   if (opts.seed !== false && !opts.db) await seedCatalog({ ctx: createContext(deps) });

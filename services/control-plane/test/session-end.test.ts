@@ -39,7 +39,12 @@ function startBilling(t: { teardown(fn: () => unknown): void }, h: Harness) {
   return child;
 }
 
-function end(h: { url: string }, key: string | undefined, id: string, opts: { json?: unknown; raw?: string; headers?: Record<string, string> } = {}) {
+function end(
+  h: { url: string },
+  key: string | undefined,
+  id: string,
+  opts: { json?: unknown; raw?: string; headers?: Record<string, string> } = {},
+) {
   return api(h, 'POST', `/v1/voice/sessions/${encodeURIComponent(id)}/end`, {
     ...opts,
     headers: { ...(key === undefined ? {} : bearer(key)), ...opts.headers },
@@ -60,10 +65,16 @@ async function count(h: Harness, sql: string, values: unknown[] = []): Promise<n
 }
 
 /** What a relay does: an attachment row, then cumulative checkpoints, the last one `final` when told to stop. */
-async function relayAttachment(h: Harness, sessionId: string, total: Omit<UsageCheckpoint, 'type' | 'version' | 'session_id' | 'attachment_id' | 'relay_id' | 'seq' | 'final' | 'emitted_at'>) {
+async function relayAttachment(
+  h: Harness,
+  sessionId: string,
+  total: Omit<UsageCheckpoint, 'type' | 'version' | 'session_id' | 'attachment_id' | 'relay_id' | 'seq' | 'final' | 'emitted_at'>,
+) {
   const id = newId('att');
   await h.db.pool.query(`INSERT INTO session_attachments (id, session_id, relay_id) VALUES ($1, $2, 'relay-t')`, [id, sessionId]);
-  await h.db.pool.query(`UPDATE voice_sessions SET status = 'active', activated_at = now(), last_activity_at = now() WHERE id = $1`, [sessionId]);
+  await h.db.pool.query(`UPDATE voice_sessions SET status = 'active', activated_at = now(), last_activity_at = now() WHERE id = $1`, [
+    sessionId,
+  ]);
   const cp = (seq: number, share: number, final: boolean): UsageCheckpoint => ({
     type: 'usage.checkpoint',
     version: 1,
@@ -128,7 +139,11 @@ t.test('terminal status by reason; an unused session bills nothing', async (t) =
   for (const [body, status] of cases) {
     const { body: s } = await createSession(h, key.key);
     const res = await end(h, key.key, s.id, body === undefined ? {} : { json: body });
-    t.match([res.status, res.body.status, res.body.usage.billed_cents, res.body.billing.reserved_cents], [200, status, 0, 0], JSON.stringify(body));
+    t.match(
+      [res.status, res.body.status, res.body.usage.billed_cents, res.body.billing.reserved_cents],
+      [200, status, 0, 0],
+      JSON.stringify(body),
+    );
   }
   const { body: active } = await createSession(h, key.key);
   await h.db.pool.query(`UPDATE voice_sessions SET status = 'active' WHERE id = $1`, [active.id]);
@@ -214,7 +229,9 @@ t.test('concurrent end requests for one session all answer the one settlement', 
   const { body: s } = await createSession(h, key.key);
   await relayAttachment(h, s.id, { audio_in_ms: 6000, audio_out_ms: 6000, input_audio_tokens: 60, output_audio_tokens: 120 });
   const answers = await Promise.all(
-    [undefined, { reason: 'error' }, { reason: 'timeout' }, {}, { reason: 'client_closed' }].map((json) => end(h, key.key, s.id, json ? { json } : {})),
+    [undefined, { reason: 'error' }, { reason: 'timeout' }, {}, { reason: 'client_closed' }].map((json) =>
+      end(h, key.key, s.id, json ? { json } : {}),
+    ),
   );
   for (const a of answers) t.equal(a.status, 200);
   const first = answers[0]!.body;

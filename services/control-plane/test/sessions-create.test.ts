@@ -31,7 +31,14 @@ async function sessionCount(h: Harness): Promise<number> {
   return (await h.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM voice_sessions')).rows[0]!.n;
 }
 
-function expectError(t: Test, res: { status: number; body: any; headers: Headers }, status: number, code: string, type: string, name?: string) {
+function expectError(
+  t: Test,
+  res: { status: number; body: any; headers: Headers },
+  status: number,
+  code: string,
+  type: string,
+  name?: string,
+) {
   t.equal(res.status, status, name ?? code);
   t.equal(res.body?.error?.code, code, name ?? code);
   t.equal(res.body?.error?.type, type, name ?? code);
@@ -53,8 +60,18 @@ t.test('201: the full voice session, reserved in the same transaction', async (t
   t.equal(s.mode, 'speech_to_speech');
   t.same(s.realtime, { url: `${REALTIME_BASE}?session_id=${s.id}`, protocol: 'svc-realtime-v1' });
   t.same(s.audio.input, { type: 'audio/pcm', encoding: 'pcm16le', sample_rate_hz: 24000, channels: 1 });
-  t.same(s.capabilities, { speech_to_speech: true, server_vad: true, barge_in: true, input_transcription: 'optional', output_transcription: 'optional' });
-  t.same(s.billing, { preauthorized_cents: ECHO_PREAUTH_CENTS, balance_cents: 1000 - ECHO_PREAUTH_CENTS, reserved_cents: ECHO_PREAUTH_CENTS });
+  t.same(s.capabilities, {
+    speech_to_speech: true,
+    server_vad: true,
+    barge_in: true,
+    input_transcription: 'optional',
+    output_transcription: 'optional',
+  });
+  t.same(s.billing, {
+    preauthorized_cents: ECHO_PREAUTH_CENTS,
+    balance_cents: 1000 - ECHO_PREAUTH_CENTS,
+    reserved_cents: ECHO_PREAUTH_CENTS,
+  });
   t.match(s.trace_id, /^[0-9a-f]{32}$/);
 
   const { rows } = await h.db.pool.query(
@@ -62,7 +79,15 @@ t.test('201: the full voice session, reserved in the same transaction', async (t
     [s.id],
   );
   const row = rows[0];
-  t.same(s.usage, { model: 'local/echo-1', provider: 'local', pricing_source: 'upstream_derived', rate_snapshot_id: row.current_rate_id, audio_in_ms: 0, audio_out_ms: 0, billed_cents: 0 });
+  t.same(s.usage, {
+    model: 'local/echo-1',
+    provider: 'local',
+    pricing_source: 'upstream_derived',
+    rate_snapshot_id: row.current_rate_id,
+    audio_in_ms: 0,
+    audio_out_ms: 0,
+    billed_cents: 0,
+  });
   t.equal(row.rate_snapshot_id, row.current_rate_id, 'the rate is snapshotted');
   t.equal(row.status, 'ready');
   t.equal(row.key_id, key.id);
@@ -80,7 +105,9 @@ t.test('201: the full voice session, reserved in the same transaction', async (t
 });
 
 t.test('the preauthorization follows config and the current rate snapshot', async (t) => {
-  const h = await startControlPlane(t, { env: { SESSION_PREAUTH_MINUTES: '2', SESSION_IDLE_TIMEOUT_SECONDS: '30', SESSION_MAX_SECONDS: '120' } });
+  const h = await startControlPlane(t, {
+    env: { SESSION_PREAUTH_MINUTES: '2', SESSION_IDLE_TIMEOUT_SECONDS: '30', SESSION_MAX_SECONDS: '120' },
+  });
   const key = await createKey(h, 100_000);
   const first = await createSession(h, key.key);
   const seedRate = { per_minute: 1000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 };
@@ -91,7 +118,16 @@ t.test('the preauthorization follows config and the current rate snapshot', asyn
   const newRate = { per_minute: 6000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 };
   const put = await api(h, 'PUT', '/admin/v1/models', {
     headers: adminHeaders,
-    json: { id: 'local/echo-1', display_name: 'Local Echo', owned_by: 'local', provider: 'local', provider_model: 'echo-1', enabled: true, approved: true, pricing: newRate },
+    json: {
+      id: 'local/echo-1',
+      display_name: 'Local Echo',
+      owned_by: 'local',
+      provider: 'local',
+      provider_model: 'echo-1',
+      enabled: true,
+      approved: true,
+      pricing: newRate,
+    },
   });
   t.equal(put.status, 200);
   const second = await createSession(h, key.key);
@@ -102,10 +138,13 @@ t.test('the preauthorization follows config and the current rate snapshot', asyn
   const { rows } = await h.db.pool.query<{ id: string; rate_snapshot_id: string; preauthorized_cents: number }>(
     'SELECT id, rate_snapshot_id, preauthorized_cents FROM voice_sessions ORDER BY created_at',
   );
-  t.same(rows.map((r) => [r.id, r.rate_snapshot_id, r.preauthorized_cents]), [
-    [first.body.id, first.body.usage.rate_snapshot_id, preauthorizationCents(seedRate, 2)],
-    [second.body.id, put.body.pricing.rate_snapshot_id, preauthorizationCents(newRate, 2)],
-  ]);
+  t.same(
+    rows.map((r) => [r.id, r.rate_snapshot_id, r.preauthorized_cents]),
+    [
+      [first.body.id, first.body.usage.rate_snapshot_id, preauthorizationCents(seedRate, 2)],
+      [second.body.id, put.body.pricing.rate_snapshot_id, preauthorizationCents(newRate, 2)],
+    ],
+  );
   t.same(await checkLedgerInvariants(h.db.pool), []);
 });
 
@@ -114,7 +153,11 @@ t.test('SESSION_CREATE_SYNC_COMMIT=true creates the same way with a synchronous 
   const key = await createKey(h, 1000);
   const res = await createSession(h, key.key);
   t.equal(res.status, 201);
-  t.same(res.body.billing, { preauthorized_cents: ECHO_PREAUTH_CENTS, balance_cents: 1000 - ECHO_PREAUTH_CENTS, reserved_cents: ECHO_PREAUTH_CENTS });
+  t.same(res.body.billing, {
+    preauthorized_cents: ECHO_PREAUTH_CENTS,
+    balance_cents: 1000 - ECHO_PREAUTH_CENTS,
+    reserved_cents: ECHO_PREAUTH_CENTS,
+  });
   const { rows } = await h.db.pool.query<{ setting: string }>(`SELECT current_setting('synchronous_commit') AS setting`);
   t.equal(rows[0]!.setting, 'on', 'the setting was local to the create transaction');
   t.same(await checkLedgerInvariants(h.db.pool), []);
@@ -184,17 +227,52 @@ t.test('check order: auth, then body, then model, then wallet', async (t) => {
 
   expectError(t, await raw(wrong, '{not json'), 401, 'invalid_vr_sk', 'authentication_error', 'bad key + malformed JSON');
   expectError(t, await raw({}, '{not json'), 401, 'invalid_vr_sk', 'authentication_error', 'no key + malformed JSON');
-  expectError(t, await raw(wrong, JSON.stringify({ model: 'nope/x', mode: 'speech_to_speech' })), 401, 'invalid_vr_sk', 'authentication_error', 'bad key + unknown model');
-  expectError(t, await raw(bearer(poor.key), JSON.stringify({ model: 'nope/x', mode: 'text' })), 400, 'invalid_request', 'invalid_request_error', 'bad body + unknown model');
-  expectError(t, await raw(bearer(poor.key), JSON.stringify({ model: 'nope/x', mode: 'speech_to_speech' })), 404, 'model_not_found', 'not_found_error', 'unknown model + poor wallet');
-  expectError(t, await raw(bearer(poor.key), JSON.stringify(CREATE_BODY)), 402, 'insufficient_wallet_balance', 'billing_error', 'poor wallet');
+  expectError(
+    t,
+    await raw(wrong, JSON.stringify({ model: 'nope/x', mode: 'speech_to_speech' })),
+    401,
+    'invalid_vr_sk',
+    'authentication_error',
+    'bad key + unknown model',
+  );
+  expectError(
+    t,
+    await raw(bearer(poor.key), JSON.stringify({ model: 'nope/x', mode: 'text' })),
+    400,
+    'invalid_request',
+    'invalid_request_error',
+    'bad body + unknown model',
+  );
+  expectError(
+    t,
+    await raw(bearer(poor.key), JSON.stringify({ model: 'nope/x', mode: 'speech_to_speech' })),
+    404,
+    'model_not_found',
+    'not_found_error',
+    'unknown model + poor wallet',
+  );
+  expectError(
+    t,
+    await raw(bearer(poor.key), JSON.stringify(CREATE_BODY)),
+    402,
+    'insufficient_wallet_balance',
+    'billing_error',
+    'poor wallet',
+  );
 });
 
 t.test('404 model_not_found: missing, unapproved (never substituted)', async (t) => {
   const h = await startControlPlane(t);
   const key = await createKey(h, 1000);
   for (const model of ['local/unapproved-1', 'local/missing-9', 'openai/gpt-realtime', 'local/echo-1 ']) {
-    expectError(t, await createSession(h, key.key, { body: { model, mode: 'speech_to_speech' } }), 404, 'model_not_found', 'not_found_error', model);
+    expectError(
+      t,
+      await createSession(h, key.key, { body: { model, mode: 'speech_to_speech' } }),
+      404,
+      'model_not_found',
+      'not_found_error',
+      model,
+    );
   }
   t.equal(await sessionCount(h), 0);
   t.same(await walletRow(h, key.wallet_id), { balance: 1000, reserved: 0 });
@@ -232,8 +310,15 @@ t.test('50 concurrent creates against a wallet covering exactly 10', async (t) =
   const wallet = await walletRow(h, key.wallet_id);
   t.same(wallet, { balance: ECHO_PREAUTH_CENTS * 11 - 1, reserved: ECHO_PREAUTH_CENTS * 10 });
   t.ok(wallet.balance - wallet.reserved >= 0, 'available never negative');
-  const balances = results.filter((r) => r.status === 201).map((r) => r.body.billing.balance_cents).sort((a, b) => b - a);
-  t.same(balances, Array.from({ length: 10 }, (_, i) => ECHO_PREAUTH_CENTS * (10 - i) - 1), 'each answer shows the available amount after its own reservation');
+  const balances = results
+    .filter((r) => r.status === 201)
+    .map((r) => r.body.billing.balance_cents)
+    .sort((a, b) => b - a);
+  t.same(
+    balances,
+    Array.from({ length: 10 }, (_, i) => ECHO_PREAUTH_CENTS * (10 - i) - 1),
+    'each answer shows the available amount after its own reservation',
+  );
   t.same(await checkLedgerInvariants(h.db.pool), []);
 });
 
@@ -250,7 +335,10 @@ t.test('Idempotency-Key: replay, conflict, scope and 24 h retention', async (t) 
   t.same(replay.body, first.body, 'the same session');
   t.not(replay.headers.get('x-request-id'), first.headers.get('x-request-id'), 'a fresh request id');
 
-  const conflict = await createSession(h, key.key, { idempotencyKey: 'order-1', body: { model: 'local/unapproved-1', mode: 'speech_to_speech' } });
+  const conflict = await createSession(h, key.key, {
+    idempotencyKey: 'order-1',
+    body: { model: 'local/unapproved-1', mode: 'speech_to_speech' },
+  });
   expectError(t, conflict, 409, 'idempotency_conflict', 'conflict_error');
 
   const other = await createKey(h, ECHO_PREAUTH_CENTS);
@@ -290,7 +378,11 @@ t.test('20 concurrent creates with one Idempotency-Key make one session', async 
   await holder.query('COMMIT');
   holder.release();
   const results = await pending;
-  t.same(results.map((r) => r.status), Array(20).fill(201), 'all answered 201');
+  t.same(
+    results.map((r) => r.status),
+    Array(20).fill(201),
+    'all answered 201',
+  );
   const ids = new Set(results.map((r) => r.body.id));
   t.equal(ids.size, 1, 'one session id for all');
   t.equal(results.filter((r) => r.headers.get('idempotent-replayed') === null).length, 1, 'one original, the rest replays');
@@ -301,11 +393,20 @@ t.test('20 concurrent creates with one Idempotency-Key make one session', async 
 
   const mixed = await Promise.all(
     Array.from({ length: 10 }, (_, i) =>
-      createSession(h, key.key, { idempotencyKey: 'mixed', body: i % 2 ? CREATE_BODY : { model: 'local/missing-1', mode: 'speech_to_speech' } }),
+      createSession(h, key.key, {
+        idempotencyKey: 'mixed',
+        body: i % 2 ? CREATE_BODY : { model: 'local/missing-1', mode: 'speech_to_speech' },
+      }),
     ),
   );
   const codes = new Set(mixed.map((r) => r.status));
-  t.ok([...codes].every((c) => [201, 404, 409].includes(c)), `only 201, 404 or 409: ${[...codes]}`);
-  t.ok(mixed.filter((r) => r.status === 201).every((r) => r.body.id === mixed.find((m) => m.status === 201)?.body.id), 'at most one session');
+  t.ok(
+    [...codes].every((c) => [201, 404, 409].includes(c)),
+    `only 201, 404 or 409: ${[...codes]}`,
+  );
+  t.ok(
+    mixed.filter((r) => r.status === 201).every((r) => r.body.id === mixed.find((m) => m.status === 201)?.body.id),
+    'at most one session',
+  );
   t.ok((await sessionCount(h)) <= 3);
 });

@@ -9,7 +9,10 @@ function getSession(h: Harness, key: string | undefined, id: string) {
 }
 
 async function sessionRow(h: Harness, id: string) {
-  const { rows } = await h.db.pool.query('SELECT status, end_cause, terminal_status, end_requested_at, settled_at FROM voice_sessions WHERE id = $1', [id]);
+  const { rows } = await h.db.pool.query(
+    'SELECT status, end_cause, terminal_status, end_requested_at, settled_at FROM voice_sessions WHERE id = $1',
+    [id],
+  );
   return rows[0];
 }
 
@@ -59,7 +62,11 @@ t.test('security: other owner 401, no such session 404, bad keys 401', async (t)
   const missingForOther = await getSession(h, other.key, 'vs_doesnotexist0000000000');
   t.equal(missingForOther.status, 404);
 
-  for (const [name, key] of [['no key', undefined], ['malformed', 'vr_sk_x'], ['wrong', `vr_sk_${'C'.repeat(40)}`]] as const) {
+  for (const [name, key] of [
+    ['no key', undefined],
+    ['malformed', 'vr_sk_x'],
+    ['wrong', `vr_sk_${'C'.repeat(40)}`],
+  ] as const) {
     const res = await getSession(h, key, session.id);
     t.same([res.status, res.body.error.code], [401, 'invalid_vr_sk'], name);
   }
@@ -81,9 +88,19 @@ t.test('a read past the idle deadline expires the session: 410, end requested on
   t.same([res.status, res.body.error.code, res.body.error.type], [410, 'session_expired', 'gone_error']);
   t.equal(res.body.error.request_id, res.headers.get('x-request-id'));
   const row = await sessionRow(h, session.id);
-  t.same([row.status, row.end_cause, row.terminal_status, row.settled_at], ['ready', 'idle_timeout', 'expired', null], 'billing settles it later');
+  t.same(
+    [row.status, row.end_cause, row.terminal_status, row.settled_at],
+    ['ready', 'idle_timeout', 'expired', null],
+    'billing settles it later',
+  );
   const message = await announced;
-  t.match(message, { type: 'session.end_requested', version: 1, session_id: session.id, cause: 'idle_timeout', terminal_status: 'expired' });
+  t.match(message, {
+    type: 'session.end_requested',
+    version: 1,
+    session_id: session.id,
+    cause: 'idle_timeout',
+    terminal_status: 'expired',
+  });
 
   const again = await getSession(h, key.key, session.id);
   t.same([again.status, again.body.error.code], [410, 'session_expired'], 'a pending expiry stays 410');
@@ -132,13 +149,19 @@ t.test('terminal and pending-terminal sessions', async (t) => {
   t.same([(await getSession(h, key.key, expired.id)).status], [410], 'settled as expired: 410');
 
   const pendingCancel = (await createSession(h, key.key)).body;
-  await h.db.pool.query(`UPDATE voice_sessions SET end_requested_at = now(), end_cause = 'client_closed', terminal_status = 'cancelled' WHERE id = $1`, [pendingCancel.id]);
+  await h.db.pool.query(
+    `UPDATE voice_sessions SET end_requested_at = now(), end_cause = 'client_closed', terminal_status = 'cancelled' WHERE id = $1`,
+    [pendingCancel.id],
+  );
   const cancelled = await getSession(h, key.key, pendingCancel.id);
   t.same([cancelled.status, cancelled.body.status], [200, 'ready'], 'a pending cancel is not an expiry, even past the deadline');
   t.equal((await sessionRow(h, pendingCancel.id)).end_cause, 'client_closed', 'the first cause wins');
 
   const pendingTimeout = (await createSession(h, key.key)).body;
-  await h.db.pool.query(`UPDATE voice_sessions SET end_requested_at = now(), end_cause = 'timeout', terminal_status = 'expired' WHERE id = $1`, [pendingTimeout.id]);
+  await h.db.pool.query(
+    `UPDATE voice_sessions SET end_requested_at = now(), end_cause = 'timeout', terminal_status = 'expired' WHERE id = $1`,
+    [pendingTimeout.id],
+  );
   t.equal((await getSession(h, key.key, pendingTimeout.id)).status, 410, 'pending expired: 410');
   t.same(await checkLedgerInvariants(h.db.pool).then((v) => v.filter((x) => x.invariant === 'funds_nonnegative')), []);
 });

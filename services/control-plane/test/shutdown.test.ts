@@ -21,7 +21,15 @@ t.test('main.ts: seeds, listens, and on SIGTERM finishes the in-flight request, 
   });
   const child = spawn(process.execPath, ['--import', 'tsx', '--import', '@s2s/telemetry/register', 'src/main.ts'], {
     cwd: serviceDir,
-    env: { ...process.env, NODE_ENV: 'development', DATABASE_URL: testDb.url, BUS_PREFIX: prefix, HTTP_PORT: '0', LOG_LEVEL: 'info', ADMIN_TOKEN: '' },
+    env: {
+      ...process.env,
+      NODE_ENV: 'development',
+      DATABASE_URL: testDb.url,
+      BUS_PREFIX: prefix,
+      HTTP_PORT: '0',
+      LOG_LEVEL: 'info',
+      ADMIN_TOKEN: '',
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   t.teardown(() => {
@@ -48,8 +56,14 @@ t.test('main.ts: seeds, listens, and on SIGTERM finishes the in-flight request, 
   t.ok(lines.some((l) => l.msg === 'default catalog seeded'));
   const devToken = lines.find((l) => l.msg === 'operator API uses the development admin token (ADMIN_TOKEN unset)');
   t.equal(devToken?.dev_admin_token, 'dev-admin-token', 'development prints the token in use');
-  t.same((await api(base, 'GET', '/v1/models')).body.data.map((m: { id: string }) => m.id), ['local/echo-1']);
-  const key = await api(base, 'POST', '/admin/v1/keys', { headers: { authorization: 'Bearer dev-admin-token' }, json: { balance_cents: 1000 } });
+  t.same(
+    (await api(base, 'GET', '/v1/models')).body.data.map((m: { id: string }) => m.id),
+    ['local/echo-1'],
+  );
+  const key = await api(base, 'POST', '/admin/v1/keys', {
+    headers: { authorization: 'Bearer dev-admin-token' },
+    json: { balance_cents: 1000 },
+  });
   t.equal(key.status, 201);
 
   // A request whose body is still arriving when SIGTERM comes.

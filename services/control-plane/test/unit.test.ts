@@ -80,11 +80,23 @@ t.test('config: values, booleans and refusals', async (t) => {
 
 t.test('model defaults come from the provider; an unknown provider must state capabilities', async (t) => {
   const base: UpsertModelRequest = {
-    id: 'acme/x-1', display_name: 'X', owned_by: 'acme', provider: 'local', provider_model: 'x', enabled: true, approved: true,
+    id: 'acme/x-1',
+    display_name: 'X',
+    owned_by: 'acme',
+    provider: 'local',
+    provider_model: 'x',
+    enabled: true,
+    approved: true,
     pricing: { per_minute: 1, audio_in_token: 2, audio_out_token: 3, relay_fee_milli_cents: 4 },
   };
   const m = withModelDefaults(base);
-  t.same(m.capabilities, { speech_to_speech: true, server_vad: true, barge_in: true, input_transcription: 'optional', output_transcription: 'optional' });
+  t.same(m.capabilities, {
+    speech_to_speech: true,
+    server_vad: true,
+    barge_in: true,
+    input_transcription: 'optional',
+    output_transcription: 'optional',
+  });
   t.same(m.modalities, { input: ['audio'], output: ['audio'] });
   t.same(m.audio.input, { type: 'audio/pcm', encoding: 'pcm16le', sample_rate_hz: 24000, channels: 1 });
   const err = t.throws(() => withModelDefaults({ ...base, provider: 'acme' })) as AppError;
@@ -96,15 +108,35 @@ t.test('model defaults come from the provider; an unknown provider must state ca
 t.test('a catalog row maps to the public model with legacy aliases and no routing fields', async (t) => {
   const seed = withModelDefaults(SEED_MODELS[0]!);
   const row: CatalogRow = {
-    id: seed.id, display_name: seed.display_name, owned_by: seed.owned_by, provider: 'local', provider_model: 'echo-1',
-    enabled: true, approved: true, capabilities: seed.capabilities, audio: seed.audio, modalities: seed.modalities,
-    created_at: new Date('2026-01-02T03:04:05.678Z'), rate_id: 'rate_abc', source: 'upstream_derived', ...seed.pricing,
+    id: seed.id,
+    display_name: seed.display_name,
+    owned_by: seed.owned_by,
+    provider: 'local',
+    provider_model: 'echo-1',
+    enabled: true,
+    approved: true,
+    capabilities: seed.capabilities,
+    audio: seed.audio,
+    modalities: seed.modalities,
+    created_at: new Date('2026-01-02T03:04:05.678Z'),
+    rate_id: 'rate_abc',
+    source: 'upstream_derived',
+    ...seed.pricing,
   };
   const model = toModel(row);
   t.ok(Model.safeParse(model).success, 'strict contract shape');
   t.equal(model.created, Math.floor(Date.parse('2026-01-02T03:04:05.678Z') / 1000));
   t.equal(model.name, 'Local Echo');
-  t.same(model.pricing, { source: 'upstream_derived', currency: 'cent', unit: 'milli_cents', per_minute: 1000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500, rate_snapshot_id: 'rate_abc' });
+  t.same(model.pricing, {
+    source: 'upstream_derived',
+    currency: 'cent',
+    unit: 'milli_cents',
+    per_minute: 1000,
+    audio_in_token: 10,
+    audio_out_token: 20,
+    relay_fee_milli_cents: 500,
+    rate_snapshot_id: 'rate_abc',
+  });
   t.equal(model.price_per_minute_milli_cents, 1000);
   t.equal(model.price_relay_fee_milli_cents, 500);
   for (const hidden of ['provider', 'provider_model', 'enabled', 'approved']) t.notOk(hidden in model, hidden);

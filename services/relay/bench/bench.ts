@@ -37,7 +37,13 @@ interface Proc {
 }
 
 /** Starts `node --import tsx <script>` pinned to `core`; resolves with the port it reports. */
-function startPinned(core: number, script: string, vars: Record<string, string>, portFrom: (line: string) => number | null, nodeArgs: string[] = []): Promise<Proc> {
+function startPinned(
+  core: number,
+  script: string,
+  vars: Record<string, string>,
+  portFrom: (line: string) => number | null,
+  nodeArgs: string[] = [],
+): Promise<Proc> {
   // BENCH_NICE (e.g. -10) raises the priority of every benchmark process on a machine shared with other work.
   const nice = env.BENCH_NICE ? ['nice', '-n', env.BENCH_NICE] : [];
   const gcHook = ['--expose-gc', '--import', './services/relay/bench/gc-hook.ts'];
@@ -83,7 +89,6 @@ function cpuTimes(pid: number): { user: number; system: number } {
   return { user: Number(fields[11]) / CLK_TCK, system: Number(fields[12]) / CLK_TCK };
 }
 
-
 // ---- load ----
 
 type Mode = 'direct' | 'baseline' | 'relay';
@@ -105,7 +110,11 @@ function frameMessage(mode: Mode): string {
   const pcm = Buffer.alloc(FRAME_MS * BYTES_PER_MS);
   for (let i = 0; i < pcm.length / 2; i++) pcm.writeInt16LE(Math.round(3000 * Math.sin((2 * Math.PI * 440 * i) / 24000)), i * 2);
   // The relay's client protocol and the upstream protocol share this event; event ids differ in kind only.
-  return JSON.stringify({ type: 'input_audio_buffer.append', ...(mode === 'relay' ? { event_id: 'f' } : {}), audio: pcm.toString('base64') });
+  return JSON.stringify({
+    type: 'input_audio_buffer.append',
+    ...(mode === 'relay' ? { event_id: 'f' } : {}),
+    audio: pcm.toString('base64'),
+  });
 }
 
 /** Opens one session's socket and resolves when it is ready for audio. */
@@ -169,21 +178,30 @@ interface LoadResult {
   lost: number;
 }
 
-async function runLoad(mode: Mode, sessions: number, urlFor: (i: number) => string, secret: string | null, pid: number | null): Promise<LoadResult> {
+async function runLoad(
+  mode: Mode,
+  sessions: number,
+  urlFor: (i: number) => string,
+  secret: string | null,
+  pid: number | null,
+): Promise<LoadResult> {
   const samples = new Samples();
   const conns = await Promise.all(Array.from({ length: sessions }, (_, i) => open(urlFor(i), mode, secret, samples)));
   const message = frameMessage(mode);
   // Sessions are spread evenly over the 20 ms frame period, as independent clients would be.
   conns.forEach((c, i) => {
-    const first = setTimeout(() => {
-      const send = () => {
-        c.inflight.push(now());
-        c.sent++;
-        c.ws.send(message);
-      };
-      send();
-      c.timer = setInterval(send, FRAME_MS);
-    }, (i * FRAME_MS) / sessions);
+    const first = setTimeout(
+      () => {
+        const send = () => {
+          c.inflight.push(now());
+          c.sent++;
+          c.ws.send(message);
+        };
+        send();
+        c.timer = setInterval(send, FRAME_MS);
+      },
+      (i * FRAME_MS) / sessions,
+    );
     c.timer = first;
   });
   await sleep(WARMUP_SECONDS * 1000);
@@ -256,12 +274,20 @@ interface IdleMemory {
 }
 
 /** Memory per idle attached session: attach `count` sessions twice (cold, then warm), settled by a full GC. */
-async function idleMemory(mode: Mode, count: number, urlFor: (i: number) => string, secret: string | null, proc: Proc): Promise<IdleMemory> {
+async function idleMemory(
+  mode: Mode,
+  count: number,
+  urlFor: (i: number) => string,
+  secret: string | null,
+  proc: Proc,
+): Promise<IdleMemory> {
   const attachAll = async (): Promise<Conn[]> => {
     const samples = new Samples();
     const conns: Conn[] = [];
     for (let i = 0; i < count; i += 50) {
-      conns.push(...(await Promise.all(Array.from({ length: Math.min(50, count - i) }, (_, j) => open(urlFor(i + j), mode, secret, samples)))));
+      conns.push(
+        ...(await Promise.all(Array.from({ length: Math.min(50, count - i) }, (_, j) => open(urlFor(i + j), mode, secret, samples)))),
+      );
     }
     return conns;
   };
@@ -325,7 +351,12 @@ async function main(): Promise<void> {
   const procs: ChildProcess[] = [];
   const bus = await connectBus({ url: env.NATS_URL ?? 'nats://127.0.0.1:4222', prefix });
   try {
-    const sim = await startPinned(1, 'services/local-provider/src/main.ts', { LOCAL_PROVIDER_PORT: '0', LOG_LEVEL: 'info' }, jsonPort('local provider listening'));
+    const sim = await startPinned(
+      1,
+      'services/local-provider/src/main.ts',
+      { LOCAL_PROVIDER_PORT: '0', LOG_LEVEL: 'info' },
+      jsonPort('local provider listening'),
+    );
     procs.push(sim.child);
     const simUrl = `ws://127.0.0.1:${sim.port}/v1/realtime`;
     const relay = await startPinned(
@@ -343,7 +374,13 @@ async function main(): Promise<void> {
       env.BENCH_RELAY_NODE_ARGS ? env.BENCH_RELAY_NODE_ARGS.split(' ') : [],
     );
     procs.push(relay.child);
-    const proxy = await startPinned(0, 'services/relay/bench/passthrough.ts', { TARGET_URL: simUrl }, jsonPort(''), env.BENCH_PROXY_NODE_ARGS ? env.BENCH_PROXY_NODE_ARGS.split(' ') : []);
+    const proxy = await startPinned(
+      0,
+      'services/relay/bench/passthrough.ts',
+      { TARGET_URL: simUrl },
+      jsonPort(''),
+      env.BENCH_PROXY_NODE_ARGS ? env.BENCH_PROXY_NODE_ARGS.split(' ') : [],
+    );
     procs.push(proxy.child);
 
     // Fixtures: one big wallet, one echo-stream model, enough sessions for the largest run and the idle test.
@@ -353,7 +390,12 @@ async function main(): Promise<void> {
     const key = issueApiKey();
     await db.pool.query('INSERT INTO wallets (id, balance_cents) VALUES ($1, 1000000000)', [walletId]);
     await db.pool.query(`INSERT INTO ledger_entries (wallet_id, kind, amount_cents) VALUES ($1, 'credit', 1000000000)`, [walletId]);
-    await db.pool.query('INSERT INTO api_keys (id, secret_hash, prefix, wallet_id) VALUES ($1, $2, $3, $4)', [keyId, key.hash, key.displayPrefix, walletId]);
+    await db.pool.query('INSERT INTO api_keys (id, secret_hash, prefix, wallet_id) VALUES ($1, $2, $3, $4)', [
+      keyId,
+      key.hash,
+      key.displayPrefix,
+      walletId,
+    ]);
     await db.pool.query(
       `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved, capabilities, audio, modalities)
        VALUES ('local/echo-stream', 'Echo stream', 'bench', 'local', 'echo-stream', true, true,
@@ -361,7 +403,8 @@ async function main(): Promise<void> {
                '{"input":{"type":"audio/pcm","encoding":"pcm16le","sample_rate_hz":24000,"channels":1},"output":{"type":"audio/pcm","encoding":"pcm16le","sample_rate_hz":24000,"channels":1}}',
                '{"input":["audio"],"output":["audio"]}')`,
     );
-    await db.pool.query(`INSERT INTO rate_snapshots (id, model_id, source, per_minute, audio_in_token, audio_out_token, relay_fee_milli_cents)
+    await db.pool
+      .query(`INSERT INTO rate_snapshots (id, model_id, source, per_minute, audio_in_token, audio_out_token, relay_fee_milli_cents)
                          VALUES ('rate_bench', 'local/echo-stream', 'upstream_derived', 1000, 10, 20, 500)`);
     await db.pool.query(`UPDATE catalog_models SET current_rate_id = 'rate_bench' WHERE id = 'local/echo-stream'`);
     const maxN = Math.max(...SESSIONS);
@@ -391,13 +434,23 @@ async function main(): Promise<void> {
         const baseline = await runLoad('baseline', n, proxyUrl, null, proxy.pid);
         const relayed = await runLoad('relay', n, relayUrl, key.secret, relay.pid);
         rounds.push({ direct, baseline, relay: relayed });
-        process.stderr.write(`N=${n} round ${r + 1}: relay ${fmtRun(relayed)}; baseline ${fmtRun(baseline)}; direct p50 ${direct.p50.toFixed(2)} p99 ${direct.p99.toFixed(2)}\n`);
+        process.stderr.write(
+          `N=${n} round ${r + 1}: relay ${fmtRun(relayed)}; baseline ${fmtRun(baseline)}; direct p50 ${direct.p50.toFixed(2)} p99 ${direct.p99.toFixed(2)}\n`,
+        );
       }
-      results.push({ n, direct: medianOf(rounds.map((x) => x.direct)), baseline: medianOf(rounds.map((x) => x.baseline)), relay: medianOf(rounds.map((x) => x.relay)) });
+      results.push({
+        n,
+        direct: medianOf(rounds.map((x) => x.direct)),
+        baseline: medianOf(rounds.map((x) => x.baseline)),
+        relay: medianOf(rounds.map((x) => x.relay)),
+      });
     }
     const mem: { relay: IdleMemory; baseline: IdleMemory }[] = [];
     for (let r = 0; r < ROUNDS; r++) {
-      mem.push({ baseline: await idleMemory('baseline', IDLE, proxyUrl, null, proxy), relay: await idleMemory('relay', IDLE, relayUrl, key.secret, relay) });
+      mem.push({
+        baseline: await idleMemory('baseline', IDLE, proxyUrl, null, proxy),
+        relay: await idleMemory('relay', IDLE, relayUrl, key.secret, relay),
+      });
     }
     const memOf = (who: 'relay' | 'baseline', k: keyof IdleMemory) => median(mem.map((x) => x[who][k]));
 
@@ -408,7 +461,9 @@ async function main(): Promise<void> {
         `Node ${process.version}${env.BENCH_NICE ? `; nice ${env.BENCH_NICE}` : ''}.`,
     );
     lines.push('');
-    lines.push('| N | frames/s relay / baseline | CPU µs per frame relay / baseline (ratio) | p50 direct | p50 added relay / baseline | p99 direct | p99 added relay / baseline | frames lost relay / baseline |');
+    lines.push(
+      '| N | frames/s relay / baseline | CPU µs per frame relay / baseline (ratio) | p50 direct | p50 added relay / baseline | p99 direct | p99 added relay / baseline | frames lost relay / baseline |',
+    );
     lines.push('|---|---|---|---|---|---|---|---|');
     for (const r of results) {
       const cpuR = r.relay.cpuUsPerFrame ?? NaN;
@@ -432,7 +487,9 @@ async function main(): Promise<void> {
       ['RSS growth, attach again (warm heap)', 'warmRss'],
       ['retained JS heap + external', 'retained'],
     ] as const) {
-      lines.push(`| ${label} | ${f(memOf('relay', k) / 1024)} KiB | ${f(memOf('baseline', k) / 1024)} KiB | ${f(memOf('relay', k) / memOf('baseline', k), 2)} |`);
+      lines.push(
+        `| ${label} | ${f(memOf('relay', k) / 1024)} KiB | ${f(memOf('baseline', k) / 1024)} KiB | ${f(memOf('relay', k) / memOf('baseline', k), 2)} |`,
+      );
     }
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {

@@ -25,6 +25,7 @@ export interface RelayApp {
 const REALTIME_PATH = '/v1/realtime';
 const INTERNAL_MESSAGE = 'An internal error occurred. Quote the request id when contacting support.';
 const KEY_REGEX = /^[+/0-9A-Za-z]{22}==$/;
+const MAX_ID_LENGTH = 255;
 
 export function newRequestId(): string {
   return `req_${randomUUID().replaceAll('-', '')}`;
@@ -59,7 +60,14 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
 
   const server = http.createServer((req, res) => handleRequest(req, res));
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => void handleUpgrade(req, socket, head));
-  server.on('clientError', (_err, socket) => socket.destroy());
+  // Node's parser refused the request (bad header bytes, oversized headers): still an ErrorResponse.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || err.code === 'EPIPE') return socket.destroy();
+    const requestId = newRequestId();
+    logger.info({ request_id: requestId, code: err.code }, 'request refused by the HTTP parser');
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+    writeRawError(socket, errors.invalidRequest('The request could not be parsed as HTTP/1.1.'), requestId, status);
+  });
 
   function handleRequest(req: IncomingMessage, res: ServerResponse): void {
     const requestId = newRequestId();
@@ -166,6 +174,8 @@ function checkHandshake(req: IncomingMessage): AttachTarget {
   const model = url.searchParams.get('model');
   if (sessionId !== null && model !== null) throw errors.invalidRequest('Give either session_id or model, not both.');
   let target: AttachTarget;
+  // An id that can never exist is simply not found (decisions.md); the store would refuse a NUL byte.
+  if (sessionId !== null && (sessionId.length > MAX_ID_LENGTH || sessionId.includes('\u0000'))) throw errors.sessionNotFound();
   if (sessionId !== null && sessionId.length > 0) target = { sessionId };
   else if (model !== null && model.length > 0 && sessionId === null) target = { model };
   else throw errors.invalidRequest('The query parameter session_id is required.');
@@ -196,20 +206,17 @@ function errorBody(err: AppError, requestId: string): ErrorResponse {
 }
 
 /** An HTTP error answer on a socket that asked for an upgrade (nothing was upgraded). */
-function writeRawError(socket: Duplex, err: AppError, requestId: string): void {
+function writeRawError(socket: Duplex, err: AppError, requestId: string, status = err.status): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
   const body = JSON.stringify(errorBody(err, requestId));
-  const extra = [
-    ...(err.status === 401 ? ['WWW-Authenticate: Bearer'] : []),
-    ...(err.status === 503 ? ['Retry-After: 1'] : []),
-  ];
+  const extra = [...(status === 401 ? ['WWW-Authenticate: Bearer'] : []), ...(status === 503 ? ['Retry-After: 1'] : [])];
   socket.once('finish', () => socket.destroy());
   socket.end(
     [
-      `HTTP/1.1 ${err.status} ${http.STATUS_CODES[err.status] ?? ''}`,
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}`,
       'Connection: close',
       'Content-Type: application/json; charset=utf-8',
       `Content-Length: ${Buffer.byteLength(body)}`,

@@ -1,131 +1,62 @@
-import type { Bus } from '@s2s/bus';
-import { CloseCode, type EndCause } from '@s2s/contract';
-import { BYTES_PER_MS, newId, toVoiceSession, ZERO_USAGE, type SessionRecord, type Usage } from '@s2s/core';
-import { activateSession, requestEnd } from '@s2s/sessions';
-import type { DbHandle } from '@s2s/db';
+import { newId, toVoiceSession, ZERO_USAGE, type SessionRecord, type Usage } from '@s2s/core';
+import { activateSession } from '@s2s/sessions';
 import type { Logger } from '@s2s/telemetry';
 import { WebSocket, type RawData } from 'ws';
-import type { Checkpointer, Metered } from './checkpoints.js';
-import type { Config } from './config.js';
-import { AUDIO_FRAME_MESSAGES, decodePcmFrame } from './domain/audio.js';
+import { AbuseWindow } from './abuse.js';
+import { Activation } from './activation.js';
+import { settledWithin } from './backoff.js';
+import type { CheckpointTicket, MeteredSource } from './checkpoints.js';
+import { closeSocket, sendText, TEXT_FRAME } from './client-socket.js';
+import type { AttachmentContext, AttachmentInit } from './attachment-context.js';
+import type { InternalClientEvent, InternalServerEvent } from './codec/model.js';
 import { Budget } from './domain/budget.js';
-import {
-  eventIdOf,
-  isAppendShape,
-  isRejection,
-  parseControlEvent,
-  serverEvents,
-  type ControlEvent,
-  type EventIds,
-  type Rejection,
-} from './domain/events.js';
+import { endSessionWithRetries } from './end-session.js';
+import { AttachmentMeter } from './meter.js';
 import type { MeteredUpstream, UpstreamEvent } from './providers/types.js';
-import type { UpstreamOpener } from './upstream.js';
+import { answerForFinish, finishReasonForError, REQUEST_ERRORS, type FinishReason } from './realtime-errors.js';
+import { ResponseWaiter } from './response-waiter.js';
+import { ResponseTracker } from './responses.js';
 
-/** Why an attachment ends; each maps to a close code (decisions.md, Realtime). */
-export type FinishReason =
-  | 'client_closed'
-  | 'replaced'
-  | 'end_requested'
-  | 'budget_exhausted'
-  | 'upstream_failure'
-  | 'abuse'
-  | 'auth_lost'
-  | 'draining'
-  | 'internal_error';
+export type { FinishReason } from './realtime-errors.js';
+export type { AttachmentContext, AttachmentInit } from './attachment-context.js';
 
-const CLOSE_FOR: Record<Exclude<FinishReason, 'client_closed'>, { code: number; reason: string }> = {
-  replaced: { code: CloseCode.replaced, reason: 'replaced by a newer attachment' },
-  end_requested: { code: CloseCode.sessionEnded, reason: 'session ended' },
-  budget_exhausted: { code: CloseCode.sessionEnded, reason: 'budget exhausted' },
-  upstream_failure: { code: CloseCode.internalError, reason: 'upstream unavailable' },
-  abuse: { code: CloseCode.policyViolation, reason: 'too many rejected events' },
-  auth_lost: { code: CloseCode.policyViolation, reason: 'authorization lost' },
-  draining: { code: CloseCode.relayDraining, reason: 'relay draining, attach again' },
-  internal_error: { code: CloseCode.internalError, reason: 'internal error' },
-};
-
-/** decisions.md: more than 100 rejected events in 10 seconds closes the socket with 1008. */
-export const ABUSE_LIMIT = 100;
-export const ABUSE_WINDOW_MS = 10_000;
-/** How long a client may take to answer our close frame. */
-const CLOSE_HANDSHAKE_MS = 2000;
+/** The close waits this long for the final checkpoint; past it the socket closes and publishing goes on. */
+const FINAL_BEFORE_CLOSE_MS = 2000;
 /** Events held while the upstream opens; beyond this they are refused (the open is bounded anyway). */
 const MAX_PENDING = 1000;
-
-/** ws sends a Buffer as a binary frame unless told otherwise; every event is a text frame. */
-const TEXT_FRAME = { binary: false } as const;
 
 const OPENING = 0;
 const OPEN = 1;
 const FINISHING = 2;
 
-/** What every attachment of one relay process shares. */
-export interface AttachmentContext {
-  config: Config;
-  db: DbHandle;
-  bus: Bus;
-  logger: Logger;
-  providers: UpstreamOpener;
-  checkpoints: Checkpointer;
-  eventIds: EventIds;
-  /** Called once the attachment is fully finished (final checkpoint published, socket closed). */
-  onFinished(a: Attachment): void;
-}
-
-export interface AttachmentInit {
-  ws: WebSocket;
-  session: SessionRecord;
-  attachmentId: string;
-  startedAt: Date;
-  prior: Usage;
-  legacy: boolean;
-  requestId: string;
-}
-
-interface ResponseIds {
-  upstreamId: string;
-  id: string;
-  quoted: string;
-}
-
 /**
- * One live client socket bound to one upstream session. The two hot paths are onMessage (client audio in)
- * and the audio_delta case of handleUpstream (model audio out): one JSON.parse or one string build, the
- * base64 step, a float budget screen and a flag for the checkpoint timer; no I/O, no timer, no allocation
- * beyond the frame itself.
+ * One live client socket bound to one upstream session: it routes decoded client events to the upstream
+ * and upstream events to the client, and runs the attachment's end. The wire format is the codec's, turn
+ * state the tracker's, usage the meter's and checkpoints the checkpointer's. The hot paths (an append in,
+ * an audio delta out) do one decode or encode, a budget screen and a flag; no I/O, no timer.
  */
-export class Attachment implements Metered {
+export class Attachment implements MeteredSource {
   readonly sessionId: string;
   readonly attachmentId: string;
   readonly startedAtMs: number;
   readonly legacy: boolean;
-  seq = 0;
-  dirty = false;
-  sealed = false;
 
   private readonly ws: WebSocket;
   private readonly session: SessionRecord;
-  private readonly budget: Budget;
   private readonly log: Logger;
+  private readonly ticket: CheckpointTicket;
+  private readonly meter: AttachmentMeter;
+  private readonly tracker = new ResponseTracker(() => newId('resp'));
+  private readonly abuse = new AbuseWindow();
   private state = OPENING;
   private upstream: MeteredUpstream | null = null;
   private opening: Promise<MeteredUpstream | null> | null = null;
   private readonly openAbort = new AbortController();
-  private pending: (Buffer | ControlEvent)[] = [];
-  private activated: boolean;
-  /** Upstream events held while the activation UPDATE runs, so no reply to input precedes `active`. */
-  private gate: UpstreamEvent[] | null = null;
-  private budgetHit = false;
-  private rejects: number[] = [];
-  private responses: ResponseIds[] = [];
-  private current: ResponseIds | null = null;
-  private playedBytes = 0;
-  /** A response is under way or about to be (speech stopped, commit, response.create). */
-  private responseExpected = false;
-  private responseWaiter: (() => void) | null = null;
+  private pending: InternalClientEvent[] = [];
+  private readonly activation: Activation<UpstreamEvent>;
+  private readonly waiter = new ResponseWaiter();
   private finishing: Promise<void> | null = null;
-  private finishReason: FinishReason | null = null;
+  private finished = false;
 
   constructor(
     private readonly ctx: AttachmentContext,
@@ -137,21 +68,23 @@ export class Attachment implements Metered {
     this.attachmentId = init.attachmentId;
     this.startedAtMs = init.startedAt.getTime();
     this.legacy = init.legacy;
-    this.activated = init.session.status !== 'ready';
-    this.budget = new Budget(init.session.rate, init.session.preauthorizedCents, init.prior);
-    this.log = ctx.logger.child({
-      session_id: this.sessionId,
-      attachment_id: this.attachmentId,
-      request_id: init.requestId,
+    this.ticket = ctx.checkpoints.track(this);
+    this.meter = new AttachmentMeter(
+      new Budget(init.session.rate, init.session.preauthorizedCents, init.prior),
+      ctx.checkpoints,
+      this.ticket,
+    );
+    this.log = ctx.logger.child({ session_id: this.sessionId, attachment_id: this.attachmentId, request_id: init.requestId });
+    this.activation = new Activation<UpstreamEvent>(init.session.status !== 'ready', {
+      store: () => activateSession({ ctx, input: { sessionId: this.sessionId } }),
+      deliver: (e) => this.handleUpstream(e),
+      alive: () => !this.finished,
+      log: this.log,
     });
   }
 
   get isFinishing(): boolean {
     return this.state === FINISHING;
-  }
-
-  get reason(): FinishReason | null {
-    return this.finishReason;
   }
 
   usage(): Usage {
@@ -163,11 +96,10 @@ export class Attachment implements Metered {
     const { ws } = this;
     ws.on('message', this.onMessage);
     ws.on('close', () => void this.finish('client_closed'));
-    // ws closes the socket itself after an error (1009 for an oversize event, 1002 for a protocol error).
+    // ws closes the socket itself after an error (1007 bad UTF-8, 1009 oversize event, 1002 protocol error).
     ws.on('error', (err) => this.log.debug({ err }, 'client socket error'));
-
-    this.send(serverEvents.sessionCreated(this.ctx.eventIds.next(), toVoiceSession(this.session, this.ctx.config.realtimePublicUrl)));
-    this.send(serverEvents.conversationCreated(this.ctx.eventIds.next(), newId('conv')));
+    this.send({ type: 'session.created', session: toVoiceSession(this.session, this.ctx.config.realtimePublicUrl) });
+    this.send({ type: 'conversation.created', conversationId: newId('conv') });
 
     this.opening = this.ctx.providers
       .open(this.session.provider, { providerModel: this.session.providerModel }, this.onUpstreamEvent, this.openAbort.signal)
@@ -178,16 +110,12 @@ export class Attachment implements Metered {
           this.state = OPEN;
           const queued = this.pending;
           this.pending = [];
-          for (const item of queued) {
-            if (this.state !== OPEN) break;
-            if (Buffer.isBuffer(item)) this.forwardAudio(item);
-            else this.applyControl(item);
-          }
+          for (const e of queued) if (this.state === OPEN) this.apply(e);
           return up;
         },
         (err: unknown) => {
           this.log.warn({ err, provider: this.session.provider }, 'upstream open failed');
-          if (this.state !== FINISHING) this.failUpstream();
+          if (this.state !== FINISHING) this.fail('upstream_failure');
           return null;
         },
       );
@@ -197,216 +125,130 @@ export class Attachment implements Metered {
 
   private readonly onMessage = (data: RawData, isBinary: boolean): void => {
     if (this.state === FINISHING) return;
-    if (isBinary) return this.reject({ rejected: true, code: 'invalid_event', message: 'Events are JSON text frames.', eventId: undefined });
-    let msg: unknown;
     try {
-      msg = JSON.parse((data as Buffer).toString());
-    } catch {
-      return this.reject({ rejected: true, code: 'invalid_event', message: 'The event is not valid JSON.', eventId: undefined });
+      const e = this.ctx.codec.decode(data as Buffer, isBinary);
+      if (e.type === 'refusal') return this.refuse(e.code, e.message, e.eventId);
+      if (e.type === 'audio.append') this.activation.inputAccepted();
+      if (this.state === OPEN) return this.apply(e);
+      if (this.pending.length >= MAX_PENDING) return this.refuse(REQUEST_ERRORS.notReady.code, REQUEST_ERRORS.notReady.message, e.eventId);
+      this.pending.push(e);
+    } catch (err) {
+      this.crash(err);
     }
-    if (typeof msg === 'object' && msg !== null && (msg as { type?: unknown }).type === 'input_audio_buffer.append') {
-      const ev = msg as Record<string, unknown>;
-      if (!isAppendShape(ev)) {
-        return this.reject({
-          rejected: true,
-          code: 'invalid_event',
-          message: 'Invalid input_audio_buffer.append event: expected type, audio (string) and an optional event_id.',
-          eventId: eventIdOf(ev),
-        });
-      }
-      const pcm = decodePcmFrame(ev.audio);
-      if (typeof pcm === 'string') {
-        return this.reject({ rejected: true, code: 'invalid_audio_format', message: AUDIO_FRAME_MESSAGES[pcm], eventId: ev.event_id });
-      }
-      if (!this.activated) this.activate();
-      if (this.state === OPEN) this.forwardAudio(pcm);
-      else this.hold(pcm, ev.event_id);
-      return;
-    }
-    const event = parseControlEvent(msg);
-    if (isRejection(event)) return this.reject(event);
-    if (this.state === OPEN) this.applyControl(event);
-    else this.hold(event, event.event_id);
   };
 
-  private hold(item: Buffer | ControlEvent, eventId: string | undefined): void {
-    if (this.pending.length >= MAX_PENDING) {
-      return this.reject({ rejected: true, code: 'invalid_event', message: 'The session is not ready for input yet.', eventId });
-    }
-    this.pending.push(item);
-  }
-
-  private forwardAudio(pcm: Buffer): void {
-    if (this.budgetHit) return;
+  private apply(e: InternalClientEvent): void {
+    if (this.meter.exhausted) return;
     const up = this.upstream as MeteredUpstream;
-    const state = this.budget.check(up.usage(), Math.ceil(pcm.length / BYTES_PER_MS));
-    // Input that would take the cost past the preauthorization is never forwarded (nor billed).
-    if (state === 'over') return this.exhaustBudget();
-    up.appendAudio(pcm);
-    this.ctx.checkpoints.markDirty(this);
-    if (state === 'reached') this.exhaustBudget();
-  }
-
-  private applyControl(event: ControlEvent): void {
-    if (this.budgetHit) return;
-    const up = this.upstream as MeteredUpstream;
-    switch (event.type) {
-      case 'session.update': {
-        const s = event.session;
-        up.updateSession({
-          ...(s.voice === undefined ? {} : { voice: s.voice }),
-          ...(s.turn_detection === undefined
-            ? {}
-            : {
-                turnDetection: {
-                  type: 'server_vad',
-                  ...(s.turn_detection.silence_duration_ms === undefined
-                    ? {}
-                    : { silenceDurationMs: s.turn_detection.silence_duration_ms }),
-                },
-              }),
-        });
+    switch (e.type) {
+      case 'audio.append': {
+        // Input that would take the cost past the preauthorization is never forwarded (nor billed).
+        const state = this.meter.admitInput(up.usage(), e.pcm.length);
+        if (state === 'over') return this.exhaustBudget();
+        if (state === 'exhausted') return;
+        up.appendAudio(e.pcm);
+        this.tracker.appended(e.pcm.length);
+        if (state === 'reached') this.exhaustBudget();
         return;
       }
-      case 'input_audio_buffer.commit':
-        up.commit();
-        this.responseExpected = true;
-        return;
-      case 'input_audio_buffer.clear':
-        up.clear();
-        return;
+      case 'session.update':
+        return up.updateSession(e.update);
+      case 'input.commit':
+        // An empty buffer is answered here: no upstream round trip, no response expected.
+        if (!this.tracker.commit()) return this.refuse(REQUEST_ERRORS.commitEmpty.code, REQUEST_ERRORS.commitEmpty.message, e.eventId);
+        return up.commit();
+      case 'input.clear':
+        this.tracker.cleared();
+        return up.clear();
       case 'response.create':
-        up.createResponse();
-        this.responseExpected = true;
-        return;
-      case 'response.cancel':
-        up.cancelResponse(this.current?.upstreamId ?? null, Math.floor(this.playedBytes / BYTES_PER_MS));
-        return;
+        this.tracker.createRequested();
+        return up.createResponse();
+      case 'response.cancel': {
+        const target = this.tracker.cancel();
+        if (target === null) return this.refuse(REQUEST_ERRORS.cancelNotActive.code, REQUEST_ERRORS.cancelNotActive.message, e.eventId);
+        return up.cancelResponse(target.upstreamId, target.playedMs);
+      }
     }
   }
 
-  private reject(r: Rejection): void {
-    this.send(serverEvents.error(this.ctx.eventIds.next(), r.code, r.message, r.eventId));
-    const now = Date.now();
-    const rejects = this.rejects;
-    rejects.push(now);
-    while (rejects.length > 0 && (rejects[0] as number) <= now - ABUSE_WINDOW_MS) rejects.shift();
-    if (rejects.length > ABUSE_LIMIT) {
-      this.log.info({ rejected: rejects.length }, 'closing abusive client');
+  /** An error event for one client event; the socket stays open unless the client keeps doing it. */
+  private refuse(code: Extract<InternalServerEvent, { type: 'error' }>['code'], message: string, clientEventId: string | undefined): void {
+    this.send({ type: 'error', code, message, clientEventId });
+    if (this.abuse.record(Date.now())) {
+      this.log.info('closing abusive client');
       void this.finish('abuse');
     }
-  }
-
-  /** First accepted input: ready → active in the background, holding replies until the row says so. */
-  private activate(): void {
-    this.activated = true;
-    this.gate = [];
-    activateSession({ ctx: this.ctx, input: { sessionId: this.sessionId } })
-      .catch((err: unknown) => this.log.error({ err }, 'session activation failed'))
-      .finally(() => {
-        const held = this.gate ?? [];
-        this.gate = null;
-        for (const e of held) this.handleUpstream(e);
-      });
   }
 
   // ---- upstream → client ----
 
   private readonly onUpstreamEvent = (e: UpstreamEvent): void => {
-    if (this.gate !== null) this.gate.push(e);
-    else this.handleUpstream(e);
+    try {
+      this.activation.pass(e);
+    } catch (err) {
+      this.crash(err);
+    }
   };
 
   private handleUpstream(e: UpstreamEvent): void {
     switch (e.type) {
       case 'audio_delta': {
-        const r = this.responseFor(e.responseId);
+        const r = this.tracker.delta(e.responseId, e.pcm.length);
         if (this.state !== FINISHING && this.ws.readyState === WebSocket.OPEN) {
-          this.ws.send(serverEvents.audioDelta(this.ctx.eventIds.next(), r.quoted, e.pcm), TEXT_FRAME);
+          this.ws.send(this.ctx.codec.encode({ type: 'response.audio.delta', responseId: r.id, pcm: e.pcm }), TEXT_FRAME);
         }
-        if (r === this.current) this.playedBytes += e.pcm.length;
-        this.usageChanged();
-        return;
-      }
-      case 'speech_started':
-        this.send(serverEvents.speechStarted(this.ctx.eventIds.next(), msInt(e.audioStartMs)));
-        return;
-      case 'speech_stopped':
-        this.responseExpected = true;
-        this.send(serverEvents.speechStopped(this.ctx.eventIds.next(), msInt(e.audioEndMs)));
-        return;
-      case 'response_created': {
-        const r = this.responseFor(e.responseId);
-        this.current = r;
-        this.playedBytes = 0;
-        this.responseExpected = true;
-        this.send(serverEvents.responseCreated(this.ctx.eventIds.next(), r.id));
-        return;
-      }
-      case 'audio_done':
-        this.send(serverEvents.audioDone(this.ctx.eventIds.next(), this.responseFor(e.responseId).id));
-        return;
-      case 'response_done': {
-        const r = this.responseFor(e.responseId);
-        this.send(serverEvents.responseDone(this.ctx.eventIds.next(), r.id, e.status, e.metered ?? ZERO_USAGE));
-        this.responses = this.responses.filter((x) => x !== r);
-        if (this.current === r) this.current = null;
-        this.responseExpected = false;
-        this.usageChanged();
-        this.releaseWaiter();
-        return;
+        return this.usageChanged();
       }
       case 'error':
         // The provider's own text may name the provider, a model or a URL: it goes to the log only.
         this.log.warn({ fatal: e.fatal, upstream_message: e.message }, 'upstream error');
-        if (e.fatal) this.failUpstream();
-        else this.send(serverEvents.error(this.ctx.eventIds.next(), 'internal_error', 'The model could not process the last request.'));
+        if (e.fatal) return this.fail('upstream_failure');
+        this.tracker.requestFailed();
+        this.send({ type: 'error', ...REQUEST_ERRORS.upstreamRefused });
+        if (!this.tracker.expectingResponse) this.waiter.release();
         return;
       case 'closed':
         if (e.unexpected) {
           this.log.warn('upstream closed unexpectedly');
-          this.failUpstream();
+          this.fail('upstream_failure');
         }
-        this.releaseWaiter();
-        return;
+        return this.waiter.release();
+      default: {
+        const event = this.tracker.clientEventFor(e);
+        if (event) this.send(event);
+        if (e.type !== 'response_done') return;
+        this.usageChanged();
+        return this.waiter.release();
+      }
     }
-  }
-
-  /** Our own response id for an upstream one: provider identifiers never reach the client. */
-  private responseFor(upstreamId: string): ResponseIds {
-    const cur = this.current;
-    if (cur !== null && cur.upstreamId === upstreamId) return cur;
-    for (const r of this.responses) if (r.upstreamId === upstreamId) return r;
-    const id = newId('resp');
-    const r: ResponseIds = { upstreamId, id, quoted: JSON.stringify(id) };
-    this.responses.push(r);
-    if (this.responses.length > 8) this.responses.shift();
-    return r;
   }
 
   private usageChanged(): void {
-    this.ctx.checkpoints.markDirty(this);
-    if (this.budgetHit || this.upstream === null) return;
-    if (this.budget.check(this.upstream.usage()) !== 'under') this.exhaustBudget();
+    if (this.meter.changed(this.upstream?.usage() ?? null)) this.exhaustBudget();
   }
 
   private exhaustBudget(): void {
-    if (this.budgetHit) return;
-    this.budgetHit = true;
     if (this.state === FINISHING) {
       // A client gone mid-answer: stop waiting for the rest of the answer and end the session.
-      this.releaseWaiter();
+      this.waiter.release();
       void this.endSession('budget_exhausted');
       return;
     }
-    this.send(serverEvents.error(this.ctx.eventIds.next(), 'budget_exhausted', 'The session reached its preauthorized amount.'));
-    void this.finish('budget_exhausted');
+    this.fail('budget_exhausted');
   }
 
-  private failUpstream(): void {
+  /** Ends the attachment with the reason's error event (if it has one) and close code. */
+  private fail(reason: FinishReason): void {
     if (this.state === FINISHING) return;
-    this.send(serverEvents.error(this.ctx.eventIds.next(), 'upstream_unavailable', 'The model is unavailable; the session has ended.'));
-    void this.finish('upstream_failure');
+    const event = answerForFinish(reason).event;
+    if (event) this.send({ type: 'error', ...event });
+    void this.finish(reason);
+  }
+
+  /** A bug or an unexpected failure while serving the socket: the detail goes to the log only. */
+  private crash(err: unknown): void {
+    this.log.error({ err }, 'attachment failed');
+    this.fail(finishReasonForError(err));
   }
 
   // ---- ending ----
@@ -419,7 +261,6 @@ export class Attachment implements Metered {
   finish(reason: FinishReason): Promise<void> {
     if (this.finishing) return this.finishing;
     this.state = FINISHING;
-    this.finishReason = reason;
     this.pending = [];
     if (this.upstream === null) this.openAbort.abort();
     this.finishing = this.runFinish(reason);
@@ -427,68 +268,39 @@ export class Attachment implements Metered {
   }
 
   private async runFinish(reason: FinishReason): Promise<void> {
+    let final: Promise<void> | null = null;
     try {
       if (reason === 'budget_exhausted' || reason === 'upstream_failure') await this.endSession(reason);
       const up = this.upstream ?? (await this.opening);
-      if (up && reason === 'client_closed' && this.responseExpected && !this.budgetHit) {
-        await this.waitForResponse(this.ctx.config.responseGraceMs);
+      if (up && reason === 'client_closed' && this.tracker.expectingResponse && !this.meter.exhausted) {
+        await this.waiter.wait(this.ctx.config.responseGraceMs);
       }
       if (up) await up.close().catch((err: unknown) => this.log.warn({ err }, 'upstream close failed'));
       this.upstream = up;
-      await this.ctx.checkpoints.publishFinal(this);
-      // A legacy socket is its session: closing it ends the session, unless a newer attachment took over.
-      if (this.legacy && reason !== 'replaced') await this.endSession('client_closed');
+      // Retried until the bus takes it; the client is not kept waiting for a bus outage.
+      final = this.ctx.checkpoints.publishFinal(this.ticket);
+      await settledWithin(final, FINAL_BEFORE_CLOSE_MS);
     } catch (err) {
       this.log.error({ err }, 'attachment finish failed');
+    }
+    const close = answerForFinish(reason).close;
+    if (close) closeSocket(this.ws, close);
+    try {
+      if (final) await final;
+      // A legacy socket is its session: closing it ends the session, unless a newer attachment took over.
+      if (this.legacy && reason !== 'replaced') await this.endSession('client_closed');
     } finally {
-      if (reason !== 'client_closed') this.close(CLOSE_FOR[reason]);
-      this.log.info({ reason, seq: this.seq }, 'attachment finished');
+      this.finished = true;
+      this.log.info({ reason, seq: this.ticket.seq }, 'attachment finished');
       this.ctx.onFinished(this);
     }
   }
 
-  private waitForResponse(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => this.releaseWaiter(), ms);
-      this.responseWaiter = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+  private endSession(cause: 'budget_exhausted' | 'upstream_failure' | 'client_closed'): Promise<void> {
+    return endSessionWithRetries({ ctx: { ...this.ctx, log: this.log }, input: { sessionId: this.sessionId, cause } });
   }
 
-  private releaseWaiter(): void {
-    const w = this.responseWaiter;
-    this.responseWaiter = null;
-    w?.();
+  private send(e: InternalServerEvent): void {
+    sendText(this.ws, this.ctx.codec.encode(e));
   }
-
-  private async endSession(cause: EndCause): Promise<void> {
-    for (const delay of [0, 200, 1000]) {
-      if (delay > 0) await new Promise((r) => setTimeout(r, delay));
-      try {
-        await requestEnd({ ctx: this.ctx, input: { sessionId: this.sessionId, cause } });
-        return;
-      } catch (err) {
-        this.log.warn({ err, cause }, 'end request failed');
-      }
-    }
-    this.log.error({ cause }, 'end request lost; the expiry sweeper will end the session');
-  }
-
-  private close(c: { code: number; reason: string }): void {
-    const ws = this.ws;
-    if (ws.readyState !== WebSocket.OPEN && ws.readyState !== WebSocket.CONNECTING) return;
-    ws.close(c.code, c.reason);
-    // A client that never answers the close frame must not hold the socket (or a drain) for ws's 30 s.
-    setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref();
-  }
-
-  private send(text: string): void {
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(text);
-  }
-}
-
-function msInt(ms: number): number {
-  return Number.isFinite(ms) && ms > 0 ? Math.round(ms) : 0;
 }

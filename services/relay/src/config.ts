@@ -1,5 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { CommonEnv, commonConfig, envInt, envPort, parseEnv, z, type CommonConfig } from '@s2s/core';
+import { CommonEnv, commonConfig, envInt, envPort, parseEnv, z } from '@s2s/core';
 
 const optionalSecret = z
   .string()
@@ -8,22 +9,37 @@ const optionalSecret = z
 
 const wsUrl = () => z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' });
 
-export const RelayEnv = CommonEnv.extend({
+/** A fresh relay id per process start: a restarted process must not renew the lease of the one it replaces. */
+function defaultRelayId(): string {
+  return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`.replace(/[^A-Za-z0-9._-]/g, '_').slice(-128);
+}
+
+/** The relay's environment; its parsed output is the relay's config. */
+export const RelayConfig = CommonEnv.extend({
   // Interface to listen on: loopback on a developer machine, 0.0.0.0 in a container.
   HOST: z.string().min(1).default('127.0.0.1'),
   // Realtime port; 0 picks a free one (tests, benchmarks).
   RELAY_PORT: envPort(8081),
-  // Name of this relay process in attachments and checkpoints; defaults to <hostname>-<pid>.
-  RELAY_ID: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/).optional(),
+  // Name of this relay process in attachments, checkpoints and its lease; unique per process start
+  // (default <hostname>-<pid>-<random>). Billing waits for the final checkpoints of a relay whose lease is alive.
+  RELAY_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,128}$/)
+    .optional(),
+  // How often the relay renews its lease in relay_leases.
+  RELAY_LEASE_RENEW_MS: envInt(2000, { min: 50, max: 60_000 }),
+  // Each renewal extends the lease to the database's now() + this; past it billing treats the relay as gone.
+  RELAY_LEASE_TTL_MS: envInt(10_000, { min: 200, max: 600_000 }),
   // Base of `realtime.url` in the session resource; the same value the control plane uses.
   REALTIME_PUBLIC_URL: wsUrl().default('ws://127.0.0.1:8081/v1/realtime'),
   // Largest client event; a bigger one closes the socket with 1009.
   REALTIME_MAX_EVENT_BYTES: envInt(1_048_576, { min: 1024, max: 64 * 1_048_576 }),
-  // Usage checkpoints are published at least this often while usage changes (at most once a second).
-  CHECKPOINT_INTERVAL_MS: envInt(1000, { min: 10, max: 1000 }),
+  // While usage changes, a checkpoint at least this often: a relay crash loses at most this much audio each way.
+  CHECKPOINT_INTERVAL_MS: envInt(250, { min: 10, max: 1000 }),
   // How often the relay re-reads the sessions it holds, to catch a replacement or end it missed on the bus.
   RECONCILE_INTERVAL_MS: envInt(5000, { min: 50, max: 60_000 }),
-  // After SIGTERM: every socket gets its final checkpoint and 1012, and the process exits within this.
+  // After SIGTERM: every socket gets 1012 within this; the process stays (lease renewed) until every final
+  // checkpoint is published, however long the bus is down.
   DRAIN_TIMEOUT_MS: envInt(10_000, { min: 100, max: 120_000 }),
   // A client gone mid-answer: how long the upstream may keep producing (and being metered) before it stops.
   RESPONSE_GRACE_MS: envInt(10_000, { min: 0, max: 60_000 }),
@@ -35,47 +51,37 @@ export const RelayEnv = CommonEnv.extend({
   LOCAL_PROVIDER_API_KEY: optionalSecret,
   // OpenAI Realtime (provider `openai`); the key comes from configuration only.
   OPENAI_API_KEY: optionalSecret,
+  // Its endpoint.
   OPENAI_REALTIME_URL: wsUrl().default('wss://api.openai.com/v1/realtime'),
   // Gemini Live (provider `gemini`).
   GEMINI_API_KEY: optionalSecret,
+  // Its endpoint; the adapter's default when unset.
   GEMINI_LIVE_URL: wsUrl().optional(),
   // Sessions created by the legacy `/v1/realtime?model=` alias snapshot the same settings as the control plane.
   SESSION_IDLE_TIMEOUT_SECONDS: envInt(300, { min: 1, max: 86_400 }),
+  // Longest a legacy-alias session may last.
   SESSION_MAX_SECONDS: envInt(3600, { min: 1, max: 7 * 86_400 }),
+  // Minutes of audio a legacy-alias session preauthorizes.
   SESSION_PREAUTH_MINUTES: envInt(10, { min: 1, max: 24 * 60 }),
   // Connections in the PostgreSQL pool.
   DB_POOL_SIZE: envInt(8, { min: 1, max: 200 }),
-});
-
-export interface Config extends CommonConfig {
-  host: string;
-  port: number;
-  relayId: string;
-  realtimePublicUrl: string;
-  maxEventBytes: number;
-  checkpointIntervalMs: number;
-  reconcileIntervalMs: number;
-  drainTimeoutMs: number;
-  responseGraceMs: number;
-  providerConnectTimeoutMs: number;
-  localProviderUrl: string;
-  localProviderApiKey: string | undefined;
-  openaiApiKey: string | undefined;
-  openaiRealtimeUrl: string;
-  geminiApiKey: string | undefined;
-  geminiLiveUrl: string | undefined;
-  session: { idleTimeoutSeconds: number; maxSeconds: number; preauthMinutes: number };
-  dbPoolSize: number;
-}
-
-/** Parses the relay's environment; throws one error naming every bad variable. */
-export function loadConfig(env: Record<string, string | undefined>): Config {
-  const e = parseEnv(RelayEnv, env);
-  return {
+})
+  .superRefine((e, ctx) => {
+    if (e.RELAY_LEASE_TTL_MS < 2 * e.RELAY_LEASE_RENEW_MS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['RELAY_LEASE_TTL_MS'],
+        message: 'must be at least twice RELAY_LEASE_RENEW_MS, so one late renewal does not expire the lease',
+      });
+    }
+  })
+  .transform((e) => ({
     ...commonConfig(e),
     host: e.HOST,
     port: e.RELAY_PORT,
-    relayId: e.RELAY_ID ?? `${hostname()}-${process.pid}`.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 128),
+    relayId: e.RELAY_ID ?? defaultRelayId(),
+    leaseRenewMs: e.RELAY_LEASE_RENEW_MS,
+    leaseTtlMs: e.RELAY_LEASE_TTL_MS,
     realtimePublicUrl: e.REALTIME_PUBLIC_URL,
     maxEventBytes: e.REALTIME_MAX_EVENT_BYTES,
     checkpointIntervalMs: e.CHECKPOINT_INTERVAL_MS,
@@ -95,5 +101,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       preauthMinutes: e.SESSION_PREAUTH_MINUTES,
     },
     dbPoolSize: e.DB_POOL_SIZE,
-  };
+  }));
+
+export type Config = z.output<typeof RelayConfig>;
+
+/** Parses the relay's environment; throws one error naming every bad variable. */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  return parseEnv(RelayConfig, env);
 }

@@ -30,11 +30,14 @@ async function drain(signal: string): Promise<void> {
   if (draining) return;
   draining = true;
   logger.info({ signal, attachments: app.relay.size }, 'relay draining');
-  // Bounded: whatever is still pending at the deadline is abandoned (billing falls back to the last checkpoint).
-  setTimeout(() => {
+  // Sockets are bounded by the deadline; unpublished final checkpoints are not: the process stays (its lease
+  // renewed, billing waiting) until the bus takes them. Only a SIGKILL ends it sooner, and the lease then expires.
+  const deadline = setInterval(() => {
+    if (app.relay.pendingFinals > 0) return logger.error({ pending: app.relay.pendingFinals }, 'drain waits for final checkpoints');
     logger.error('drain timed out');
     process.exit(1);
-  }, config.drainTimeoutMs).unref();
+  }, config.drainTimeoutMs);
+  deadline.unref();
   await app.close();
   await bus.close();
   await db.close();

@@ -1,14 +1,16 @@
 import { subscribeMessages, type Bus, type Subscription } from '@s2s/bus';
 import { RelayAttached } from '@s2s/contract';
-import { isNewerAttachment } from '@s2s/core';
+import { isNewerAttachment, ZERO_USAGE } from '@s2s/core';
 import { readHeldSessions, requestEnd } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
 import type { Logger } from '@s2s/telemetry';
 import type { WebSocket } from 'ws';
-import { Attachment, type AttachmentContext, type AttachmentInit, type FinishReason } from './attachment.js';
-import { Checkpointer, type Metered } from './checkpoints.js';
+import { Attachment, type AttachmentContext, type AttachmentInit } from './attachment.js';
+import { Checkpointer } from './checkpoints.js';
+import { SvcRealtimeV1Codec } from './codec/svc-realtime-v1.js';
 import type { Config } from './config.js';
-import { EventIds } from './domain/events.js';
+import { RelayLease } from './lease.js';
+import type { FinishReason } from './realtime-errors.js';
 import type { UpstreamOpener } from './upstream.js';
 
 export interface RelayDeps {
@@ -31,6 +33,7 @@ export class Relay {
   private readonly all = new Set<Attachment>();
   private readonly bySession = new Map<string, Set<Attachment>>();
   private readonly checkpoints: Checkpointer;
+  private readonly lease: RelayLease;
   private readonly ctx: AttachmentContext;
   private readonly subscriptions: Subscription[] = [];
   private reconcileTimer: NodeJS.Timeout | undefined;
@@ -44,6 +47,13 @@ export class Relay {
       logger: deps.logger,
       intervalMs: deps.config.checkpointIntervalMs,
     });
+    this.lease = new RelayLease({
+      db: deps.db,
+      relayId: deps.config.relayId,
+      renewMs: deps.config.leaseRenewMs,
+      ttlMs: deps.config.leaseTtlMs,
+      logger: deps.logger,
+    });
     this.ctx = {
       config: deps.config,
       db: deps.db,
@@ -51,7 +61,7 @@ export class Relay {
       logger: deps.logger,
       providers: deps.providers,
       checkpoints: this.checkpoints,
-      eventIds: new EventIds(),
+      codec: new SvcRealtimeV1Codec(),
       onFinished: (a) => this.remove(a),
     };
   }
@@ -80,12 +90,14 @@ export class Relay {
           } catch {
             return;
           }
-          if (parsed.success) this.supersede(parsed.data.session_id, { id: parsed.data.attachment_id, startedAtMs: parsed.data.started_at });
+          if (parsed.success)
+            this.supersede(parsed.data.session_id, { id: parsed.data.attachment_id, startedAtMs: parsed.data.started_at });
           else logger.warn('malformed relay.attached message');
         },
       }),
     );
     this.checkpoints.start();
+    this.lease.start();
     this.reconcileTimer = setInterval(() => void this.reconcile(), this.deps.config.reconcileIntervalMs);
   }
 
@@ -107,14 +119,7 @@ export class Relay {
    * (zero usage) so billing need not wait for it, and a legacy session, which nobody else can end, is ended.
    */
   async abandon(input: { sessionId: string; attachmentId: string; legacy: boolean }): Promise<void> {
-    const orphan: Metered = {
-      sessionId: input.sessionId,
-      attachmentId: input.attachmentId,
-      usage: () => ({ audio_in_ms: 0, audio_out_ms: 0, input_audio_tokens: 0, output_audio_tokens: 0 }),
-      seq: 0,
-      dirty: false,
-      sealed: false,
-    };
+    const orphan = this.checkpoints.track({ sessionId: input.sessionId, attachmentId: input.attachmentId, usage: () => ZERO_USAGE });
     await this.checkpoints.publishFinal(orphan);
     if (input.legacy) await this.endLegacy(input.sessionId);
   }
@@ -126,13 +131,23 @@ export class Relay {
     );
   }
 
-  /** SIGTERM: every socket gets its final checkpoint and 1012; resolves when all are done. */
+  /**
+   * SIGTERM: every socket gets 1012 and its final checkpoint; resolves when every final checkpoint is
+   * published (however long the bus takes, the lease renewed meanwhile), after which the lease is deleted.
+   */
   drain(): Promise<void> {
     this.drainPromise ??= (async () => {
       await this.finishAll('draining');
+      await this.checkpoints.whenIdle();
       this.stop();
+      await this.lease.release();
     })();
     return this.drainPromise;
+  }
+
+  /** Final checkpoints not yet accepted by the bus (a drain deadline must not exit while there are). */
+  get pendingFinals(): number {
+    return this.checkpoints.pendingFinals;
   }
 
   private async finishAll(reason: FinishReason): Promise<void> {

@@ -24,9 +24,14 @@ t.test('every refusal before the upgrade is an HTTP ErrorResponse and creates no
   const revoked = await createKey(db, 10_000, { revoked: true });
   const live = await newSession(db, owner, 'local/echo');
   const ended = await newSession(db, owner, 'local/echo');
-  await db.pool.query(`UPDATE voice_sessions SET end_requested_at = now(), end_cause = 'client_closed', terminal_status = 'cancelled' WHERE id = $1`, [ended.id]);
+  await db.pool.query(
+    `UPDATE voice_sessions SET end_requested_at = now(), end_cause = 'client_closed', terminal_status = 'cancelled' WHERE id = $1`,
+    [ended.id],
+  );
   const terminal = await newSession(db, owner, 'local/echo');
-  await db.pool.query(`UPDATE voice_sessions SET status = 'cancelled', settled_at = now(), reserved_cents = 0 WHERE id = $1`, [terminal.id]);
+  await db.pool.query(`UPDATE voice_sessions SET status = 'cancelled', settled_at = now(), reserved_cents = 0 WHERE id = $1`, [
+    terminal.id,
+  ]);
   const idle = await newSession(db, owner, 'local/echo');
   await db.pool.query(`UPDATE voice_sessions SET last_activity_at = now() - interval '1 hour' WHERE id = $1`, [idle.id]);
 
@@ -35,21 +40,103 @@ t.test('every refusal before the upgrade is an HTTP ErrorResponse and creates no
 
   const cases: { name: string; url: string; secret?: string; protocol?: string | null; status: number; code: string; type: string }[] = [
     { name: 'no key', url: attachUrl(env.url, live.id), status: 401, code: 'invalid_vr_sk', type: 'authentication_error' },
-    { name: 'malformed key', url: attachUrl(env.url, live.id), secret: 'vr_sk_nope', status: 401, code: 'invalid_vr_sk', type: 'authentication_error' },
-    { name: 'unknown key', url: attachUrl(env.url, live.id), secret: `vr_sk_${'x'.repeat(40)}`, status: 401, code: 'invalid_vr_sk', type: 'authentication_error' },
-    { name: 'revoked key', url: attachUrl(env.url, live.id), secret: revoked.secret, status: 401, code: 'invalid_vr_sk', type: 'authentication_error' },
-    { name: 'another owner', url: attachUrl(env.url, live.id), secret: other.secret, status: 401, code: 'invalid_vr_sk', type: 'authentication_error' },
-    { name: 'unknown session', url: attachUrl(env.url, 'vs_nope'), secret: owner.secret, status: 404, code: 'session_not_found', type: 'not_found_error' },
-    { name: 'terminal session', url: attachUrl(env.url, terminal.id), secret: owner.secret, status: 410, code: 'session_expired', type: 'gone_error' },
-    { name: 'end requested', url: attachUrl(env.url, ended.id), secret: owner.secret, status: 410, code: 'session_expired', type: 'gone_error' },
-    { name: 'past its idle deadline', url: attachUrl(env.url, idle.id), secret: owner.secret, status: 410, code: 'session_expired', type: 'gone_error' },
+    {
+      name: 'malformed key',
+      url: attachUrl(env.url, live.id),
+      secret: 'vr_sk_nope',
+      status: 401,
+      code: 'invalid_vr_sk',
+      type: 'authentication_error',
+    },
+    {
+      name: 'unknown key',
+      url: attachUrl(env.url, live.id),
+      secret: `vr_sk_${'x'.repeat(40)}`,
+      status: 401,
+      code: 'invalid_vr_sk',
+      type: 'authentication_error',
+    },
+    {
+      name: 'revoked key',
+      url: attachUrl(env.url, live.id),
+      secret: revoked.secret,
+      status: 401,
+      code: 'invalid_vr_sk',
+      type: 'authentication_error',
+    },
+    {
+      name: 'another owner',
+      url: attachUrl(env.url, live.id),
+      secret: other.secret,
+      status: 401,
+      code: 'invalid_vr_sk',
+      type: 'authentication_error',
+    },
+    {
+      name: 'unknown session',
+      url: attachUrl(env.url, 'vs_nope'),
+      secret: owner.secret,
+      status: 404,
+      code: 'session_not_found',
+      type: 'not_found_error',
+    },
+    {
+      name: 'terminal session',
+      url: attachUrl(env.url, terminal.id),
+      secret: owner.secret,
+      status: 410,
+      code: 'session_expired',
+      type: 'gone_error',
+    },
+    {
+      name: 'end requested',
+      url: attachUrl(env.url, ended.id),
+      secret: owner.secret,
+      status: 410,
+      code: 'session_expired',
+      type: 'gone_error',
+    },
+    {
+      name: 'past its idle deadline',
+      url: attachUrl(env.url, idle.id),
+      secret: owner.secret,
+      status: 410,
+      code: 'session_expired',
+      type: 'gone_error',
+    },
     { name: 'missing session_id', url: env.url, secret: owner.secret, status: 400, code: 'invalid_request', type: 'invalid_request_error' },
-    { name: 'empty session_id', url: `${env.url}?session_id=`, secret: owner.secret, status: 400, code: 'invalid_request', type: 'invalid_request_error' },
-    { name: 'missing subprotocol', url: attachUrl(env.url, live.id), secret: owner.secret, protocol: null, status: 400, code: 'invalid_request', type: 'invalid_request_error' },
-    { name: 'other subprotocol', url: attachUrl(env.url, live.id), secret: owner.secret, protocol: 'realtime', status: 400, code: 'invalid_request', type: 'invalid_request_error' },
+    {
+      name: 'empty session_id',
+      url: `${env.url}?session_id=`,
+      secret: owner.secret,
+      status: 400,
+      code: 'invalid_request',
+      type: 'invalid_request_error',
+    },
+    {
+      name: 'missing subprotocol',
+      url: attachUrl(env.url, live.id),
+      secret: owner.secret,
+      protocol: null,
+      status: 400,
+      code: 'invalid_request',
+      type: 'invalid_request_error',
+    },
+    {
+      name: 'other subprotocol',
+      url: attachUrl(env.url, live.id),
+      secret: owner.secret,
+      protocol: 'realtime',
+      status: 400,
+      code: 'invalid_request',
+      type: 'invalid_request_error',
+    },
   ];
   for (const c of cases) {
-    const r = await refused(c.url, { ...(c.secret ? { secret: c.secret } : {}), ...(c.protocol !== undefined ? { protocol: c.protocol } : {}) });
+    const r = await refused(c.url, {
+      ...(c.secret ? { secret: c.secret } : {}),
+      ...(c.protocol !== undefined ? { protocol: c.protocol } : {}),
+    });
     t.equal(r.status, c.status, `${c.name}: status`);
     t.ok(ErrorResponse.safeParse(r.body).success, `${c.name}: ErrorResponse`);
     t.equal(r.body.error.code, c.code, `${c.name}: code`);
@@ -107,7 +194,10 @@ t.test('attach: session.created, conversation.created, then the first append act
   t.same(Object.keys(conversation).sort(), ['conversation', 'event_id', 'type']);
   t.match(conversation.conversation, { object: 'realtime.conversation', id: /^conv_/ });
 
-  const { rows } = await db.pool.query<{ relay_id: string; id: string }>('SELECT id, relay_id FROM session_attachments WHERE session_id = $1', [s.id]);
+  const { rows } = await db.pool.query<{ relay_id: string; id: string }>(
+    'SELECT id, relay_id FROM session_attachments WHERE session_id = $1',
+    [s.id],
+  );
   t.equal(rows.length, 1);
   t.match(rows[0]?.id, /^att_/);
   t.equal(rows[0]?.relay_id, env.config.relayId);
@@ -151,17 +241,26 @@ t.test('the legacy alias creates, attaches with Deprecation: true, and ends the 
   const session = VoiceSession.parse(created.session);
   t.equal(session.model, 'local/echo');
   t.equal(session.status, 'ready');
-  const { rows } = await db.pool.query<{ legacy: boolean; preauthorized_cents: number }>('SELECT legacy, preauthorized_cents FROM voice_sessions WHERE id = $1', [session.id]);
+  const { rows } = await db.pool.query<{ legacy: boolean; preauthorized_cents: number }>(
+    'SELECT legacy, preauthorized_cents FROM voice_sessions WHERE id = $1',
+    [session.id],
+  );
   t.equal(rows[0]?.legacy, true);
   t.equal((await walletOf(db, key.walletId)).reserved, rows[0]?.preauthorized_cents, 'reserved like POST /v1/voice/sessions');
 
   client.append(tone(20));
   await client.next('response.output_audio.delta');
   await client.close();
-  const row = await eventually(() => sessionRow(db, session.id), (r) => r?.end_cause != null);
+  const row = await eventually(
+    () => sessionRow(db, session.id),
+    (r) => r?.end_cause != null,
+  );
   t.equal(row?.end_cause, 'client_closed');
   t.equal(row?.terminal_status, 'completed');
-  const finals = await eventually(() => env.checkpoints.filter((c) => c.session_id === session.id && c.final), (c) => c.length > 0);
+  const finals = await eventually(
+    () => env.checkpoints.filter((c) => c.session_id === session.id && c.final),
+    (c) => c.length > 0,
+  );
   t.equal(finals.length, 1);
   t.equal(finals[0]?.audio_in_ms, 20);
   t.equal(finals[0]?.audio_out_ms, 20);

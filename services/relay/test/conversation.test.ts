@@ -60,7 +60,10 @@ t.test('a full turn with the simulator: VAD events, the answer equals the speech
   for (const f of frames(silence(100))) client.append(f);
   await client.close();
 
-  const final = await eventually(() => env.checkpoints.find((c) => c.session_id === s.id && c.final), (c) => c !== undefined);
+  const final = await eventually(
+    () => env.checkpoints.find((c) => c.session_id === s.id && c.final),
+    (c) => c !== undefined,
+  );
   t.match(final, { audio_in_ms: 1600, audio_out_ms: 1000, input_audio_tokens: 15, output_audio_tokens: 20, relay_id: env.config.relayId });
   const raw = JSON.stringify(client.events);
   t.notMatch(raw, /event_\d|item_\d|sess_|127\.0\.0\.1:\d+\/v1\/realtime\?model|vad-1/, 'nothing upstream-specific reached the client');
@@ -83,8 +86,14 @@ t.test('barge-in: response.cancel mid-answer ends the response as cancelled, bil
   t.ok(played >= 1 && played < 10, `cut short after ${played} of 10 deltas`);
   t.equal(done.response.usage.audio_out_ms, played * 100, 'only the audio produced is billed');
   t.equal(done.response.usage.output_audio_tokens, played * 2);
-  t.notOk(client.events.some((e) => e.type === 'response.output_audio.done'), 'no audio.done for a cancelled response');
-  t.notOk(client.events.some((e) => e.type === 'error'), 'no error reaches the client');
+  t.notOk(
+    client.events.some((e) => e.type === 'response.output_audio.done'),
+    'no audio.done for a cancelled response',
+  );
+  t.notOk(
+    client.events.some((e) => e.type === 'error'),
+    'no error reaches the client',
+  );
   await client.close();
 });
 
@@ -97,7 +106,10 @@ t.test('a client gone mid-answer is billed for everything the provider produced'
   for (const f of frames(Buffer.concat([tone(1000), silence(500)]))) client.append(f);
   await client.next('response.output_audio.delta');
   client.ws.terminate();
-  const final = await eventually(() => env.checkpoints.find((c) => c.session_id === s.id && c.final), (c) => c !== undefined);
+  const final = await eventually(
+    () => env.checkpoints.find((c) => c.session_id === s.id && c.final),
+    (c) => c !== undefined,
+  );
   t.match(final, { audio_in_ms: 1500, audio_out_ms: 1000, input_audio_tokens: 15, output_audio_tokens: 20 });
   t.equal((await sessionRow(env.db, s.id))?.end_requested_at, null, 'a dropped socket leaves the session attachable');
   const again = await attach(attachUrl(env.url, s.id), key.secret);
@@ -113,11 +125,21 @@ t.test('control events reach the upstream: session.update, commit, response.crea
   const { client } = await attach(attachUrl(env.url, s.id), key.secret);
   const forwarded = (type: string) => env.simEvents.filter((e) => e.event.type === type).map((e) => e.event);
 
-  client.send({ type: 'session.update', event_id: 'u1', session: { voice: 'verse', turn_detection: { type: 'server_vad', silence_duration_ms: 200 } } });
+  client.send({
+    type: 'session.update',
+    event_id: 'u1',
+    session: { voice: 'verse', turn_detection: { type: 'server_vad', silence_duration_ms: 200 } },
+  });
   for (const f of frames(Buffer.concat([tone(400), silence(200)]))) client.append(f);
   const first = ResponseDoneEvent.parse(await client.next('response.done'));
-  t.same(first.response.usage, { audio_in_ms: 600, audio_out_ms: 400, input_audio_tokens: 6, output_audio_tokens: 8 }, 'the shorter silence ended the turn');
-  t.match(forwarded('session.update').at(-1), { session: { audio: { input: { turn_detection: { type: 'server_vad', silence_duration_ms: 200 } }, output: { voice: 'verse' } } } });
+  t.same(
+    first.response.usage,
+    { audio_in_ms: 600, audio_out_ms: 400, input_audio_tokens: 6, output_audio_tokens: 8 },
+    'the shorter silence ended the turn',
+  );
+  t.match(forwarded('session.update').at(-1), {
+    session: { audio: { input: { turn_detection: { type: 'server_vad', silence_duration_ms: 200 } }, output: { voice: 'verse' } } },
+  });
 
   // A manual turn: no silence, the client commits and asks for the answer.
   for (const f of frames(tone(300))) client.append(f);
@@ -129,15 +151,25 @@ t.test('control events reach the upstream: session.update, commit, response.crea
   const manual = ResponseDoneEvent.parse(await client.next('response.done'));
   t.equal(manual.response.id, (created.response as { id: string }).id);
   t.equal(manual.response.usage.audio_out_ms, 300, 'the committed audio is the answer');
-  const err = await eventually(() => client.events.find((e) => e.type === 'error'), (e) => e !== undefined);
+  const err = await eventually(
+    () => client.events.find((e) => e.type === 'error'),
+    (e) => e !== undefined,
+  );
   t.same(err?.error, { type: 'internal_error', code: 'internal_error', message: 'The model could not process the last request.' });
   t.equal(forwarded('input_audio_buffer.commit').length, 1);
   t.equal(forwarded('response.create').length, 2);
 
   client.send({ type: 'input_audio_buffer.clear' });
-  await eventually(() => forwarded('input_audio_buffer.clear').length, (n) => n === 1);
+  await eventually(
+    () => forwarded('input_audio_buffer.clear').length,
+    (n) => n === 1,
+  );
   t.equal(forwarded('input_audio_buffer.clear').length, 1);
-  t.notMatch(JSON.stringify(client.events), /conversation_already_has_active_response|invalid_request_error.*already/, 'no provider error text');
+  t.notMatch(
+    JSON.stringify(client.events),
+    /conversation_already_has_active_response|invalid_request_error.*already/,
+    'no provider error text',
+  );
   await client.close();
 });
 
@@ -158,10 +190,21 @@ t.test('checkpoints: cumulative, seq 1, 2, 3 … while audio flows, then one fin
   await sleep(300);
   t.equal(env.checkpoints.filter((c) => c.session_id === s.id).length, before, 'no checkpoint while usage is unchanged');
   await client.close();
-  const mine = await eventually(() => env.checkpoints.filter((c) => c.session_id === s.id), (c) => c.some((x) => x.final));
+  const mine = await eventually(
+    () => env.checkpoints.filter((c) => c.session_id === s.id),
+    (c) => c.some((x) => x.final),
+  );
   t.ok(mine.length >= 4, `${mine.length} checkpoints for 1 s of audio at a 100 ms interval`);
-  t.same(mine.map((c) => c.seq), mine.map((_, i) => i + 1), 'seq 1, 2, 3, …');
-  t.same(mine.map((c) => c.final), mine.map((_, i) => i === mine.length - 1), 'only the last is final');
+  t.same(
+    mine.map((c) => c.seq),
+    mine.map((_, i) => i + 1),
+    'seq 1, 2, 3, …',
+  );
+  t.same(
+    mine.map((c) => c.final),
+    mine.map((_, i) => i === mine.length - 1),
+    'only the last is final',
+  );
   for (let i = 1; i < mine.length; i++) {
     t.ok((mine[i]?.audio_in_ms ?? 0) >= (mine[i - 1]?.audio_in_ms ?? 0), 'cumulative');
   }
@@ -181,13 +224,19 @@ t.test('budget: at the preauthorization the relay stops, says budget_exhausted, 
   const { client } = await attach(attachUrl(env.url, sessionId), key.secret);
   const audio = frames(tone(2000));
   for (const f of audio) client.append(f);
-  const err = await eventually(() => client.events.find((e) => e.type === 'error'), (e) => e !== undefined);
+  const err = await eventually(
+    () => client.events.find((e) => e.type === 'error'),
+    (e) => e !== undefined,
+  );
   t.same(err?.error, { type: 'billing_error', code: 'budget_exhausted', message: 'The session reached its preauthorized amount.' });
   const closed = await client.closed;
   t.equal(closed.code, 1000);
   const echoed = client.events.filter((e) => e.type === 'response.output_audio.delta').length;
   t.ok(echoed < audio.length, `forwarding stopped (${echoed} of ${audio.length} frames echoed)`);
-  const final = await eventually(() => env.checkpoints.find((c) => c.session_id === sessionId && c.final), (c) => c !== undefined);
+  const final = await eventually(
+    () => env.checkpoints.find((c) => c.session_id === sessionId && c.final),
+    (c) => c !== undefined,
+  );
   t.ok(final);
   if (final) {
     t.ok(final.audio_in_ms <= 620, `input stopped at the limit (${final.audio_in_ms} ms)`);
@@ -196,5 +245,8 @@ t.test('budget: at the preauthorization the relay stops, says budget_exhausted, 
   const row = await sessionRow(env.db, sessionId);
   t.equal(row?.end_cause, 'budget_exhausted');
   t.equal(row?.terminal_status, 'completed');
-  t.ok(env.endRequests.some((m) => m.type === 'session.end_requested' && m.session_id === sessionId), 'end announced on the bus');
+  t.ok(
+    env.endRequests.some((m) => m.type === 'session.end_requested' && m.session_id === sessionId),
+    'end announced on the bus',
+  );
 });

@@ -12,23 +12,66 @@ t.test('every invalid frame answers its error, is dropped and never billed, and 
 
   const wav = Buffer.concat([Buffer.from('RIFF'), Buffer.alloc(4), Buffer.from('WAVEfmt '), Buffer.alloc(952)]);
   const cases: { name: string; send: unknown; code: string; eventId?: string }[] = [
-    { name: 'WAV header', send: { type: 'input_audio_buffer.append', event_id: 'c1', audio: wav.toString('base64') }, code: 'invalid_audio_format', eventId: 'c1' },
-    { name: 'odd byte count', send: { type: 'input_audio_buffer.append', event_id: 'c2', audio: Buffer.alloc(961).toString('base64') }, code: 'invalid_audio_format', eventId: 'c2' },
-    { name: 'not base64', send: { type: 'input_audio_buffer.append', event_id: 'c3', audio: 'this is not base64!!' }, code: 'invalid_audio_format', eventId: 'c3' },
-    { name: 'base64 with junk', send: { type: 'input_audio_buffer.append', event_id: 'c4', audio: `${tone(20).toString('base64').slice(0, 100)}*${tone(20).toString('base64').slice(101)}` }, code: 'invalid_audio_format', eventId: 'c4' },
+    {
+      name: 'WAV header',
+      send: { type: 'input_audio_buffer.append', event_id: 'c1', audio: wav.toString('base64') },
+      code: 'invalid_audio_format',
+      eventId: 'c1',
+    },
+    {
+      name: 'odd byte count',
+      send: { type: 'input_audio_buffer.append', event_id: 'c2', audio: Buffer.alloc(961).toString('base64') },
+      code: 'invalid_audio_format',
+      eventId: 'c2',
+    },
+    {
+      name: 'not base64',
+      send: { type: 'input_audio_buffer.append', event_id: 'c3', audio: 'this is not base64!!' },
+      code: 'invalid_audio_format',
+      eventId: 'c3',
+    },
+    {
+      name: 'base64 with junk',
+      send: {
+        type: 'input_audio_buffer.append',
+        event_id: 'c4',
+        audio: `${tone(20).toString('base64').slice(0, 100)}*${tone(20).toString('base64').slice(101)}`,
+      },
+      code: 'invalid_audio_format',
+      eventId: 'c4',
+    },
     { name: 'empty audio', send: { type: 'input_audio_buffer.append', audio: '' }, code: 'invalid_audio_format' },
     {
       name: 'wrong format in session.update',
-      send: { type: 'session.update', event_id: 'c5', session: { audio: { input: { format: { type: 'audio/pcm', encoding: 'pcm16le', sample_rate_hz: 16000, channels: 1 } } } } },
+      send: {
+        type: 'session.update',
+        event_id: 'c5',
+        session: { audio: { input: { format: { type: 'audio/pcm', encoding: 'pcm16le', sample_rate_hz: 16000, channels: 1 } } } },
+      },
       code: 'invalid_audio_format',
       eventId: 'c5',
     },
     { name: 'not JSON', send: '{"type": "input_audio_buffer.append", ', code: 'invalid_event' },
     { name: 'JSON but not an object', send: '[1,2,3]', code: 'invalid_event' },
     { name: 'unknown type', send: { type: 'conversation.item.create', event_id: 'c6' }, code: 'invalid_event', eventId: 'c6' },
-    { name: 'append with a number as audio', send: { type: 'input_audio_buffer.append', event_id: 'c7', audio: 12 }, code: 'invalid_event', eventId: 'c7' },
-    { name: 'append with an extra field', send: { type: 'input_audio_buffer.append', event_id: 'c8', audio: 'AAAA', rate: 16000 }, code: 'invalid_event', eventId: 'c8' },
-    { name: 'commit with an extra field', send: { type: 'input_audio_buffer.commit', event_id: 'c9', x: 1 }, code: 'invalid_event', eventId: 'c9' },
+    {
+      name: 'append with a number as audio',
+      send: { type: 'input_audio_buffer.append', event_id: 'c7', audio: 12 },
+      code: 'invalid_event',
+      eventId: 'c7',
+    },
+    {
+      name: 'append with an extra field',
+      send: { type: 'input_audio_buffer.append', event_id: 'c8', audio: 'AAAA', rate: 16000 },
+      code: 'invalid_event',
+      eventId: 'c8',
+    },
+    {
+      name: 'commit with an extra field',
+      send: { type: 'input_audio_buffer.commit', event_id: 'c9', x: 1 },
+      code: 'invalid_event',
+      eventId: 'c9',
+    },
   ];
   for (const c of cases) {
     client.send(c.send);
@@ -45,14 +88,20 @@ t.test('every invalid frame answers its error, is dropped and never billed, and 
 
   t.equal(client.closeCode, null, 'still open');
   t.equal((await sessionRow(db, s.id))?.status, 'ready', 'a rejected frame does not activate the session');
-  t.notOk(client.events.some((e) => e.type === 'response.output_audio.delta'), 'nothing forwarded');
+  t.notOk(
+    client.events.some((e) => e.type === 'response.output_audio.delta'),
+    'nothing forwarded',
+  );
 
   const good = tone(20);
   client.append(good, 'ok1');
   const delta = await client.next('response.output_audio.delta');
   t.equal(delta.audio, good.toString('base64'), 'a valid frame still flows');
   await client.close();
-  const final = await eventually(() => env.checkpoints.find((c) => c.session_id === s.id && c.final), (c) => c !== undefined);
+  const final = await eventually(
+    () => env.checkpoints.find((c) => c.session_id === s.id && c.final),
+    (c) => c !== undefined,
+  );
   t.equal(final?.audio_in_ms, 20, 'only the valid frame is billed');
   t.equal(final?.audio_out_ms, 20);
 });
@@ -67,7 +116,10 @@ t.test('an event over REALTIME_MAX_EVENT_BYTES closes with 1009', async (t) => {
   const closed = await client.closed;
   t.equal(closed.code, 1009);
   t.equal((await sessionRow(env.db, s.id))?.status, 'ready', 'the oversize frame was not accepted');
-  const final = await eventually(() => env.checkpoints.find((c) => c.session_id === s.id && c.final), (c) => c !== undefined);
+  const final = await eventually(
+    () => env.checkpoints.find((c) => c.session_id === s.id && c.final),
+    (c) => c !== undefined,
+  );
   t.equal(final?.audio_in_ms, 0);
   t.equal((await sessionRow(env.db, s.id))?.end_requested_at, null, 'a dropped socket does not end the session');
 });

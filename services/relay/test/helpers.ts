@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { connectBus, subscribeMessages, type Bus } from '@s2s/bus';
 import { REALTIME_PROTOCOL, type BusMessage, type Rate, type UsageCheckpoint } from '@s2s/contract';
-import { BYTES_PER_MS, issueApiKey, newId, type SessionRecord } from '@s2s/core';
+import { issueApiKey, newId, type SessionRecord } from '@s2s/core';
 import { createSession } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
 import { createTestDatabase } from '@s2s/db/testing';
-import { startLocalProvider, type LocalProvider, type ReceivedClientEvent } from '@s2s/local-provider';
+import { pcmFrames, pcmSilence, pcmTone, startLocalProvider, type LocalProvider, type ReceivedClientEvent } from '@s2s/local-provider';
 import { createLogger } from '@s2s/telemetry';
 import WebSocket from 'ws';
 import { buildRelay, type RelayApp } from '../src/app.js';
@@ -50,8 +50,14 @@ export interface RelayEnv {
   endRequests: BusMessage[];
   /** Every event the simulator received from the relay. */
   simEvents: ReceivedClientEvent[];
-  /** Another relay process in the same deployment (same db, bus, simulator). */
-  startRelay(overrides?: Record<string, string>): Promise<{ app: RelayApp; url: string }>;
+  /** Another relay process in the same deployment (same db, bus, simulator); `faults` wraps its db or bus. */
+  startRelay(overrides?: Record<string, string>, faults?: RelayFaults): Promise<{ app: RelayApp; url: string; config: Config }>;
+}
+
+/** Fault injection for one relay: its view of the database or the bus, wrapped. */
+export interface RelayFaults {
+  db?: (db: DbHandle) => DbHandle;
+  bus?: (bus: Bus) => Bus;
 }
 
 /** One relay on port 0 with its own database, bus prefix and simulator, all cleaned up in t.teardown. */
@@ -72,7 +78,7 @@ export async function setupRelay(t: Teardown, env: Record<string, string> = {}):
     sub2.unsubscribe();
   });
 
-  const startRelay = async (overrides: Record<string, string> = {}) => {
+  const startRelay = async (overrides: Record<string, string> = {}, faults: RelayFaults = {}) => {
     const config = loadConfig({
       NODE_ENV: 'test',
       DATABASE_URL: dbUrl,
@@ -88,7 +94,13 @@ export async function setupRelay(t: Teardown, env: Record<string, string> = {}):
       ...overrides,
     });
     const logger = testLogger();
-    const app = buildRelay({ config, db, bus, logger, providers: createProviderOpener(config, logger) });
+    const app = buildRelay({
+      config,
+      db: faults.db ? faults.db(db) : db,
+      bus: faults.bus ? faults.bus(bus) : bus,
+      logger,
+      providers: createProviderOpener(config, logger),
+    });
     await new Promise<void>((resolve) => app.server.listen(0, '127.0.0.1', resolve));
     t.teardown(() => app.close());
     const port = (app.server.address() as AddressInfo).port;
@@ -115,10 +127,13 @@ export async function createKey(db: DbHandle, balanceCents: number, opts: { revo
   if (balanceCents > 0) {
     await db.pool.query(`INSERT INTO ledger_entries (wallet_id, kind, amount_cents) VALUES ($1, 'credit', $2)`, [walletId, balanceCents]);
   }
-  await db.pool.query(
-    'INSERT INTO api_keys (id, secret_hash, prefix, wallet_id, revoked_at) VALUES ($1, $2, $3, $4, $5)',
-    [keyId, key.hash, key.displayPrefix, walletId, opts.revoked ? new Date() : null],
-  );
+  await db.pool.query('INSERT INTO api_keys (id, secret_hash, prefix, wallet_id, revoked_at) VALUES ($1, $2, $3, $4, $5)', [
+    keyId,
+    key.hash,
+    key.displayPrefix,
+    walletId,
+    opts.revoked ? new Date() : null,
+  ]);
   return { secret: key.secret, keyId, walletId };
 }
 
@@ -224,24 +239,17 @@ export async function walletOf(db: DbHandle, walletId: string): Promise<{ balanc
 
 // ---- audio ----
 
+// The PCM fixtures are the simulator package's (one implementation for every test).
+
 /** PCM16LE mono 24 kHz: a sine of `ms` milliseconds (loud enough for the simulator's VAD). */
 export function tone(ms: number, hz = 440, amplitude = 8000): Buffer {
-  const samples = (ms * 24000) / 1000;
-  const b = Buffer.alloc(samples * 2);
-  for (let i = 0; i < samples; i++) b.writeInt16LE(Math.round(amplitude * Math.sin((2 * Math.PI * hz * i) / 24000)), i * 2);
-  return b;
+  return pcmTone(ms, { frequencyHz: hz, amplitude });
 }
 
-export function silence(ms: number): Buffer {
-  return Buffer.alloc(ms * BYTES_PER_MS);
-}
+export const silence = pcmSilence;
 
 /** 20 ms frames. */
-export function frames(pcm: Buffer, ms = 20): Buffer[] {
-  const out: Buffer[] = [];
-  for (let off = 0; off < pcm.length; off += ms * BYTES_PER_MS) out.push(pcm.subarray(off, off + ms * BYTES_PER_MS));
-  return out;
-}
+export const frames = pcmFrames;
 
 // ---- realtime client ----
 
@@ -253,7 +261,10 @@ export function attachUrl(base: string, sessionId: string): string {
 }
 
 /** Attaches and waits for session.created and conversation.created. */
-export async function attach(url: string, secret: string): Promise<{ client: Client; created: ServerEventLike; conversation: ServerEventLike }> {
+export async function attach(
+  url: string,
+  secret: string,
+): Promise<{ client: Client; created: ServerEventLike; conversation: ServerEventLike }> {
   const ws = new WebSocket(url, REALTIME_PROTOCOL, { headers: { Authorization: `Bearer ${secret}` }, perMessageDeflate: false });
   const client = new Client(ws);
   await new Promise<void>((resolve, reject) => {
@@ -273,7 +284,10 @@ export interface Refusal {
 }
 
 /** An upgrade the relay must refuse before upgrading: its HTTP status, headers and ErrorResponse body. */
-export function refused(url: string, opts: { secret?: string; protocol?: string | null; headers?: Record<string, string> } = {}): Promise<Refusal> {
+export function refused(
+  url: string,
+  opts: { secret?: string; protocol?: string | null; headers?: Record<string, string> } = {},
+): Promise<Refusal> {
   const protocols = opts.protocol === null ? [] : [opts.protocol ?? REALTIME_PROTOCOL];
   const ws = new WebSocket(url, protocols, {
     headers: { ...(opts.secret ? { Authorization: `Bearer ${opts.secret}` } : {}), ...opts.headers },

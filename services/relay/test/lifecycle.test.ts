@@ -28,13 +28,26 @@ t.test('an end requested while streaming: upstream stopped, final checkpoint, cl
     client.append(f);
     await sleep(20);
   }
-  await eventually(() => client.events.filter((e) => e.type === 'response.output_audio.delta').length, (n) => n === audio.length);
+  await eventually(
+    () => client.events.filter((e) => e.type === 'response.output_audio.delta').length,
+    (n) => n === audio.length,
+  );
   await requestEnd({ ctx: { db: env.db, bus: env.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   const closed = await client.closed;
   t.equal(closed.code, 1000);
-  const final = await eventually(() => env.checkpoints.find((c) => c.session_id === s.id && c.final), (c) => c !== undefined);
+  const final = await eventually(
+    () => env.checkpoints.find((c) => c.session_id === s.id && c.final),
+    (c) => c !== undefined,
+  );
   t.match(final, { audio_in_ms: 400, audio_out_ms: 400, final: true });
-  t.equal(await eventually(() => env.sim.connections(), (n) => n === 0), 0, 'upstream closed');
+  t.equal(
+    await eventually(
+      () => env.sim.connections(),
+      (n) => n === 0,
+    ),
+    0,
+    'upstream closed',
+  );
   const again = await refusedStatus(env.url, s.id, key.secret);
   t.equal(again, 410, 'an ended session cannot be attached again');
 });
@@ -53,7 +66,10 @@ t.test('takeover across relays (4001) and reconnect', async (t) => {
   const second = await attach(attachUrl(other.url, s.id), key.secret);
   const closed = await first.client.closed;
   t.equal(closed.code, 4001, 'the older attachment is replaced');
-  const atts = await env.db.pool.query<{ id: string; relay_id: string }>('SELECT id, relay_id FROM session_attachments WHERE session_id = $1 ORDER BY started_at', [s.id]);
+  const atts = await env.db.pool.query<{ id: string; relay_id: string }>(
+    'SELECT id, relay_id FROM session_attachments WHERE session_id = $1 ORDER BY started_at',
+    [s.id],
+  );
   t.equal(atts.rows.length, 2);
   t.not(atts.rows[0]?.relay_id, atts.rows[1]?.relay_id, 'two relays');
   const firstFinal = await eventually(
@@ -69,7 +85,10 @@ t.test('takeover across relays (4001) and reconnect', async (t) => {
 
   // Dropping the socket leaves the session attachable: reconnect to the first relay.
   second.client.ws.terminate();
-  await eventually(() => env.checkpoints.find((c) => c.attachment_id === atts.rows[1]?.id && c.final), (c) => c !== undefined);
+  await eventually(
+    () => env.checkpoints.find((c) => c.attachment_id === atts.rows[1]?.id && c.final),
+    (c) => c !== undefined,
+  );
   t.equal((await sessionRow(env.db, s.id))?.end_requested_at, null);
   const third = await attach(attachUrl(env.url, s.id), key.secret);
   t.equal((third.created.session as { status: string }).status, 'active');
@@ -89,7 +108,10 @@ t.test('a takeover the bus missed is caught by the periodic reconcile', async (t
   const s = await newSession(env.db, key, 'local/echo');
   const first = await attach(attachUrl(env.url, s.id), key.secret);
   // A newer attachment recorded by a relay whose announcement never arrived.
-  await env.db.pool.query(`INSERT INTO session_attachments (id, session_id, relay_id, started_at) VALUES ('att_zzz', $1, 'elsewhere', now() + interval '1 second')`, [s.id]);
+  await env.db.pool.query(
+    `INSERT INTO session_attachments (id, session_id, relay_id, started_at) VALUES ('att_zzz', $1, 'elsewhere', now() + interval '1 second')`,
+    [s.id],
+  );
   t.equal((await first.client.closed).code, 4001);
 });
 
@@ -102,13 +124,23 @@ t.test('upstream unavailable at open: upstream_unavailable, session failed, clos
   const { client } = await attach(attachUrl(dead.url, s.id), key.secret);
   client.append(tone(20));
   const err = await client.next('error');
-  t.same(err.error, { type: 'service_unavailable_error', code: 'upstream_unavailable', message: 'The model is unavailable; the session has ended.' });
+  t.same(err.error, {
+    type: 'service_unavailable_error',
+    code: 'upstream_unavailable',
+    message: 'The model is unavailable; the session has ended.',
+  });
   t.notMatch(JSON.stringify(err), /127\.0\.0\.1|:9\b|ECONNREFUSED/, 'no provider address in the error');
   t.equal((await client.closed).code, 1011);
-  const row = await eventually(() => sessionRow(env.db, s.id), (r) => r?.end_cause != null);
+  const row = await eventually(
+    () => sessionRow(env.db, s.id),
+    (r) => r?.end_cause != null,
+  );
   t.equal(row?.end_cause, 'upstream_failure');
   t.equal(row?.terminal_status, 'failed');
-  const final = await eventually(() => env.checkpoints.find((c) => c.session_id === s.id && c.final), (c) => c !== undefined);
+  const final = await eventually(
+    () => env.checkpoints.find((c) => c.session_id === s.id && c.final),
+    (c) => c !== undefined,
+  );
   t.match(final, { audio_in_ms: 0, audio_out_ms: 0 }, 'a frame held while opening is never billed');
 });
 
@@ -124,7 +156,10 @@ t.test('upstream lost mid-stream: upstream_unavailable, close 1011, the produced
   const err = await client.next('error');
   t.equal((err.error as { code: string }).code, 'upstream_unavailable');
   t.equal((await client.closed).code, 1011);
-  const final = await eventually(() => env.checkpoints.find((c) => c.session_id === s.id && c.final), (c) => c !== undefined);
+  const final = await eventually(
+    () => env.checkpoints.find((c) => c.session_id === s.id && c.final),
+    (c) => c !== undefined,
+  );
   t.match(final, { audio_in_ms: 100, audio_out_ms: 100, output_audio_tokens: 2 });
   t.equal((await sessionRow(env.db, s.id))?.terminal_status, 'failed');
 });
@@ -148,7 +183,9 @@ t.test('draining: probes say so, new attaches are refused with 503, held sockets
   t.equal(r.status, 503);
   t.equal(r.body.error.code, 'service_unavailable');
   t.equal(r.headers['retry-after'], '1');
-  const { rows } = await env.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM session_attachments WHERE session_id = $1', [s.id]);
+  const { rows } = await env.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM session_attachments WHERE session_id = $1', [
+    s.id,
+  ]);
   t.equal(rows[0]?.n, 1, 'the refused attach recorded nothing');
 });
 

@@ -10,7 +10,13 @@ import { settleAndAnnounce } from './settle-and-announce.js';
  * transaction, and settles at once the ended sessions whose every attachment is now final. Throws when
  * the batch cannot be stored (the worker then holds it through an outage, or isolates a poison message).
  */
-export async function foldCheckpointBatch({ ctx, input }: { ctx: BillingContext; input: { checkpoints: UsageCheckpoint[] } }): Promise<void> {
+export async function foldCheckpointBatch({
+  ctx,
+  input,
+}: {
+  ctx: BillingContext;
+  input: { checkpoints: UsageCheckpoint[] };
+}): Promise<void> {
   ctx.counters.checkpoints += input.checkpoints.length;
   const newest = foldCheckpoints(input.checkpoints);
   const stored = await storeCheckpoints({ ctx, input: { newest: newest.values() } });
@@ -19,11 +25,17 @@ export async function foldCheckpointBatch({ ctx, input }: { ctx: BillingContext;
   for (const c of newest.values()) {
     if (stored.unknownSessions.has(c.session_id)) {
       ctx.counters.unknownSession++;
-      ctx.log.warn({ session_id: c.session_id, attachment_id: c.attachment_id, seq: c.seq }, 'checkpoint for an unknown session acknowledged');
+      ctx.log.warn(
+        { session_id: c.session_id, attachment_id: c.attachment_id, seq: c.seq },
+        'checkpoint for an unknown session acknowledged',
+      );
     } else if (stored.settledSessions.has(c.session_id)) {
       ctx.counters.lateCheckpoints++;
     } else if (stored.foreignAttachments.has(c.attachment_id)) {
-      ctx.log.error({ session_id: c.session_id, attachment_id: c.attachment_id }, 'checkpoint names an attachment of another session; ignored');
+      ctx.log.error(
+        { session_id: c.session_id, attachment_id: c.attachment_id },
+        'checkpoint names an attachment of another session; ignored',
+      );
     }
   }
   for (const [sessionId, ms] of stored.unbilledAudioMs) {

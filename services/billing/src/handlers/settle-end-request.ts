@@ -84,7 +84,10 @@ async function foldFromStream(ctx: BillingContext, sessionId: string): Promise<v
         advanced += (await storeCheckpoints({ ctx, input: { newest: [c] } })).advanced;
       } catch (one) {
         if (isStoreUnavailableError(one)) throw one;
-        ctx.log.error({ err: one, session_id: sessionId, attachment_id: c.attachment_id }, 'checkpoint from the stream could not be stored');
+        ctx.log.error(
+          { err: one, session_id: sessionId, attachment_id: c.attachment_id },
+          'checkpoint from the stream could not be stored',
+        );
       }
     }
   }

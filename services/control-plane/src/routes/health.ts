@@ -21,10 +21,7 @@ export function healthRouter(ctx: AppContext): Router {
   router.get('/readyz', async (_req, res) => {
     try {
       if (ctx.bus.nc.isClosed() || ctx.bus.nc.isDraining()) throw new Error('bus connection closed');
-      await Promise.all([
-        withTimeout(ctx.db.pool.query('SELECT 1'), 'database'),
-        withTimeout(ctx.bus.nc.flush(), 'bus'),
-      ]);
+      await Promise.all([withTimeout(ctx.db.pool.query('SELECT 1'), 'database'), withTimeout(ctx.bus.nc.flush(), 'bus')]);
     } catch (err) {
       throw new AppError('service_unavailable', 'The service is not ready.', { cause: err });
     }

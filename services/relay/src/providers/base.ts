@@ -77,7 +77,10 @@ export class ProviderBase {
       }
       const err = outcome.error;
       if (err.permanent || err.kind === 'timeout' || attempt >= retries) throw err;
-      this.logger?.warn({ provider: this.name, attempt: attempt + 1, kind: err.kind, status: err.status, network_code: err.networkCode }, 'upstream connect failed, retrying');
+      this.logger?.warn(
+        { provider: this.name, attempt: attempt + 1, kind: err.kind, status: err.status, network_code: err.networkCode },
+        'upstream connect failed, retrying',
+      );
       const backoff = Math.min(this.backoffMs * 2 ** attempt * (0.5 + Math.random() / 2), deadline - Date.now());
       // The deadline passing during the backoff ends it with the failure that caused the wait.
       if (backoff <= 0 || !(await sleep(backoff, signal))) throw signal.aborted ? new UpstreamError(this.name, 'aborted') : err;
@@ -261,7 +264,8 @@ class MeteredConnection implements MeteredUpstream {
         if (event.unexpected) {
           // The answer under way is lost: it is still accounted, and reported as failed.
           const unreported = this.meter.settleUnreported();
-          if (unreported) this.deliver({ type: 'response_done', responseId: this.lastResponseId, status: 'failed', usage: null, metered: unreported });
+          if (unreported)
+            this.deliver({ type: 'response_done', responseId: this.lastResponseId, status: 'failed', usage: null, metered: unreported });
         }
         this.closed = true;
         break;
@@ -315,7 +319,10 @@ class MeteredConnection implements MeteredUpstream {
       this.onEvent(event);
     } catch (err) {
       // A failing handler must not break the upstream socket's dispatch; without a logger it surfaces.
-      if (!this.logger) queueMicrotask(() => { throw err; });
+      if (!this.logger)
+        queueMicrotask(() => {
+          throw err;
+        });
       else this.logger.error({ provider: this.provider, err, event_type: event.type }, 'upstream event handler failed');
     }
   }

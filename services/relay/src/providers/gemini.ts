@@ -15,10 +15,36 @@ export const GEMINI_LIVE_URL =
   'wss://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent';
 export const GEMINI_DEFAULT_VOICE = 'Puck';
 const GEMINI_VOICE_NAMES = [
-  'Puck', 'Charon', 'Kore', 'Fenrir', 'Aoede', 'Leda', 'Orus', 'Zephyr', 'Achernar', 'Achird', 'Algenib',
-  'Algieba', 'Alnilam', 'Autonoe', 'Callirrhoe', 'Despina', 'Enceladus', 'Erinome', 'Gacrux', 'Iapetus',
-  'Laomedeia', 'Pulcherrima', 'Rasalgethi', 'Sadachbia', 'Sadaltager', 'Schedar', 'Sulafat', 'Umbriel',
-  'Vindemiatrix', 'Zubenelgenubi',
+  'Puck',
+  'Charon',
+  'Kore',
+  'Fenrir',
+  'Aoede',
+  'Leda',
+  'Orus',
+  'Zephyr',
+  'Achernar',
+  'Achird',
+  'Algenib',
+  'Algieba',
+  'Alnilam',
+  'Autonoe',
+  'Callirrhoe',
+  'Despina',
+  'Enceladus',
+  'Erinome',
+  'Gacrux',
+  'Iapetus',
+  'Laomedeia',
+  'Pulcherrima',
+  'Rasalgethi',
+  'Sadachbia',
+  'Sadaltager',
+  'Schedar',
+  'Sulafat',
+  'Umbriel',
+  'Vindemiatrix',
+  'Zubenelgenubi',
 ];
 const GEMINI_VOICES = new Map(GEMINI_VOICE_NAMES.map((v) => [v.toLowerCase(), v]));
 
@@ -103,7 +129,6 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
   /** A usage report arriving now belongs to a turn already settled without it; it must not leak into the next. */
   private staleUsage = false;
 
-
   configure(config: UpstreamSessionConfig, signal: AbortSignal): Promise<void> {
     return this.awaitSetup(geminiSetup(config), signal);
   }
@@ -141,14 +166,11 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     // The Live API fixes voice and activity detection at setup; a later change applies to the next session.
   }
 
-
   private endStream(): void {
     if (!this.streamOpen) return;
     this.streamOpen = false;
     this.send({ realtimeInput: { audioStreamEnd: true } });
   }
-
-
 
   protected onMessage(msg: Record<string, unknown> | null): void {
     if (!msg) return;
@@ -291,7 +313,12 @@ function audioTokens(details: unknown): number | null {
   let total: number | null = null;
   for (const d of details) {
     const entry = d as { modality?: unknown; tokenCount?: unknown } | null;
-    if (entry?.modality === 'AUDIO' && typeof entry.tokenCount === 'number' && Number.isInteger(entry.tokenCount) && entry.tokenCount >= 0) {
+    if (
+      entry?.modality === 'AUDIO' &&
+      typeof entry.tokenCount === 'number' &&
+      Number.isInteger(entry.tokenCount) &&
+      entry.tokenCount >= 0
+    ) {
       total = (total ?? 0) + entry.tokenCount;
     }
   }

@@ -39,8 +39,6 @@ export interface ProviderRegistryConfig {
 export interface ProviderRegistry {
   /** The provider a catalog model names, or undefined when this relay has no such provider configured. */
   get(providerName: string): ProviderBase | undefined;
-  /** Names of the configured providers. */
-  names(): string[];
 }
 
 export function createProviderRegistry(config: ProviderRegistryConfig): ProviderRegistry {
@@ -53,13 +51,24 @@ export function createProviderRegistry(config: ProviderRegistryConfig): Provider
   const providers = new Map<string, ProviderBase>();
   providers.set('local', new ProviderBase(new LocalAdapter({ url: config.localUrl, apiKey: config.localApiKey ?? null }), opts));
   if (config.openai) {
-    providers.set('openai', new ProviderBase(new OpenAIRealtimeAdapter({ apiKey: config.openai.apiKey, ...(config.openai.url ? { url: config.openai.url } : {}) }), opts));
+    providers.set(
+      'openai',
+      new ProviderBase(
+        new OpenAIRealtimeAdapter({ apiKey: config.openai.apiKey, ...(config.openai.url ? { url: config.openai.url } : {}) }),
+        opts,
+      ),
+    );
   }
   if (config.gemini) {
-    providers.set('gemini', new ProviderBase(new GeminiLiveAdapter({ apiKey: config.gemini.apiKey, ...(config.gemini.url ? { url: config.gemini.url } : {}) }), opts));
+    providers.set(
+      'gemini',
+      new ProviderBase(
+        new GeminiLiveAdapter({ apiKey: config.gemini.apiKey, ...(config.gemini.url ? { url: config.gemini.url } : {}) }),
+        opts,
+      ),
+    );
   }
   return {
     get: (name) => providers.get(name),
-    names: () => [...providers.keys()],
   };
 }

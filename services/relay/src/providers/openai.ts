@@ -12,7 +12,16 @@ import { openUpstreamSocket, safeCode, WsUpstreamConnection } from './ws-upstrea
 
 export const OPENAI_REALTIME_URL = 'wss://api.openai.com/v1/realtime';
 export const OPENAI_VOICES: ReadonlySet<string> = new Set([
-  'alloy', 'ash', 'ballad', 'coral', 'echo', 'sage', 'shimmer', 'verse', 'marin', 'cedar',
+  'alloy',
+  'ash',
+  'ballad',
+  'coral',
+  'echo',
+  'sage',
+  'shimmer',
+  'verse',
+  'marin',
+  'cedar',
 ]);
 export const OPENAI_DEFAULT_VOICE = 'alloy';
 
@@ -96,7 +105,6 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
   private readonly items = new Map<string, TrackedItem>();
   private pendingError: { message: string; timer: NodeJS.Timeout } | null = null;
 
-
   configure(config: UpstreamSessionConfig, signal: AbortSignal): Promise<void> {
     return this.awaitSetup(openAISessionUpdate(config, true), signal);
   }
@@ -124,7 +132,7 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
       this.send({ type: 'response.cancel', response_id: this.activeResponseId });
     }
     // Make the conversation match what the listener heard: cut the item at the audio actually played.
-    const item = responseId !== null ? this.items.get(responseId) : this.items.get(this.activeResponseId ?? '') ?? lastValue(this.items);
+    const item = responseId !== null ? this.items.get(responseId) : (this.items.get(this.activeResponseId ?? '') ?? lastValue(this.items));
     if (!item) return;
     const itemMs = Math.floor(item.bytes / BYTES_PER_MS);
     const endMs = Math.max(0, Math.min(Math.floor(playedMs), itemMs));
@@ -138,9 +146,6 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
     if (config.voice === undefined && config.turnDetection === undefined) return;
     this.send(openAISessionUpdate(config, false));
   }
-
-
-
 
   protected onMessage(msg: Record<string, unknown> | null): void {
     if (!msg || typeof msg.type !== 'string') return;
@@ -180,7 +185,12 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
         const responseId = str(response.id);
         if (!responseId) return;
         if (this.activeResponseId === responseId) this.activeResponseId = null;
-        return this.emit({ type: 'response_done', responseId, status: responseStatus(response.status), usage: openAIUsage(response.usage) });
+        return this.emit({
+          type: 'response_done',
+          responseId,
+          status: responseStatus(response.status),
+          usage: openAIUsage(response.usage),
+        });
       }
       default:
         return;

@@ -68,9 +68,5 @@ export interface ProviderAdapter {
   /** Ratio used when the provider reports no token counts (documented per adapter). */
   readonly tokenRatio: { inputMsPerToken: number; outputMsPerToken: number };
   /** Opens one upstream session. Rejects on failure; ProviderBase retries and times it out. */
-  connect(
-    config: UpstreamSessionConfig,
-    onEvent: (event: UpstreamEvent) => void,
-    signal: AbortSignal,
-  ): Promise<UpstreamConnection>;
+  connect(config: UpstreamSessionConfig, onEvent: (event: UpstreamEvent) => void, signal: AbortSignal): Promise<UpstreamConnection>;
 }

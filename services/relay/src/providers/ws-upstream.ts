@@ -71,7 +71,11 @@ export function handshakeError(provider: string, status: number): UpstreamError 
 /** Parses an upstream frame (text or binary JSON); null when it is not a JSON object. */
 export function parseUpstreamJson(data: WebSocket.RawData): Record<string, unknown> | null {
   try {
-    const text = Buffer.isBuffer(data) ? data.toString('utf8') : Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data).toString('utf8');
+    const text = Buffer.isBuffer(data)
+      ? data.toString('utf8')
+      : Array.isArray(data)
+        ? Buffer.concat(data).toString('utf8')
+        : Buffer.from(data).toString('utf8');
     const value: unknown = JSON.parse(text);
     return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
   } catch {

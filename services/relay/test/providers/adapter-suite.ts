@@ -54,7 +54,11 @@ export class Events {
   };
 
   /** The first event (from `from` on) that matches, now or when it arrives. */
-  wait<T extends UpstreamEvent['type']>(type: T, match: (e: Extract<UpstreamEvent, { type: T }>) => boolean = () => true, from = 0): Promise<Extract<UpstreamEvent, { type: T }>> {
+  wait<T extends UpstreamEvent['type']>(
+    type: T,
+    match: (e: Extract<UpstreamEvent, { type: T }>) => boolean = () => true,
+    from = 0,
+  ): Promise<Extract<UpstreamEvent, { type: T }>> {
     const m = (e: UpstreamEvent) => e.type === type && match(e as Extract<UpstreamEvent, { type: T }>);
     const found = this.all.slice(from).find(m);
     if (found) return Promise.resolve(found as Extract<UpstreamEvent, { type: T }>);
@@ -107,10 +111,14 @@ export function adapterSuite<H extends UpstreamHarness>(t: Test, spec: AdapterSu
     t.teardown(() => h.close());
     const ev = new Events();
     const base = new ProviderBase(h.adapter, { retries: 0, connectTimeoutMs: 5000 });
-    const up = await base.open(CONFIG, (e) => {
-      exposed.push(JSON.stringify(e, (k, v) => (k === 'pcm' ? undefined : v)));
-      ev.push(e);
-    }, new AbortController().signal);
+    const up = await base.open(
+      CONFIG,
+      (e) => {
+        exposed.push(JSON.stringify(e, (k, v) => (k === 'pcm' ? undefined : v)));
+        ev.push(e);
+      },
+      new AbortController().signal,
+    );
     t.teardown(() => up.close());
     return { h, up, ev };
   }
@@ -137,14 +145,21 @@ export function adapterSuite<H extends UpstreamHarness>(t: Test, spec: AdapterSu
     spec.checkInputAudio(t, h, sent);
     t.equal(done.status, 'completed');
     t.ok(ev.deltas(created.responseId).equals(expected.pcm), 'the reply, byte for byte');
-    t.ok(ev.all.some((e) => e.type === 'audio_done' && e.responseId === created.responseId), 'audio_done before response_done');
+    t.ok(
+      ev.all.some((e) => e.type === 'audio_done' && e.responseId === created.responseId),
+      'audio_done before response_done',
+    );
     t.same(done.usage, expected.usage, 'the provider-reported usage');
-    t.same(done.metered, {
-      audio_in_ms: 1000,
-      audio_out_ms: Math.floor(expected.pcm.length / 48),
-      input_audio_tokens: expected.usage.input_audio_tokens,
-      output_audio_tokens: expected.usage.output_audio_tokens,
-    }, 'metered by the relay');
+    t.same(
+      done.metered,
+      {
+        audio_in_ms: 1000,
+        audio_out_ms: Math.floor(expected.pcm.length / 48),
+        input_audio_tokens: expected.usage.input_audio_tokens,
+        output_audio_tokens: expected.usage.output_audio_tokens,
+      },
+      'metered by the relay',
+    );
     t.same(up.usage(), done.metered, 'cumulative equals the only response');
   });
 
@@ -167,7 +182,10 @@ export function adapterSuite<H extends UpstreamHarness>(t: Test, spec: AdapterSu
     const cut = ev.deltas(first.responseId);
     t.ok(cut.length > 0 && cut.length < spec.expectedReply(sent).pcm.length, 'the reply was cut short');
     const doneAt = ev.all.indexOf(done);
-    t.notOk(ev.all.slice(doneAt + 1).some((e) => 'responseId' in e && e.responseId === first.responseId), 'nothing of it after its response_done');
+    t.notOk(
+      ev.all.slice(doneAt + 1).some((e) => 'responseId' in e && e.responseId === first.responseId),
+      'nothing of it after its response_done',
+    );
     spec.checkBargeIn(t, h, 50);
   });
 

@@ -87,7 +87,11 @@ t.test('UsageMeter: ratio fallback rounds each response up', async (t) => {
   m.addInput(48 * 1001);
   m.addOutput(48 * 1001);
   t.same(m.responseDone(null), { audio_in_ms: 1001, audio_out_ms: 1001, input_audio_tokens: 11, output_audio_tokens: 21 });
-  t.same(m.responseDone(null), { audio_in_ms: 0, audio_out_ms: 0, input_audio_tokens: 0, output_audio_tokens: 0 }, 'nothing new, nothing billed');
+  t.same(
+    m.responseDone(null),
+    { audio_in_ms: 0, audio_out_ms: 0, input_audio_tokens: 0, output_audio_tokens: 0 },
+    'nothing new, nothing billed',
+  );
 });
 
 t.test('open: meters accepted input and provider output; fills metered on response_done', async (t) => {
@@ -115,7 +119,11 @@ t.test('open: meters accepted input and provider output; fills metered on respon
   adapter.emit({ type: 'audio_delta', responseId: 'r2', pcm: pcm(44) });
   adapter.emit({ type: 'response_done', responseId: 'r2', status: 'cancelled', usage: null });
   const done2 = events.filter((e) => e.type === 'response_done')[1];
-  t.same(done2 && done2.type === 'response_done' && done2.metered, { audio_in_ms: 0, audio_out_ms: 1, input_audio_tokens: 0, output_audio_tokens: 1 }, '4 + 44 leftover bytes make 1 ms; tokens by ratio');
+  t.same(
+    done2 && done2.type === 'response_done' && done2.metered,
+    { audio_in_ms: 0, audio_out_ms: 1, input_audio_tokens: 0, output_audio_tokens: 1 },
+    '4 + 44 leftover bytes make 1 ms; tokens by ratio',
+  );
   t.same(up.usage(), { audio_in_ms: 40, audio_out_ms: 103, input_audio_tokens: 5, output_audio_tokens: 10 });
   up.commit();
   up.clear();
@@ -136,7 +144,13 @@ t.test('a response cut off by the upstream dropping is reported failed and still
   adapter.emit({ type: 'audio_delta', responseId: 'r1', pcm: pcm(48 * 120) });
   adapter.emit({ type: 'closed', unexpected: true });
   t.same(events.slice(-2), [
-    { type: 'response_done', responseId: 'r1', status: 'failed', usage: null, metered: { audio_in_ms: 300, audio_out_ms: 120, input_audio_tokens: 3, output_audio_tokens: 3 } },
+    {
+      type: 'response_done',
+      responseId: 'r1',
+      status: 'failed',
+      usage: null,
+      metered: { audio_in_ms: 300, audio_out_ms: 120, input_audio_tokens: 3, output_audio_tokens: 3 },
+    },
     { type: 'closed', unexpected: true },
   ]);
   adapter.emit({ type: 'audio_delta', responseId: 'r1', pcm: pcm(480) });
@@ -155,7 +169,10 @@ t.test('close() mid-answer settles the answer at the ratio (a client leaving is 
   adapter.emit({ type: 'audio_delta', responseId: 'r1', pcm: pcm(48 * 250) });
   await up.close();
   t.same(up.usage(), { audio_in_ms: 1000, audio_out_ms: 250, input_audio_tokens: 10, output_audio_tokens: 5 });
-  t.notOk(events.some((e) => e.type === 'closed'), 'the closed event of our own close is not relayed');
+  t.notOk(
+    events.some((e) => e.type === 'closed'),
+    'the closed event of our own close is not relayed',
+  );
   await up.close();
   t.same(up.usage().output_audio_tokens, 5, 'closing twice settles once');
 });
@@ -176,7 +193,11 @@ t.test('retries: transient failures are retried, then it connects', async (t) =>
 });
 
 t.test('retries: exhausted → the last failure', async (t) => {
-  const adapter = new ScriptedAdapter([new UpstreamError('scripted', 'unavailable'), new UpstreamError('scripted', 'unavailable', { status: 502 }), 'ok']);
+  const adapter = new ScriptedAdapter([
+    new UpstreamError('scripted', 'unavailable'),
+    new UpstreamError('scripted', 'unavailable', { status: 502 }),
+    'ok',
+  ]);
   const err = await new ProviderBase(adapter, { retries: 1, backoffMs: 1 }).open(CONFIG, () => {}, signal()).catch((e: unknown) => e);
   t.equal(adapter.attempts, 2);
   t.equal((err as UpstreamError).kind, 'unavailable');
@@ -195,7 +216,9 @@ t.test('permanent failures are not retried', async (t) => {
 
 t.test('a hanging upstream times out at the connect timeout, and its attempt is aborted', async (t) => {
   const adapter = new ScriptedAdapter(['hang', 'ok']);
-  const err = await new ProviderBase(adapter, { connectTimeoutMs: 50, retries: 2 }).open(CONFIG, () => {}, signal()).catch((e: unknown) => e);
+  const err = await new ProviderBase(adapter, { connectTimeoutMs: 50, retries: 2 })
+    .open(CONFIG, () => {}, signal())
+    .catch((e: unknown) => e);
   t.equal((err as UpstreamError).kind, 'timeout');
   t.equal((err as Error).message, 'provider scripted did not answer within the connect timeout');
   t.equal(adapter.attempts, 1, 'the deadline covers the whole open');
@@ -220,14 +243,19 @@ t.test('events of an abandoned attempt are ignored', async (t) => {
   const up = await new ProviderBase(adapter, { backoffMs: 1 }).open(CONFIG, (e) => events.push(e), signal());
   adapter.emitters[0]!({ type: 'audio_delta', responseId: 'old', pcm: pcm(4800) });
   adapter.emitters[1]!({ type: 'audio_delta', responseId: 'new', pcm: pcm(48) });
-  t.same(events.map((e) => e.type === 'audio_delta' && e.responseId), ['new']);
+  t.same(
+    events.map((e) => e.type === 'audio_delta' && e.responseId),
+    ['new'],
+  );
   t.equal(up.usage().audio_out_ms, 1);
   await up.close();
 });
 
 t.test('per-call options override the defaults', async (t) => {
   const adapter = new ScriptedAdapter([new UpstreamError('scripted', 'unavailable'), new UpstreamError('scripted', 'unavailable'), 'ok']);
-  const err = await new ProviderBase(adapter, { retries: 5, backoffMs: 1 }).open(CONFIG, () => {}, signal(), { retries: 0 }).catch((e: unknown) => e);
+  const err = await new ProviderBase(adapter, { retries: 5, backoffMs: 1 })
+    .open(CONFIG, () => {}, signal(), { retries: 0 })
+    .catch((e: unknown) => e);
   t.equal(adapter.attempts, 1);
   t.equal((err as UpstreamError).kind, 'unavailable');
 });

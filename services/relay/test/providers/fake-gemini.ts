@@ -55,7 +55,9 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
     const authorized = key === opts.apiKey;
     if (!authorized && opts.refuse === 'http') {
       const body = JSON.stringify({ error: { code: 403, message: `API key not valid: ${String(key)}`, status: 'PERMISSION_DENIED' } });
-      return void socket.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      return void socket.end(
+        `HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
     }
     wss.handleUpgrade(req, socket, head, (ws) => session(ws, authorized));
   });
@@ -97,7 +99,9 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
       const parts: Buffer[] = [];
       for (let off = 0; off < FAKE_GEMINI_REPLY.length; off += PART_BYTES) parts.push(FAKE_GEMINI_REPLY.subarray(off, off + PART_BYTES));
       const sendPart = (p: Buffer) =>
-        send({ serverContent: { modelTurn: { parts: [{ inlineData: { mimeType: 'audio/pcm;rate=24000', data: p.toString('base64') } }] } } });
+        send({
+          serverContent: { modelTurn: { parts: [{ inlineData: { mimeType: 'audio/pcm;rate=24000', data: p.toString('base64') } }] } },
+        });
       const usageMetadata = {
         promptTokenCount: geminiTokens(inMs) + 7,
         responseTokenCount: geminiTokens(1000),

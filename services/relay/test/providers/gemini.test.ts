@@ -39,16 +39,20 @@ adapterSuite(t, {
   adapterFor: (h, url, apiKey) => new GeminiLiveAdapter({ url: url ?? h!.fake.url, apiKey }),
   checkSession(t, h, config: UpstreamSessionConfig, apiKey) {
     t.same(h.fake.handshakes[0], { apiKeyHeader: apiKey, search: '' }, 'key in the x-goog-api-key header, nothing in the URL');
-    t.same(h.fake.messages[0], {
-      setup: {
-        model: `models/${config.providerModel}`,
-        generationConfig: {
-          responseModalities: ['AUDIO'],
-          speechConfig: { voiceConfig: { prebuiltVoiceConfig: { voiceName: 'Puck' } } },
+    t.same(
+      h.fake.messages[0],
+      {
+        setup: {
+          model: `models/${config.providerModel}`,
+          generationConfig: {
+            responseModalities: ['AUDIO'],
+            speechConfig: { voiceConfig: { prebuiltVoiceConfig: { voiceName: 'Puck' } } },
+          },
+          realtimeInputConfig: { automaticActivityDetection: { disabled: false } },
         },
-        realtimeInputConfig: { automaticActivityDetection: { disabled: false } },
       },
-    }, 'setup; an unknown voice maps to Puck');
+      'setup; an unknown voice maps to Puck',
+    );
   },
   checkInputAudio(t, h, sent) {
     const got = h.fake.audio();
@@ -57,7 +61,11 @@ adapterSuite(t, {
     t.ok(Math.abs(got.length / 2 - (inSamples * 2) / 3) <= 1, 'within one sample of 2/3');
     t.ok(got.equals(resampleWhole(sent)), 'frame by frame equals the whole signal resampled: no seams');
     t.ok(h.fake.mimeTypes.every((m) => m === 'audio/pcm;rate=16000'));
-    t.same(h.fake.messages.slice(1).filter((m) => !m.realtimeInput?.audio), [{ realtimeInput: { audioStreamEnd: true } }], 'commit → audioStreamEnd, once');
+    t.same(
+      h.fake.messages.slice(1).filter((m) => !m.realtimeInput?.audio),
+      [{ realtimeInput: { audioStreamEnd: true } }],
+      'commit → audioStreamEnd, once',
+    );
   },
   expectedReply: (sent) => {
     const inMs = Math.floor(resampledLength(sent.length / 2) / 16);
@@ -65,7 +73,10 @@ adapterSuite(t, {
   },
   checkBargeIn(t, h) {
     // Gemini has no cancel message: nothing but audio and stream ends went upstream.
-    t.ok(h.fake.messages.slice(1).every((m) => m.realtimeInput), 'only realtimeInput after setup');
+    t.ok(
+      h.fake.messages.slice(1).every((m) => m.realtimeInput),
+      'only realtimeInput after setup',
+    );
   },
 });
 
@@ -120,7 +131,11 @@ t.test('gemini: voice and silence duration go into the setup; model names alread
   t.same(fake.messages[0]!.setup.realtimeInputConfig, { automaticActivityDetection: { disabled: false, silenceDurationMs: 700 } });
   const fake2 = await startFakeGemini({ apiKey: 'k' });
   t.teardown(() => fake2.close());
-  const up = await new ProviderBase(new GeminiLiveAdapter({ url: fake2.url, apiKey: 'k' })).open({ providerModel: 'models/m-2' }, () => {}, new AbortController().signal);
+  const up = await new ProviderBase(new GeminiLiveAdapter({ url: fake2.url, apiKey: 'k' })).open(
+    { providerModel: 'models/m-2' },
+    () => {},
+    new AbortController().signal,
+  );
   t.equal(fake2.messages[0]!.setup.model, 'models/m-2');
   await up.close();
 });
@@ -149,7 +164,10 @@ t.test('gemini: interrupted → speech_started and a cancelled response; goAway 
   await ev.wait('audio_delta');
   fake.broadcast({ serverContent: { interrupted: true } });
   const done = await ev.wait('response_done');
-  t.same(ev.all.map((e) => e.type), ['response_created', 'audio_delta', 'speech_started', 'response_done']);
+  t.same(
+    ev.all.map((e) => e.type),
+    ['response_created', 'audio_delta', 'speech_started', 'response_done'],
+  );
   t.same(ev.all[2], { type: 'speech_started', audioStartMs: 200 });
   t.equal(done.status, 'cancelled');
   fake.broadcast({ goAway: { timeLeft: '10s' } });

@@ -7,7 +7,10 @@ import { OpenAIRealtimeAdapter, ProviderBase, UpstreamError, type MeteredUpstrea
 import { Events, adapterSuite } from './adapter-suite.js';
 import { openAIProtocolSpec } from './simulator-harness.js';
 
-adapterSuite(t, openAIProtocolSpec('openai', (url, apiKey) => new OpenAIRealtimeAdapter({ url, apiKey })));
+adapterSuite(
+  t,
+  openAIProtocolSpec('openai', (url, apiKey) => new OpenAIRealtimeAdapter({ url, apiKey })),
+);
 
 const KEY = 'sk-test-0123456789abcdefghijklmnop';
 
@@ -84,7 +87,17 @@ t.test('openai: known voices pass, silence duration is sent, updateSession sends
   up.clear();
   await received(fake, 'input_audio_buffer.clear');
   t.same(fake.received.slice(1), [
-    { type: 'session.update', session: { type: 'realtime', output_modalities: ['audio'], audio: { input: { format: { type: 'audio/pcm', rate: 24000 } }, output: { format: { type: 'audio/pcm', rate: 24000 }, voice: 'marin' } } } },
+    {
+      type: 'session.update',
+      session: {
+        type: 'realtime',
+        output_modalities: ['audio'],
+        audio: {
+          input: { format: { type: 'audio/pcm', rate: 24000 } },
+          output: { format: { type: 'audio/pcm', rate: 24000 }, voice: 'marin' },
+        },
+      },
+    },
     { type: 'input_audio_buffer.commit' },
     { type: 'input_audio_buffer.clear' },
   ]);
@@ -99,9 +112,25 @@ t.test('openai: beta event names are understood; speech events and usage are map
   fake.send({ type: 'response.created', response: { id: 'r1' } });
   fake.send({ type: 'response.audio.delta', response_id: 'r1', item_id: 'a1', delta: audio.toString('base64') });
   fake.send({ type: 'response.audio.done', response_id: 'r1', item_id: 'a1' });
-  fake.send({ type: 'response.done', response: { id: 'r1', status: 'incomplete', usage: { total_tokens: 50, input_tokens: 30, output_tokens: 20, input_token_details: { audio_tokens: 25, text_tokens: 5 }, output_token_details: { audio_tokens: 20 } } } });
+  fake.send({
+    type: 'response.done',
+    response: {
+      id: 'r1',
+      status: 'incomplete',
+      usage: {
+        total_tokens: 50,
+        input_tokens: 30,
+        output_tokens: 20,
+        input_token_details: { audio_tokens: 25, text_tokens: 5 },
+        output_token_details: { audio_tokens: 20 },
+      },
+    },
+  });
   const done = await ev.wait('response_done');
-  t.same(ev.all.map((e) => e.type), ['speech_started', 'speech_stopped', 'response_created', 'audio_delta', 'audio_done', 'response_done']);
+  t.same(
+    ev.all.map((e) => e.type),
+    ['speech_started', 'speech_stopped', 'response_created', 'audio_delta', 'audio_done', 'response_done'],
+  );
   t.same(ev.all[0], { type: 'speech_started', audioStartMs: 120 });
   t.same(ev.all[1], { type: 'speech_stopped', audioEndMs: 900 });
   t.ok(ev.deltas('r1').equals(audio));
@@ -119,11 +148,15 @@ t.test('openai: an upstream error is relayed by code only; non-fatal while the s
   fake.send({ type: 'error', error: { code: 'weird code with spaces', message: KEY } });
   fake.closeAll(1011);
   await ev.wait('closed');
-  t.same(ev.all.filter((e) => e.type === 'error' || e.type === 'closed'), [
-    { type: 'error', message: 'provider openai reported an error (rate_limit_exceeded)', fatal: false },
-    { type: 'error', message: 'provider openai reported an error (unknown)', fatal: true },
-    { type: 'closed', unexpected: true },
-  ], 'the benign cancel race is dropped; the last error before the close is fatal');
+  t.same(
+    ev.all.filter((e) => e.type === 'error' || e.type === 'closed'),
+    [
+      { type: 'error', message: 'provider openai reported an error (rate_limit_exceeded)', fatal: false },
+      { type: 'error', message: 'provider openai reported an error (unknown)', fatal: true },
+      { type: 'closed', unexpected: true },
+    ],
+    'the benign cancel race is dropped; the last error before the close is fatal',
+  );
   t.notMatch(JSON.stringify(ev.all), KEY);
 });
 
@@ -139,10 +172,11 @@ t.test('openai: barge-in after the reply finished truncates without cancelling; 
   up.cancelResponse('unknown', 10);
   up.commit();
   await received(fake, 'input_audio_buffer.commit');
-  t.same(fake.received.slice(1), [
-    { type: 'conversation.item.truncate', item_id: 'a1', content_index: 0, audio_end_ms: 120 },
-    { type: 'input_audio_buffer.commit' },
-  ], 'one truncate at the played ms; no cancel (nothing active), nothing when all was played or the id is unknown');
+  t.same(
+    fake.received.slice(1),
+    [{ type: 'conversation.item.truncate', item_id: 'a1', content_index: 0, audio_end_ms: 120 }, { type: 'input_audio_buffer.commit' }],
+    'one truncate at the played ms; no cancel (nothing active), nothing when all was played or the id is unknown',
+  );
 });
 
 t.test('openai: a refused session.update fails the connect as rejected, without retry', async (t) => {
@@ -156,7 +190,11 @@ t.test('openai: a refused session.update fails the connect as rejected, without 
 });
 
 t.test('openai: handshake statuses: 403 unauthorized, 404 rejected (no retry), 503 retried', async (t) => {
-  for (const [status, kind, attempts] of [[403, 'unauthorized', 1], [404, 'rejected', 1], [503, 'unavailable', 3]] as const) {
+  for (const [status, kind, attempts] of [
+    [403, 'unauthorized', 1],
+    [404, 'rejected', 1],
+    [503, 'unavailable', 3],
+  ] as const) {
     const fake = await scripted(t, { status });
     const err = await new ProviderBase(new OpenAIRealtimeAdapter({ url: fake.url, apiKey: KEY }), { retries: 2, backoffMs: 1 })
       .open({ providerModel: 'm' }, () => {}, new AbortController().signal)

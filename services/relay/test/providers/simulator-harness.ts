@@ -47,19 +47,27 @@ export function openAIProtocolSpec(
     start: (opts) => startSimulatorHarness(opts, makeAdapter),
     adapterFor: (h, url, apiKey) => makeAdapter(url ?? h!.url, apiKey),
     checkSession(t: Test, h: SimulatorHarness, config: UpstreamSessionConfig) {
-      t.same(h.handshakeLog[0], { path: '/v1/realtime', model: config.providerModel, authorized: true }, 'model in the query, bearer key accepted');
+      t.same(
+        h.handshakeLog[0],
+        { path: '/v1/realtime', model: config.providerModel, authorized: true },
+        'model in the query, bearer key accepted',
+      );
       const first = h.events[0]?.event;
-      t.same(first, {
-        type: 'session.update',
-        session: {
-          type: 'realtime',
-          output_modalities: ['audio'],
-          audio: {
-            input: { format: { type: 'audio/pcm', rate: 24000 }, turn_detection: { type: 'server_vad' } },
-            output: { format: { type: 'audio/pcm', rate: 24000 }, voice: 'alloy' },
+      t.same(
+        first,
+        {
+          type: 'session.update',
+          session: {
+            type: 'realtime',
+            output_modalities: ['audio'],
+            audio: {
+              input: { format: { type: 'audio/pcm', rate: 24000 }, turn_detection: { type: 'server_vad' } },
+              output: { format: { type: 'audio/pcm', rate: 24000 }, voice: 'alloy' },
+            },
           },
         },
-      }, 'GA session.update; an unknown voice maps to alloy');
+        'GA session.update; an unknown voice maps to alloy',
+      );
     },
     checkInputAudio(t: Test, h: SimulatorHarness, sent: Buffer) {
       const appends = h.events.flatMap((e) => (e.event.type === 'input_audio_buffer.append' ? [Buffer.from(e.event.audio, 'base64')] : []));

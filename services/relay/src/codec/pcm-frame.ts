@@ -31,7 +31,13 @@ export function decodePcmFrame(audio: string): Buffer | AudioFrameProblem {
 function isWavHeader(b: Buffer): boolean {
   return (
     b.length >= 12 &&
-    b[0] === 0x52 && b[1] === 0x49 && b[2] === 0x46 && b[3] === 0x46 &&
-    b[8] === 0x57 && b[9] === 0x41 && b[10] === 0x56 && b[11] === 0x45
+    b[0] === 0x52 &&
+    b[1] === 0x49 &&
+    b[2] === 0x46 &&
+    b[3] === 0x46 &&
+    b[8] === 0x57 &&
+    b[9] === 0x41 &&
+    b[10] === 0x56 &&
+    b[11] === 0x45
   );
 }

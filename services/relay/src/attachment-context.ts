@@ -1,0 +1,33 @@
+import type { Bus } from '@s2s/bus';
+import type { SessionRecord, Usage } from '@s2s/core';
+import type { DbHandle } from '@s2s/db';
+import type { Logger } from '@s2s/telemetry';
+import type { WebSocket } from 'ws';
+import type { Attachment } from './attachment.js';
+import type { Checkpointer } from './checkpoints.js';
+import type { ClientCodec } from './codec/model.js';
+import type { Config } from './config.js';
+import type { UpstreamOpener } from './upstream.js';
+
+/** What every attachment of one relay process shares. */
+export interface AttachmentContext {
+  config: Config;
+  db: DbHandle;
+  bus: Bus;
+  logger: Logger;
+  providers: UpstreamOpener;
+  checkpoints: Checkpointer;
+  codec: ClientCodec;
+  /** Called once the attachment is fully finished (final checkpoint published, socket closed). */
+  onFinished(a: Attachment): void;
+}
+
+export interface AttachmentInit {
+  ws: WebSocket;
+  session: SessionRecord;
+  attachmentId: string;
+  startedAt: Date;
+  prior: Usage;
+  legacy: boolean;
+  requestId: string;
+}
