@@ -1,17 +1,26 @@
-import { ERROR_STATUS, type ErrorCode } from '@s2s/contract';
+import type { ErrorCode } from '@s2s/contract';
 
-/** The one error family: a public code, its HTTP status, whether a retry may succeed, and the cause. */
+/** Codes whose cause is passing (an outage, a slow settlement, a limit): the same request may succeed later. */
+const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set([
+  'service_unavailable',
+  'session_store_unavailable',
+  'session_termination_failed',
+  'rate_limited',
+]);
+
+/**
+ * The one error family: a public code, whether a retry may succeed, and the cause. It knows no transport:
+ * the HTTP status, the realtime close code and the JetStream verdict are each transport's mapper's business.
+ */
 export class AppError extends Error {
   readonly code: ErrorCode;
-  readonly status: number;
   readonly retryable: boolean;
 
   constructor(code: ErrorCode, message: string, opts: { retryable?: boolean; cause?: unknown } = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = 'AppError';
     this.code = code;
-    this.status = ERROR_STATUS[code];
-    this.retryable = opts.retryable ?? this.status >= 500;
+    this.retryable = opts.retryable ?? RETRYABLE_CODES.has(code);
   }
 }
 
@@ -19,12 +28,19 @@ export function isAppError(err: unknown): err is AppError {
   return err instanceof AppError;
 }
 
+/** What the public answers for an unexpected failure; the detail goes to the log only. */
+export const INTERNAL_MESSAGE = 'An internal error occurred. Quote the request id when contacting support.';
+
 export const errors = {
   invalidRequest: (message: string) => new AppError('invalid_request', message),
   invalidKey: () => new AppError('invalid_vr_sk', 'The API key is invalid, revoked, or does not own this resource.'),
+  invalidAdminToken: () => new AppError('invalid_admin_token', 'The admin token is missing or invalid.'),
+  notFound: () => new AppError('not_found', 'No such route.'),
   sessionNotFound: () => new AppError('session_not_found', 'No session with this id exists for this key.'),
   sessionExpired: () => new AppError('session_expired', 'The session has ended and can no longer be used.'),
   modelNotFound: () => new AppError('model_not_found', 'The selected model is not available to this key.'),
+  keyNotFound: () => new AppError('key_not_found', 'No API key with this id exists.'),
+  walletNotFound: () => new AppError('wallet_not_found', 'No wallet with this id exists.'),
   insufficientBalance: () => new AppError('insufficient_wallet_balance', 'The wallet cannot cover the preauthorization of this session.'),
   idempotencyConflict: () => new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.'),
   sessionTerminationFailed: () =>
@@ -32,4 +48,11 @@ export const errors = {
       'session_termination_failed',
       'The session could not be settled in time. It will still be settled exactly once; retry the request to read its terminal state.',
     ),
+  /** A dependency (database, bus) does not answer; `service_unavailable` everywhere but session end. */
+  serviceUnavailable: (cause?: unknown, message = 'The service is temporarily unavailable; retry later.') =>
+    new AppError('service_unavailable', message, { cause }),
+  /** The session store does not answer while ending a session (api-v1 §7 names this code for end). */
+  sessionStoreUnavailable: (cause?: unknown) =>
+    new AppError('session_store_unavailable', 'The session store is unavailable; retry later.', { cause }),
+  internal: (cause?: unknown) => new AppError('internal_error', INTERNAL_MESSAGE, { cause }),
 };

@@ -1,6 +1,7 @@
 // Failures arrive as a pg error (SQLSTATE `code`), a Node socket error, a pg-pool Error Prisma passes
 // through untouched, or Prisma's KnownRequestError (P-code) holding the adapter's DriverAdapterError in
 // `meta.driverAdapterError`, whose `cause` is `{ kind, originalCode }`. Raw queries always say P2010.
+import { isAppError } from '@s2s/core';
 
 /** Serialization failure and deadlock: the transaction lost a race and may simply run again. */
 const CONFLICT_CODES = new Set(['40001', '40P01', 'P2034']);
@@ -78,4 +79,12 @@ function someLink(err: unknown, test: (link: Link) => boolean): boolean {
     queue.push(rec.cause, meta?.driverAdapterError, ...(Array.isArray(rec.errors) ? rec.errors : []));
   }
   return false;
+}
+
+/**
+ * Whether the same work may succeed if run again, for any error a transport maps: an AppError says so
+ * itself; anything else is retryable when the database lost a race or could not be reached.
+ */
+export function isRetryable(err: unknown): boolean {
+  return isAppError(err) ? err.retryable : isRetryableDbError(err);
 }

@@ -1,6 +1,6 @@
 // Public surface of @s2s/db. Test helpers live in '@s2s/db/testing'.
 export { createDb, type CreateDbOptions, type Db, type DbHandle, type DbOrTx, type DbTx } from './client.js';
-export { isRetryableDbError, isStoreUnavailableError } from './errors.js';
+export { isRetryable, isRetryableDbError, isStoreUnavailableError } from './errors.js';
 export { withTransaction, type DbContext, type Sql } from './sql.js';
 export { databaseNameOf, ensureDatabase, migrate, MIGRATIONS_DIR } from './migrate.js';
 // The Prisma namespace carries the error classes, `Prisma.sql` and the input/output types.

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { createTestDatabase } from '@s2s/db/testing';
-import { issueApiKey, newId, preauthorizationCents } from '@s2s/core';
+import { createTestDatabase, createWalletAndKey } from '@s2s/db/testing';
+import { preauthorizationCents } from '@s2s/core';
+import { httpStatus } from '@s2s/http-errors';
 import { createSession, type SessionSettings } from '../src/index.js';
 
 const SETTINGS: SessionSettings = { preauthMinutes: 10, idleTimeoutSeconds: 300, maxSeconds: 3600 };
@@ -9,17 +10,7 @@ const RATE = { per_minute: 1000, audio_in_token: 10, audio_out_token: 20, relay_
 
 async function fixtures(t: Parameters<typeof createTestDatabase>[0]) {
   const { db } = await createTestDatabase(t);
-  const walletId = newId('wal');
-  const keyId = newId('key');
-  const k = issueApiKey();
-  await db.pool.query('INSERT INTO wallets (id, balance_cents) VALUES ($1, 1000)', [walletId]);
-  await db.pool.query(`INSERT INTO ledger_entries (wallet_id, kind, amount_cents) VALUES ($1, 'credit', 1000)`, [walletId]);
-  await db.pool.query('INSERT INTO api_keys (id, secret_hash, prefix, wallet_id) VALUES ($1, $2, $3, $4)', [
-    keyId,
-    k.hash,
-    k.displayPrefix,
-    walletId,
-  ]);
+  const { keyId, walletId } = await createWalletAndKey(db.pool, { balanceCents: 1000 });
   for (const [id, approved] of [
     ['local/a', true],
     ['local/hidden', false],
@@ -64,8 +55,9 @@ t.test('createSession reserves the preauthorization and refuses like POST /v1/vo
       ctx: { db },
       input: { settings: SETTINGS, key, request: { model: 'local/hidden', mode: 'speech_to_speech' }, traceId: traceId() },
     }),
-    { name: 'AppError', code: 'model_not_found', status: 404 },
+    { name: 'AppError', code: 'model_not_found' },
   );
+  t.equal(httpStatus('model_not_found'), 404);
   // 1000 cents hold floor(1000 / preauth) preauthorizations and not one more.
   const many = Math.floor(1000 / preauth);
   for (let i = 1; i < many; i++) {
@@ -79,8 +71,9 @@ t.test('createSession reserves the preauthorization and refuses like POST /v1/vo
       ctx: { db },
       input: { settings: SETTINGS, key, request: { model: 'local/a', mode: 'speech_to_speech' }, legacy: true, traceId: traceId() },
     }),
-    { name: 'AppError', code: 'insufficient_wallet_balance', status: 402 },
+    { name: 'AppError', code: 'insufficient_wallet_balance' },
   );
+  t.equal(httpStatus('insufficient_wallet_balance'), 402);
   const count = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM voice_sessions');
   t.equal(count.rows[0]?.n, many, 'refusals created nothing');
 });
@@ -96,7 +89,8 @@ t.test('createSession with an Idempotency-Key: replays, conflicts, concurrent du
   const again = await create('k1');
   t.equal(again.replayed, true);
   t.equal(again.session.id, first.session.id);
-  await t.rejects(create('k1', 'local/hidden'), { name: 'AppError', code: 'idempotency_conflict', status: 409 });
+  await t.rejects(create('k1', 'local/hidden'), { name: 'AppError', code: 'idempotency_conflict' });
+  t.equal(httpStatus('idempotency_conflict'), 409);
 
   const racing = await Promise.all([create('k2'), create('k2'), create('k2')]);
   t.equal(new Set(racing.map((r) => r.session.id)).size, 1, 'one session for concurrent duplicates');

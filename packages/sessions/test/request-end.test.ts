@@ -2,8 +2,7 @@ import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { connectBus, subscribeMessages } from '@s2s/bus';
 import type { BusMessage } from '@s2s/contract';
-import { createTestDatabase } from '@s2s/db/testing';
-import { issueApiKey, newId } from '@s2s/core';
+import { createTestDatabase, createWalletAndKey } from '@s2s/db/testing';
 import { createSession, requestEnd } from '../src/index.js';
 
 const SETTINGS = { preauthMinutes: 10, idleTimeoutSeconds: 300, maxSeconds: 3600 };
@@ -15,16 +14,7 @@ async function setup(t: Parameters<typeof createTestDatabase>[0] & { teardown(fn
     await bus.jsm.streams.delete(bus.subjects.stream).catch(() => {});
     await bus.close();
   });
-  const walletId = newId('wal');
-  const keyId = newId('key');
-  const k = issueApiKey();
-  await db.pool.query('INSERT INTO wallets (id, balance_cents) VALUES ($1, 1000)', [walletId]);
-  await db.pool.query('INSERT INTO api_keys (id, secret_hash, prefix, wallet_id) VALUES ($1, $2, $3, $4)', [
-    keyId,
-    k.hash,
-    k.displayPrefix,
-    walletId,
-  ]);
+  const { keyId, walletId } = await createWalletAndKey(db.pool, { balanceCents: 1000 });
   await db.pool.query(
     `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved, capabilities, audio, modalities)
      VALUES ('local/a', 'A', 'test', 'local', 'm', true, true, '{"speech_to_speech":true}', '{}', '{}')`,

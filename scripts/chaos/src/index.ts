@@ -1,7 +1,7 @@
-// The chaos harness for the tap tests (tests/chaos, tests/faults): the private stack, the measuring client,
+// The chaos harness for the tap tests (tests/chaos): the private stack, the measuring client,
 // the campaign and its judgement.
 export { runCampaign, SCENARIO_NAMES, type CampaignOptions } from './campaign.js';
-export { ChaosSession, HttpTally, operatorKey, call, type Api, type SessionView } from './client.js';
+export { CHUNK_MS, ChaosSession, HttpTally, operatorKey, call, type Api, type SessionView } from './client.js';
 export { freePort, killAll, sleep, waitFor } from './infra.js';
 export { judge, lostIn, lostOut, summarize, table, details, type ScenarioResult, type SessionResult, type Summary } from './report.js';
 export { heal, SCENARIOS } from './scenarios.js';

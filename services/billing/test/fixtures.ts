@@ -7,10 +7,10 @@ import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
 import { connectBus, type Bus } from '@s2s/bus';
 import type { Rate, UsageCheckpoint } from '@s2s/contract';
-import { issueApiKey, newId, newTraceId, type AuthenticatedKey, type SessionRecord } from '@s2s/core';
+import { newId, newTraceId, type AuthenticatedKey, type SessionRecord } from '@s2s/core';
 import { createSession, publishUsageCheckpoint } from '@s2s/sessions';
 import { createDb, type DbHandle } from '@s2s/db';
-import { checkLedgerInvariants, createTestDatabase } from '@s2s/db/testing';
+import { checkLedgerInvariants, createTestDatabase, createWalletAndKey } from '@s2s/db/testing';
 import { createLogger, type Logger } from '@s2s/telemetry';
 import { loadConfig, type BillingConfig } from '../src/config.js';
 import { createBillingConsumer, type BillingConsumer, type BillingDeps } from '../src/consumer.js';
@@ -127,19 +127,9 @@ export interface Owner {
 
 /** A wallet credited like the operator API does (balance and a credit ledger row), its key, and a model. */
 export async function createOwner(db: DbHandle, balanceCents = 10_000, rate: Rate = TEST_RATE): Promise<Owner> {
-  const walletId = newId('wal');
-  const keyId = newId('key');
-  const issued = issueApiKey();
+  const { walletId, keyId, secret } = await createWalletAndKey(db.pool, { balanceCents });
   const modelId = `test/m-${randomBytes(4).toString('hex')}`;
   const rateId = newId('rate');
-  await db.pool.query(`INSERT INTO wallets (id, balance_cents) VALUES ($1, $2)`, [walletId, balanceCents]);
-  await db.pool.query(`INSERT INTO ledger_entries (wallet_id, kind, amount_cents) VALUES ($1, 'credit', $2)`, [walletId, balanceCents]);
-  await db.pool.query(`INSERT INTO api_keys (id, secret_hash, prefix, wallet_id) VALUES ($1, $2, $3, $4)`, [
-    keyId,
-    issued.hash,
-    issued.displayPrefix,
-    walletId,
-  ]);
   const capabilities = {
     speech_to_speech: true,
     server_vad: true,
@@ -159,7 +149,7 @@ export async function createOwner(db: DbHandle, balanceCents = 10_000, rate: Rat
     [rateId, modelId, rate.per_minute, rate.audio_in_token, rate.audio_out_token, rate.relay_fee_milli_cents],
   );
   await db.pool.query(`UPDATE catalog_models SET current_rate_id = $1 WHERE id = $2`, [rateId, modelId]);
-  return { walletId, key: { keyId, walletId }, secret: issued.secret, modelId };
+  return { walletId, key: { keyId, walletId }, secret, modelId };
 }
 
 /** A `ready` session with its reservation, through the same core function the control plane uses. */

@@ -20,7 +20,7 @@ export function buildApp(deps: AppDeps): Express {
   app.set('etag', false);
 
   app.use(requestContext(ctx.log));
-  app.use(deferredJsonBody(ctx.config.bodyLimitBytes));
+  app.use(deferredJsonBody(ctx.config.HTTP_BODY_LIMIT_BYTES));
 
   // Routers mounted at their prefix are skipped without being entered by requests for other paths.
   app.use('/v1/voice/sessions', sessionsRouter(ctx));

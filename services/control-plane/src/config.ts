@@ -1,4 +1,4 @@
-import { CommonEnv, commonConfig, envBoolean, envInt, envPort, parseEnv, z, type CommonConfig } from '@s2s/core';
+import { CommonEnv, envBoolean, envInt, envPort, parseEnv, z } from '@s2s/core';
 
 /** What `npm start` uses outside production when ADMIN_TOKEN is unset (decisions.md, Keys and operators). */
 export const DEV_ADMIN_TOKEN = 'dev-admin-token';
@@ -8,14 +8,15 @@ const optionalSecret = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
 
-export const ControlPlaneEnv = CommonEnv.extend({
+/** The control plane's configuration: its parsed output is the config, keyed by the variables' names. */
+export const ControlPlaneConfig = CommonEnv.extend({
   // Interface to listen on: loopback on a developer machine, 0.0.0.0 in a container.
   HOST: z.string().min(1).default('127.0.0.1'),
   // Public HTTP API port; 0 picks a free one (tests, benchmarks).
   HTTP_PORT: envPort(8080),
   // Base of every session's `realtime.url` (the relay's public WebSocket address).
   REALTIME_PUBLIC_URL: z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' }).default('ws://127.0.0.1:8081/v1/realtime'),
-  // Bearer token of the operator API; required in production, dev default otherwise.
+  // Bearer token of the operator API; required in production, DEV_ADMIN_TOKEN otherwise.
   ADMIN_TOKEN: optionalSecret,
   // Idle time after which a session expires; stored per session at creation.
   SESSION_IDLE_TIMEOUT_SECONDS: envInt(300, { min: 1, max: 86_400 }),
@@ -27,8 +28,8 @@ export const ControlPlaneEnv = CommonEnv.extend({
   END_WAIT_MS: envInt(8000, { min: 0, max: 120_000 }),
   // Largest accepted JSON request body; larger ones get 400 invalid_request.
   HTTP_BODY_LIMIT_BYTES: envInt(65_536, { min: 64, max: 10 * 1024 * 1024 }),
-  // Connections in the PostgreSQL pool (Prisma and raw queries share them). Creates on one wallet queue on
-  // its row anyway; more connections mostly add PostgreSQL backends competing for the same cores.
+  // Connections in the PostgreSQL pool. Creates on one wallet queue on its row anyway; more
+  // connections mostly add PostgreSQL backends competing for the same cores.
   DB_POOL_SIZE: envInt(8, { min: 1, max: 200 }),
   // Server-side statement timeout of every pooled connection; 0 disables it.
   DB_STATEMENT_TIMEOUT_MS: envInt(10_000, { min: 0, max: 600_000 }),
@@ -39,53 +40,24 @@ export const ControlPlaneEnv = CommonEnv.extend({
   SESSION_CREATE_SYNC_COMMIT: envBoolean(false),
   // Insert the default catalog (local/echo-1, local/unapproved-1) when it is missing.
   SEED_CATALOG: envBoolean(true),
-}).superRefine((env, ctx) => {
-  if (env.NODE_ENV !== 'production') return;
-  if (env.ADMIN_TOKEN === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['ADMIN_TOKEN'], message: 'is required when NODE_ENV is production' });
-  } else if (env.ADMIN_TOKEN === DEV_ADMIN_TOKEN) {
-    ctx.addIssue({ code: 'custom', path: ['ADMIN_TOKEN'], message: 'must not be the development default in production' });
-  }
-});
-
-export interface Config extends CommonConfig {
-  host: string;
-  httpPort: number;
-  realtimePublicUrl: string;
-  adminToken: string;
-  /** True when ADMIN_TOKEN was unset and the development default is in use. */
-  adminTokenIsDevDefault: boolean;
-  sessionIdleTimeoutSeconds: number;
-  sessionMaxSeconds: number;
-  sessionPreauthMinutes: number;
-  sessionCreateSyncCommit: boolean;
-  endWaitMs: number;
-  bodyLimitBytes: number;
-  dbPoolSize: number;
-  dbStatementTimeoutMs: number;
-  shutdownGraceMs: number;
-  seedCatalog: boolean;
-}
+})
+  .superRefine((env, ctx) => {
+    if (env.NODE_ENV !== 'production') return;
+    if (env.ADMIN_TOKEN === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['ADMIN_TOKEN'], message: 'is required when NODE_ENV is production' });
+    } else if (env.ADMIN_TOKEN === DEV_ADMIN_TOKEN) {
+      ctx.addIssue({ code: 'custom', path: ['ADMIN_TOKEN'], message: 'must not be the development default in production' });
+    }
+  })
+  .transform((env) => ({
+    ...env,
+    ADMIN_TOKEN: env.ADMIN_TOKEN ?? DEV_ADMIN_TOKEN,
+    /** True when ADMIN_TOKEN was unset and the development default is in use. */
+    adminTokenIsDevDefault: env.ADMIN_TOKEN === undefined,
+  }));
+export type Config = z.infer<typeof ControlPlaneConfig>;
 
 /** Parses the control plane's environment; throws one error naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined>): Config {
-  const e = parseEnv(ControlPlaneEnv, env);
-  return {
-    ...commonConfig(e),
-    host: e.HOST,
-    httpPort: e.HTTP_PORT,
-    realtimePublicUrl: e.REALTIME_PUBLIC_URL,
-    adminToken: e.ADMIN_TOKEN ?? DEV_ADMIN_TOKEN,
-    adminTokenIsDevDefault: e.ADMIN_TOKEN === undefined,
-    sessionIdleTimeoutSeconds: e.SESSION_IDLE_TIMEOUT_SECONDS,
-    sessionMaxSeconds: e.SESSION_MAX_SECONDS,
-    sessionPreauthMinutes: e.SESSION_PREAUTH_MINUTES,
-    sessionCreateSyncCommit: e.SESSION_CREATE_SYNC_COMMIT,
-    endWaitMs: e.END_WAIT_MS,
-    bodyLimitBytes: e.HTTP_BODY_LIMIT_BYTES,
-    dbPoolSize: e.DB_POOL_SIZE,
-    dbStatementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
-    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
-    seedCatalog: e.SEED_CATALOG,
-  };
+  return parseEnv(ControlPlaneConfig, env);
 }

@@ -13,20 +13,20 @@ const { seedCatalog } = await import('./domain/catalog.js');
 const { serve } = await import('./server.js');
 
 const config = loadConfig(process.env);
-const logger = createLogger({ service: 'control-plane', level: config.logLevel });
-const db = createDb(config.databaseUrl, {
-  max: config.dbPoolSize,
-  ...(config.dbStatementTimeoutMs > 0 ? { statementTimeoutMs: config.dbStatementTimeoutMs } : {}),
+const logger = createLogger({ service: 'control-plane', level: config.LOG_LEVEL });
+const db = createDb(config.DATABASE_URL, {
+  max: config.DB_POOL_SIZE,
+  ...(config.DB_STATEMENT_TIMEOUT_MS > 0 ? { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS } : {}),
   onPoolError: (err) => logger.warn({ err }, 'idle database connection failed'),
 });
-const bus = await connectBus({ url: config.natsUrl, prefix: config.busPrefix, name: 'control-plane', waitOnFirstConnect: true });
+const bus = await connectBus({ url: config.NATS_URL, prefix: config.BUS_PREFIX, name: 'control-plane', waitOnFirstConnect: true });
 const deps = { config, db, bus, logger };
-if (config.seedCatalog) {
+if (config.SEED_CATALOG) {
   const { inserted } = await seedCatalog({ ctx: createContext(deps) });
   if (inserted.length > 0) logger.info({ models: inserted }, 'default catalog seeded');
 }
 if (config.adminTokenIsDevDefault) {
   // The public development default (decisions.md), never a configured token.
-  logger.warn({ dev_admin_token: config.adminToken }, 'operator API uses the development admin token (ADMIN_TOKEN unset)');
+  logger.warn({ dev_admin_token: config.ADMIN_TOKEN }, 'operator API uses the development admin token (ADMIN_TOKEN unset)');
 }
 await serve({ app: buildApp(deps), config, logger, onClosed: [() => bus.close(), () => db.close(), () => telemetry.shutdown()] });

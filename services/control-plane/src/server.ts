@@ -6,7 +6,7 @@ import type { Config } from './config.js';
 
 export interface ServeOptions {
   app: Express;
-  config: Pick<Config, 'host' | 'httpPort' | 'shutdownGraceMs'>;
+  config: Pick<Config, 'HOST' | 'HTTP_PORT' | 'SHUTDOWN_GRACE_MS'>;
   logger: Logger;
   /** Closed in order once the server has drained (bus, database, telemetry). */
   onClosed: (() => Promise<unknown>)[];
@@ -18,11 +18,11 @@ export interface ServeOptions {
  */
 export async function serve(opts: ServeOptions): Promise<Server> {
   const { app, config, logger } = opts;
-  const server = app.listen(config.httpPort, config.host);
+  const server = app.listen(config.HTTP_PORT, config.HOST);
   await once(server, 'listening');
   const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : config.httpPort;
-  logger.info({ host: config.host, port, url: `http://${config.host}:${port}` }, 'control plane listening');
+  const port = typeof address === 'object' && address ? address.port : config.HTTP_PORT;
+  logger.info({ host: config.HOST, port, url: `http://${config.HOST}:${port}` }, 'control plane listening');
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -31,7 +31,7 @@ export async function serve(opts: ServeOptions): Promise<Server> {
     logger.info({ signal }, 'shutting down');
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
-    const grace = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
+    const grace = setTimeout(() => server.closeAllConnections(), config.SHUTDOWN_GRACE_MS);
     await closed;
     clearTimeout(grace);
     for (const close of opts.onClosed) {

@@ -51,7 +51,7 @@ export async function startControlPlane(t: TeardownHost, opts: HarnessOptions = 
     ...opts.env,
   });
   const db = opts.db ?? createDb(testDb.url, { max: 16 });
-  const bus = await connectBus({ url: config.natsUrl, prefix });
+  const bus = await connectBus({ url: config.NATS_URL, prefix });
   const logLines: string[] = [];
   const logger = createLogger({
     service: 'control-plane',

@@ -2,6 +2,7 @@ import t from 'tap';
 import { createHash } from 'node:crypto';
 import { Model, type UpsertModelRequest } from '@s2s/contract';
 import { AppError, preauthorizationCents } from '@s2s/core';
+import { httpStatus } from '@s2s/http-errors';
 import { DEV_ADMIN_TOKEN, loadConfig } from '../src/config.js';
 import { SEED_MODELS, toModel, withModelDefaults, type CatalogRow } from '../src/domain/catalog.js';
 import { canonicalJson, requestFingerprint } from '@s2s/core';
@@ -30,8 +31,9 @@ t.test('Idempotency-Key: absent, or 1-255 printable ASCII characters', async (t)
   t.equal(parseIdempotencyKey('order-42 retry #1'), 'order-42 retry #1');
   t.equal(parseIdempotencyKey('~'.repeat(255)), '~'.repeat(255));
   for (const bad of ['', 'x'.repeat(256), 'tab\there', 'naïve', 'line\nbreak', '\x7f']) {
-    t.throws(() => parseIdempotencyKey(bad), { code: 'invalid_request', status: 400 }, JSON.stringify(bad));
+    t.throws(() => parseIdempotencyKey(bad), { code: 'invalid_request' }, JSON.stringify(bad));
   }
+  t.equal(httpStatus('invalid_request'), 400);
 });
 
 t.test('validation messages name the fields, not the values', async (t) => {
@@ -44,34 +46,34 @@ t.test('validation messages name the fields, not the values', async (t) => {
 
 t.test('config: defaults of docs/architecture.md', async (t) => {
   const c = loadConfig({});
-  t.equal(c.httpPort, 8080);
-  t.equal(c.host, '127.0.0.1');
-  t.equal(c.realtimePublicUrl, 'ws://127.0.0.1:8081/v1/realtime');
-  t.equal(c.adminToken, DEV_ADMIN_TOKEN);
+  t.equal(c.HTTP_PORT, 8080);
+  t.equal(c.HOST, '127.0.0.1');
+  t.equal(c.REALTIME_PUBLIC_URL, 'ws://127.0.0.1:8081/v1/realtime');
+  t.equal(c.ADMIN_TOKEN, DEV_ADMIN_TOKEN);
   t.equal(c.adminTokenIsDevDefault, true);
-  t.equal(c.sessionIdleTimeoutSeconds, 300);
-  t.equal(c.sessionMaxSeconds, 3600);
-  t.equal(c.sessionPreauthMinutes, 10);
-  t.equal(c.endWaitMs, 8000);
-  t.equal(c.seedCatalog, true);
-  t.equal(c.dbPoolSize, 8);
-  t.equal(c.bodyLimitBytes, 65_536);
-  t.equal(c.sessionCreateSyncCommit, false);
-  t.equal(c.databaseUrl, 'postgres://postgres@127.0.0.1:5432/s2s_gateway');
-  t.equal(c.busPrefix, 's2s');
+  t.equal(c.SESSION_IDLE_TIMEOUT_SECONDS, 300);
+  t.equal(c.SESSION_MAX_SECONDS, 3600);
+  t.equal(c.SESSION_PREAUTH_MINUTES, 10);
+  t.equal(c.END_WAIT_MS, 8000);
+  t.equal(c.SEED_CATALOG, true);
+  t.equal(c.DB_POOL_SIZE, 8);
+  t.equal(c.HTTP_BODY_LIMIT_BYTES, 65_536);
+  t.equal(c.SESSION_CREATE_SYNC_COMMIT, false);
+  t.equal(c.DATABASE_URL, 'postgres://postgres@127.0.0.1:5432/s2s_gateway');
+  t.equal(c.BUS_PREFIX, 's2s');
 });
 
 t.test('config: values, booleans and refusals', async (t) => {
   const c = loadConfig({ HTTP_PORT: '9000', SEED_CATALOG: 'false', ADMIN_TOKEN: 'x'.repeat(24), SESSION_PREAUTH_MINUTES: '3' });
-  t.equal(c.httpPort, 9000);
-  t.equal(c.seedCatalog, false, '"false" is false');
-  t.equal(c.adminToken, 'x'.repeat(24));
+  t.equal(c.HTTP_PORT, 9000);
+  t.equal(c.SEED_CATALOG, false, '"false" is false');
+  t.equal(c.ADMIN_TOKEN, 'x'.repeat(24));
   t.equal(c.adminTokenIsDevDefault, false);
-  t.equal(c.sessionPreauthMinutes, 3);
+  t.equal(c.SESSION_PREAUTH_MINUTES, 3);
   t.equal(loadConfig({ ADMIN_TOKEN: '  ' }).adminTokenIsDevDefault, true, 'blank is unset');
   t.throws(() => loadConfig({ NODE_ENV: 'production' }), /ADMIN_TOKEN: is required when NODE_ENV is production/);
   t.throws(() => loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: DEV_ADMIN_TOKEN }), /ADMIN_TOKEN: must not be the development default/);
-  t.equal(loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'a-real-secret-token' }).adminToken, 'a-real-secret-token');
+  t.equal(loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'a-real-secret-token' }).ADMIN_TOKEN, 'a-real-secret-token');
   t.throws(() => loadConfig({ REALTIME_PUBLIC_URL: 'http://example.com/v1/realtime' }), /REALTIME_PUBLIC_URL/);
   t.throws(() => loadConfig({ HTTP_PORT: '70000' }), /HTTP_PORT/);
   t.throws(() => loadConfig({ SEED_CATALOG: 'maybe' }), /SEED_CATALOG/);

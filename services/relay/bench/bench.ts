@@ -10,9 +10,9 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { connectBus } from '@s2s/bus';
 import { REALTIME_PROTOCOL } from '@s2s/contract';
-import { BYTES_PER_MS, issueApiKey, newId } from '@s2s/core';
+import { BYTES_PER_MS } from '@s2s/core';
 import { createSession } from '@s2s/sessions';
-import { createTestDatabase } from '@s2s/db/testing';
+import { createTestDatabase, createWalletAndKey } from '@s2s/db/testing';
 import WebSocket from 'ws';
 
 const env = process.env;
@@ -385,17 +385,8 @@ async function main(): Promise<void> {
 
     // Fixtures: one big wallet, one echo-stream model, enough sessions for the largest run and the idle test.
     const db = testDb.db;
-    const walletId = newId('wal');
-    const keyId = newId('key');
-    const key = issueApiKey();
-    await db.pool.query('INSERT INTO wallets (id, balance_cents) VALUES ($1, 1000000000)', [walletId]);
-    await db.pool.query(`INSERT INTO ledger_entries (wallet_id, kind, amount_cents) VALUES ($1, 'credit', 1000000000)`, [walletId]);
-    await db.pool.query('INSERT INTO api_keys (id, secret_hash, prefix, wallet_id) VALUES ($1, $2, $3, $4)', [
-      keyId,
-      key.hash,
-      key.displayPrefix,
-      walletId,
-    ]);
+    const key = await createWalletAndKey(db.pool, { balanceCents: 1_000_000_000 });
+    const { walletId, keyId } = key;
     await db.pool.query(
       `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved, capabilities, audio, modalities)
        VALUES ('local/echo-stream', 'Echo stream', 'bench', 'local', 'echo-stream', true, true,

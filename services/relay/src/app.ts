@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { errorTypeForStatus, REALTIME_PROTOCOL, type ErrorResponse } from '@s2s/contract';
-import { AppError, errors, isAppError, newId } from '@s2s/core';
-import { isStoreUnavailableError } from '@s2s/db';
+import { REALTIME_PROTOCOL } from '@s2s/contract';
+import { errors, newId, type AppError } from '@s2s/core';
+import { httpErrorAnswer, isServerError, newRequestId, toAppError } from '@s2s/http-errors';
 import { activeTraceId } from '@s2s/telemetry';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { authorizeAttach, type AttachTarget } from './domain/authorize.js';
@@ -23,13 +22,8 @@ export interface RelayApp {
 }
 
 const REALTIME_PATH = '/v1/realtime';
-const INTERNAL_MESSAGE = 'An internal error occurred. Quote the request id when contacting support.';
 const KEY_REGEX = /^[+/0-9A-Za-z]{22}==$/;
 const MAX_ID_LENGTH = 255;
-
-export function newRequestId(): string {
-  return `req_${randomUUID().replaceAll('-', '')}`;
-}
 
 /**
  * The relay's HTTP server: `GET /v1/realtime` upgrades after every check has passed (refusals are plain
@@ -81,13 +75,10 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
       res.end(JSON.stringify({ status: draining ? 'draining' : path === '/readyz' ? 'ready' : 'ok' }));
       return;
     }
-    const err =
-      path === REALTIME_PATH
-        ? errors.invalidRequest('This endpoint accepts WebSocket upgrades only.')
-        : new AppError('not_found', 'No such route.');
-    const body = errorBody(err, requestId);
-    res.writeHead(err.status, { 'Content-Type': 'application/json; charset=utf-8' });
-    res.end(JSON.stringify(body));
+    const err = path === REALTIME_PATH ? errors.invalidRequest('This endpoint accepts WebSocket upgrades only.') : errors.notFound();
+    const answer = httpErrorAnswer(err, requestId);
+    res.writeHead(answer.status, { ...answer.headers, 'Content-Type': 'application/json; charset=utf-8' });
+    res.end(JSON.stringify(answer.body));
   }
 
   async function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
@@ -98,7 +89,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
     let legacySessionId: string | null = null;
     try {
       const target = checkHandshake(req);
-      if (relay.draining) throw new AppError('service_unavailable', 'This relay is shutting down; attach again.');
+      if (relay.draining) throw draining();
       const { session, legacy } = await authorizeAttach({
         ctx: authCtx,
         input: { authorization: req.headers.authorization, target },
@@ -109,7 +100,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
       if (!recorded) throw errors.sessionExpired();
       attached = { sessionId: session.id, attachmentId, legacy };
 
-      if (relay.draining) throw new AppError('service_unavailable', 'This relay is shutting down; attach again.');
+      if (relay.draining) throw draining();
       upgradeHeaders.set(req, [`X-Request-Id: ${requestId}`, ...(legacy ? ['Deprecation: true'] : [])]);
       let ws: WebSocket | undefined;
       // Synchronous when it succeeds; a socket that closed meanwhile is destroyed without the callback.
@@ -133,7 +124,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
       log.info({ session_id: session.id, attachment_id: attachmentId, legacy }, 'attached');
     } catch (err) {
       const appError = toAppError(err);
-      if (appError.status >= 500) log.error({ err: appError.cause ?? appError }, 'attach failed');
+      if (isServerError(appError)) log.error({ err: appError.cause ?? appError }, 'attach failed');
       else log.info({ code: appError.code }, 'attach refused');
       // Whatever this request already created is released: the attachment row, a legacy session.
       if (attached) await relay.abandon(attached).catch(() => {});
@@ -162,7 +153,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
 /** The checks ws would make, made first so that a bad handshake creates no attachment; plus ours. */
 function checkHandshake(req: IncomingMessage): AttachTarget {
   const url = new URL(req.url ?? '/', 'http://relay.invalid');
-  if (url.pathname !== REALTIME_PATH) throw new AppError('not_found', 'No such route.');
+  if (url.pathname !== REALTIME_PATH) throw errors.notFound();
   if (req.method !== 'GET') throw errors.invalidRequest('Use GET to attach.');
   if (req.headers.upgrade?.toLowerCase() !== 'websocket') throw errors.invalidRequest('A WebSocket upgrade is required.');
   const key = req.headers['sec-websocket-key'];
@@ -186,33 +177,19 @@ function checkHandshake(req: IncomingMessage): AttachTarget {
   return target;
 }
 
-function toAppError(err: unknown): AppError {
-  if (isAppError(err)) return err;
-  if (isStoreUnavailableError(err)) {
-    return new AppError('service_unavailable', 'The service is temporarily unavailable; retry later.', { cause: err });
-  }
-  return new AppError('internal_error', INTERNAL_MESSAGE, { cause: err });
-}
-
-function errorBody(err: AppError, requestId: string): ErrorResponse {
-  return {
-    error: {
-      type: errorTypeForStatus(err.status),
-      code: err.code,
-      message: err.code === 'internal_error' ? INTERNAL_MESSAGE : err.message,
-      request_id: requestId,
-    },
-  };
-}
+const draining = () => errors.serviceUnavailable(undefined, 'This relay is shutting down; attach again.');
 
 /** An HTTP error answer on a socket that asked for an upgrade (nothing was upgraded). */
-function writeRawError(socket: Duplex, err: AppError, requestId: string, status = err.status): void {
+/** `status` overrides the mapped one only for a parser refusal (431: headers too large, not an error code). */
+function writeRawError(socket: Duplex, err: AppError, requestId: string, statusOverride?: number): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
-  const body = JSON.stringify(errorBody(err, requestId));
-  const extra = [...(status === 401 ? ['WWW-Authenticate: Bearer'] : []), ...(status === 503 ? ['Retry-After: 1'] : [])];
+  const answer = httpErrorAnswer(err, requestId);
+  const status = statusOverride ?? answer.status;
+  const body = JSON.stringify(answer.body);
+  const extra = Object.entries(answer.headers).map(([name, value]) => `${name}: ${value}`);
   socket.once('finish', () => socket.destroy());
   socket.end(
     [

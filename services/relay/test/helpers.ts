@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { connectBus, subscribeMessages, type Bus } from '@s2s/bus';
 import { REALTIME_PROTOCOL, type BusMessage, type Rate, type UsageCheckpoint } from '@s2s/contract';
-import { issueApiKey, newId, type SessionRecord } from '@s2s/core';
+import { newId, type SessionRecord } from '@s2s/core';
 import { createSession } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
-import { createTestDatabase } from '@s2s/db/testing';
+import { createTestDatabase, createWalletAndKey } from '@s2s/db/testing';
 import { pcmFrames, pcmSilence, pcmTone, startLocalProvider, type LocalProvider, type ReceivedClientEvent } from '@s2s/local-provider';
 import { createLogger } from '@s2s/telemetry';
 import WebSocket from 'ws';
@@ -120,21 +120,7 @@ export interface KeyFixture {
 
 /** A wallet credited by an operator (ledger row included, so the ledger invariants hold) and a key on it. */
 export async function createKey(db: DbHandle, balanceCents: number, opts: { revoked?: boolean } = {}): Promise<KeyFixture> {
-  const walletId = newId('wal');
-  const keyId = newId('key');
-  const key = issueApiKey();
-  await db.pool.query('INSERT INTO wallets (id, balance_cents) VALUES ($1, $2)', [walletId, balanceCents]);
-  if (balanceCents > 0) {
-    await db.pool.query(`INSERT INTO ledger_entries (wallet_id, kind, amount_cents) VALUES ($1, 'credit', $2)`, [walletId, balanceCents]);
-  }
-  await db.pool.query('INSERT INTO api_keys (id, secret_hash, prefix, wallet_id, revoked_at) VALUES ($1, $2, $3, $4, $5)', [
-    keyId,
-    key.hash,
-    key.displayPrefix,
-    walletId,
-    opts.revoked ? new Date() : null,
-  ]);
-  return { secret: key.secret, keyId, walletId };
+  return createWalletAndKey(db.pool, { balanceCents, ...opts });
 }
 
 export const DEFAULT_RATE: Rate = { per_minute: 1000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 };

@@ -10,9 +10,8 @@ import {
   type UpsertModelRequest,
 } from '@s2s/contract';
 import { errors, newId } from '@s2s/core';
-import { Prisma, isStoreUnavailableError, type DbTx } from '@s2s/db';
+import { withTransaction, type Sql } from '@s2s/db';
 import type { AppContext } from '../context.js';
-import { storeUnavailable } from '../http/errors.js';
 
 /** `pricing.source` of operator-set rates: selling rates derived from the upstream provider's cost. */
 export const PRICING_SOURCE = 'upstream_derived';
@@ -138,15 +137,10 @@ export function toAdminModel(row: CatalogRow): AdminModel {
   };
 }
 
-/** GET /v1/models; 503 service_unavailable when the catalog store does not answer. */
-export async function listModels({ ctx }: { ctx: AppContext }): Promise<ModelList> {
-  try {
-    const { rows } = await ctx.db.pool.query<CatalogRow>({ name: 'cp_list_models', text: LISTED_MODELS_SQL });
-    return { object: 'list', data: rows.map(toModel) };
-  } catch (err) {
-    if (isStoreUnavailableError(err)) throw storeUnavailable(err);
-    throw err;
-  }
+/** GET /v1/models. */
+export async function listModels({ ctx }: { ctx: Pick<AppContext, 'db'> }): Promise<ModelList> {
+  const { rows } = await ctx.db.pool.query<CatalogRow>({ name: 'cp_list_models', text: LISTED_MODELS_SQL });
+  return { object: 'list', data: rows.map(toModel) };
 }
 
 function sameRate(a: Rate, b: Rate): boolean {
@@ -173,66 +167,60 @@ export function withModelDefaults(input: UpsertModelRequest): Required<UpsertMod
 }
 
 /** Inserts the model row when its id is free; a concurrent writer of the same id waits for the other. */
-async function insertModelIfMissing(tx: DbTx, m: Required<UpsertModelRequest>): Promise<boolean> {
-  const inserted = await tx.$executeRaw`
-    INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved,
-                                capabilities, audio, modalities)
-    VALUES (${m.id}, ${m.display_name}, ${m.owned_by}, ${m.provider}, ${m.provider_model}, ${m.enabled}, ${m.approved},
-            ${JSON.stringify(m.capabilities)}::jsonb, ${JSON.stringify(m.audio)}::jsonb, ${JSON.stringify(m.modalities)}::jsonb)
-    ON CONFLICT (id) DO NOTHING`;
-  return inserted === 1;
+async function insertModelIfMissing(tx: Sql, m: Required<UpsertModelRequest>): Promise<boolean> {
+  const { rowCount } = await tx.query(
+    `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved,
+                                 capabilities, audio, modalities)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10::jsonb)
+     ON CONFLICT (id) DO NOTHING`,
+    [m.id, m.display_name, m.owned_by, m.provider, m.provider_model, m.enabled, m.approved, ...jsonColumns(m)],
+  );
+  return rowCount === 1;
+}
+
+function jsonColumns(m: Required<UpsertModelRequest>): string[] {
+  return [JSON.stringify(m.capabilities), JSON.stringify(m.audio), JSON.stringify(m.modalities)];
 }
 
 /** Makes `pricing` the model's current rate; a new immutable snapshot only when it differs. */
-async function applyPricing(tx: DbTx, modelId: string, pricing: Rate): Promise<void> {
-  const [current] = await tx.$queryRaw<(Rate & { id: string; source: string })[]>`
-    SELECT r.id, r.source, r.per_minute, r.audio_in_token, r.audio_out_token, r.relay_fee_milli_cents
-      FROM catalog_models m JOIN rate_snapshots r ON r.id = m.current_rate_id
-     WHERE m.id = ${modelId}`;
+async function applyPricing(tx: Sql, modelId: string, pricing: Rate): Promise<void> {
+  const { rows } = await tx.query<Rate & { id: string; source: string }>(
+    `SELECT r.id, r.source, r.per_minute, r.audio_in_token, r.audio_out_token, r.relay_fee_milli_cents
+       FROM catalog_models m JOIN rate_snapshots r ON r.id = m.current_rate_id
+      WHERE m.id = $1`,
+    [modelId],
+  );
+  const current = rows[0];
   if (current && current.source === PRICING_SOURCE && sameRate(current, pricing)) return;
   const rateId = newId('rate');
-  await tx.rateSnapshot.create({
-    data: {
-      id: rateId,
-      modelId,
-      source: PRICING_SOURCE,
-      perMinute: pricing.per_minute,
-      audioInToken: pricing.audio_in_token,
-      audioOutToken: pricing.audio_out_token,
-      relayFeeMilliCents: pricing.relay_fee_milli_cents,
-    },
-  });
-  await tx.catalogModel.update({ where: { id: modelId }, data: { currentRateId: rateId, updatedAt: new Date() } });
+  await tx.query(
+    `INSERT INTO rate_snapshots (id, model_id, source, per_minute, audio_in_token, audio_out_token, relay_fee_milli_cents)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [rateId, modelId, PRICING_SOURCE, pricing.per_minute, pricing.audio_in_token, pricing.audio_out_token, pricing.relay_fee_milli_cents],
+  );
+  await tx.query('UPDATE catalog_models SET current_rate_id = $2, updated_at = now() WHERE id = $1', [modelId, rateId]);
 }
 
-async function readCatalogRow(tx: DbTx, modelId: string): Promise<CatalogRow> {
-  const [row] = await tx.$queryRaw<CatalogRow[]>`${Prisma.raw(CATALOG_SELECT)} WHERE m.id = ${modelId}`;
+async function readCatalogRow(tx: Sql, modelId: string): Promise<CatalogRow> {
+  const { rows } = await tx.query<CatalogRow>(`${CATALOG_SELECT} WHERE m.id = $1`, [modelId]);
+  const row = rows[0];
   if (!row) throw new Error('catalog model vanished inside its own transaction');
   return row;
 }
 
 /** PUT /admin/v1/models: upsert; a pricing change makes a new rate snapshot, unchanged pricing keeps it. */
-export async function upsertModel({ ctx, input }: { ctx: AppContext; input: UpsertModelRequest }): Promise<AdminModel> {
+export async function upsertModel({ ctx, input }: { ctx: Pick<AppContext, 'db'>; input: UpsertModelRequest }): Promise<AdminModel> {
   const m = withModelDefaults(input);
-  const row = await ctx.db.prisma.$transaction(async (tx) => {
+  const row = await withTransaction(ctx, async (tx) => {
     if (!(await insertModelIfMissing(tx, m))) {
       // Row lock first, so concurrent updates of one model compare pricing one after the other.
-      await tx.$queryRaw`SELECT 1 FROM catalog_models WHERE id = ${m.id} FOR UPDATE`;
-      await tx.catalogModel.update({
-        where: { id: m.id },
-        data: {
-          displayName: m.display_name,
-          ownedBy: m.owned_by,
-          provider: m.provider,
-          providerModel: m.provider_model,
-          enabled: m.enabled,
-          approved: m.approved,
-          capabilities: m.capabilities,
-          audio: m.audio,
-          modalities: m.modalities,
-          updatedAt: new Date(),
-        },
-      });
+      await tx.query('SELECT 1 FROM catalog_models WHERE id = $1 FOR UPDATE', [m.id]);
+      await tx.query(
+        `UPDATE catalog_models SET display_name = $2, owned_by = $3, provider = $4, provider_model = $5, enabled = $6,
+                approved = $7, capabilities = $8::jsonb, audio = $9::jsonb, modalities = $10::jsonb, updated_at = now()
+          WHERE id = $1`,
+        [m.id, m.display_name, m.owned_by, m.provider, m.provider_model, m.enabled, m.approved, ...jsonColumns(m)],
+      );
     }
     await applyPricing(tx, m.id, m.pricing);
     return readCatalogRow(tx, m.id);
@@ -244,11 +232,11 @@ export async function upsertModel({ ctx, input }: { ctx: AppContext; input: Upse
  * Inserts the default models that are missing. Existing entries are left as the operator made them, so a
  * restart never re-approves, re-enables or re-prices a model (and never adds a snapshot).
  */
-export async function seedCatalog({ ctx }: { ctx: AppContext }): Promise<{ inserted: string[] }> {
+export async function seedCatalog({ ctx }: { ctx: Pick<AppContext, 'db'> }): Promise<{ inserted: string[] }> {
   const inserted: string[] = [];
   for (const seed of SEED_MODELS) {
     const m = withModelDefaults(seed);
-    const created = await ctx.db.prisma.$transaction(async (tx) => {
+    const created = await withTransaction(ctx, async (tx) => {
       if (!(await insertModelIfMissing(tx, m))) return false;
       await applyPricing(tx, m.id, m.pricing);
       return true;

@@ -1,5 +1,5 @@
 import type { Wallet } from '@s2s/contract';
-import { AppError } from '@s2s/core';
+import { errors } from '@s2s/core';
 import type { AppContext } from '../context.js';
 
 interface WalletRow {
@@ -17,31 +17,38 @@ function toWallet(row: WalletRow): Wallet {
   };
 }
 
-const walletNotFound = () => new AppError('wallet_not_found', 'No wallet with this id exists.');
-
 /** POST /admin/v1/wallets/{id}/credit: the ledger row and the balance move together in one statement. */
-export async function creditWallet({ ctx, input }: { ctx: AppContext; input: { walletId: string; amountCents: number } }): Promise<Wallet> {
-  const rows = await ctx.db.prisma.$queryRaw<WalletRow[]>`
-    WITH w AS (
-      UPDATE wallets SET balance_cents = balance_cents + ${input.amountCents}::bigint, updated_at = now()
-       WHERE id = ${input.walletId}
-      RETURNING id, balance_cents, reserved_cents
-    ), l AS (
-      INSERT INTO ledger_entries (wallet_id, kind, amount_cents)
-      SELECT id, 'credit', ${input.amountCents}::bigint FROM w
-    )
-    SELECT id, balance_cents::float8 AS balance_cents, reserved_cents::float8 AS reserved_cents FROM w`;
+export async function creditWallet({
+  ctx,
+  input,
+}: {
+  ctx: Pick<AppContext, 'db'>;
+  input: { walletId: string; amountCents: number };
+}): Promise<Wallet> {
+  const { rows } = await ctx.db.pool.query<WalletRow>(
+    `WITH w AS (
+       UPDATE wallets SET balance_cents = balance_cents + $2::bigint, updated_at = now()
+        WHERE id = $1
+       RETURNING id, balance_cents, reserved_cents
+     ), l AS (
+       INSERT INTO ledger_entries (wallet_id, kind, amount_cents)
+       SELECT id, 'credit', $2::bigint FROM w
+     )
+     SELECT id, balance_cents::float8 AS balance_cents, reserved_cents::float8 AS reserved_cents FROM w`,
+    [input.walletId, input.amountCents],
+  );
   const row = rows[0];
-  if (!row) throw walletNotFound();
+  if (!row) throw errors.walletNotFound();
   return toWallet(row);
 }
 
 /** GET /admin/v1/wallets/{id}. */
-export async function getWallet({ ctx, input }: { ctx: AppContext; input: { walletId: string } }): Promise<Wallet> {
-  const rows = await ctx.db.prisma.$queryRaw<WalletRow[]>`
-    SELECT id, balance_cents::float8 AS balance_cents, reserved_cents::float8 AS reserved_cents
-      FROM wallets WHERE id = ${input.walletId}`;
+export async function getWallet({ ctx, input }: { ctx: Pick<AppContext, 'db'>; input: { walletId: string } }): Promise<Wallet> {
+  const { rows } = await ctx.db.pool.query<WalletRow>(
+    'SELECT id, balance_cents::float8 AS balance_cents, reserved_cents::float8 AS reserved_cents FROM wallets WHERE id = $1',
+    [input.walletId],
+  );
   const row = rows[0];
-  if (!row) throw walletNotFound();
+  if (!row) throw errors.walletNotFound();
   return toWallet(row);
 }

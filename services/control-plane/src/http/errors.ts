@@ -1,62 +1,35 @@
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
-import { errorTypeForStatus, type ErrorResponse } from '@s2s/contract';
-import { AppError, errors, isAppError } from '@s2s/core';
-import { isStoreUnavailableError } from '@s2s/db';
+import { errors, type AppError } from '@s2s/core';
+import { httpErrorAnswer, isServerError, toAppError, type StoreUnavailableCode } from '@s2s/http-errors';
 import { locals, requestLog } from './request-context.js';
 
-const INTERNAL_MESSAGE = 'An internal error occurred. Quote the request id when contacting support.';
-
-export function storeUnavailable(cause: unknown): AppError {
-  return new AppError('service_unavailable', 'The service is temporarily unavailable; retry later.', { cause });
-}
-
-/**
- * Maps anything thrown to the one public error model: AppErrors as they are; body-parser and router
- * client errors (malformed JSON, 413, bad path encoding) to 400; an unreachable store to 503;
- * everything else to 500 with a generic message.
- */
-export function toAppError(err: unknown): AppError {
-  if (isAppError(err)) return err;
-  if (isClientHttpError(err)) return errors.invalidRequest('The request could not be read.');
-  if (isStoreUnavailableError(err)) return storeUnavailable(err);
-  return new AppError('internal_error', INTERNAL_MESSAGE, { cause: err });
-}
-
-/** What express and body-parser raise for a request they cannot read (http-errors, or the router's URIError). */
-function isClientHttpError(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  const status = (err as { status?: unknown; statusCode?: unknown }).status ?? (err as { statusCode?: unknown }).statusCode;
-  return typeof status === 'number' && status >= 400 && status < 500;
+/** Declares the code this route answers when its store does not respond (api-v1 §7: end has its own). */
+export function storeUnavailableAnswers(code: StoreUnavailableCode): RequestHandler {
+  return (_req, res, next) => {
+    locals(res).storeUnavailable = code;
+    next();
+  };
 }
 
 export function sendError(res: Response, err: AppError): void {
   const l = locals(res);
-  const body: ErrorResponse = {
-    error: {
-      type: errorTypeForStatus(err.status),
-      code: err.code,
-      message: err.status >= 500 && err.code === 'internal_error' ? INTERNAL_MESSAGE : err.message,
-      request_id: l.requestId,
-    },
-  };
+  const answer = httpErrorAnswer(err, l.requestId);
   l.errorCode = err.code;
-  if (err.status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
-  if (err.status === 503) res.setHeader('Retry-After', '1');
-  res.status(err.status).json(body);
+  res.set(answer.headers).status(answer.status).json(answer.body);
 }
 
 export const notFoundHandler: RequestHandler = () => {
-  throw new AppError('not_found', 'No such route.');
+  throw errors.notFound();
 };
 
-/** The one error middleware: public body from toAppError, details of 5xx in the log only. */
+/** The one error middleware (@s2s/http-errors maps); the detail of a 5xx goes to the log only. */
 export const errorHandler: ErrorRequestHandler = (err: unknown, _req: Request, res: Response, next) => {
   if (res.headersSent) {
     next(err);
     return;
   }
-  const appError = toAppError(err);
-  if (appError.status >= 500) {
+  const appError = toAppError(err, locals(res).storeUnavailable);
+  if (isServerError(appError)) {
     requestLog(res).error({ err: appError.cause ?? appError, code: appError.code }, 'request failed');
   }
   sendError(res, appError);

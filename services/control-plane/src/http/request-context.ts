@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { newRequestId, type StoreUnavailableCode } from '@s2s/http-errors';
 import type { Logger } from '@s2s/telemetry';
 
 /** Per-request state kept in `res.locals`. */
@@ -9,6 +9,8 @@ export interface RequestLocals {
   errorCode?: string;
   logger: Logger;
   requestLogger?: Logger;
+  /** Set by a route whose store outage has its own code (storeUnavailableAnswers). */
+  storeUnavailable?: StoreUnavailableCode;
 }
 
 export function locals(res: Response): RequestLocals {
@@ -19,10 +21,6 @@ export function locals(res: Response): RequestLocals {
 export function requestLog(res: Response): Logger {
   const l = locals(res);
   return (l.requestLogger ??= l.logger.child({ request_id: l.requestId }));
-}
-
-export function newRequestId(): string {
-  return `req_${randomUUID().replaceAll('-', '')}`;
 }
 
 /** Path without the query string: nothing a client put in a query reaches the log. */

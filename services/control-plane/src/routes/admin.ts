@@ -10,7 +10,7 @@ import { creditWallet, getWallet } from '../domain/wallets.js';
 /** The operator API of decisions.md, mounted under /admin/v1; every route needs the admin token. */
 export function adminRouter(ctx: AppContext): Router {
   const router = Router();
-  router.use(requireAdmin(ctx.config.adminToken));
+  router.use(requireAdmin(ctx.config.ADMIN_TOKEN));
 
   router.post('/keys', async (req, res) => {
     const input = readJsonBody(req, res, CreateKeyRequest);

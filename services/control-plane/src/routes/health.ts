@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { AppError } from '@s2s/core';
+import { errors } from '@s2s/core';
 import type { AppContext } from '../context.js';
 
 const PROBE_TIMEOUT_MS = 1000;
@@ -23,7 +23,7 @@ export function healthRouter(ctx: AppContext): Router {
       if (ctx.bus.nc.isClosed() || ctx.bus.nc.isDraining()) throw new Error('bus connection closed');
       await Promise.all([withTimeout(ctx.db.pool.query('SELECT 1'), 'database'), withTimeout(ctx.bus.nc.flush(), 'bus')]);
     } catch (err) {
-      throw new AppError('service_unavailable', 'The service is not ready.', { cause: err });
+      throw errors.serviceUnavailable(err, 'The service is not ready.');
     }
     res.json({ status: 'ok' });
   });

@@ -12,10 +12,10 @@ export function sessionsRouter(ctx: AppContext): Router {
   const router = Router();
   const { config } = ctx;
   const settings = {
-    preauthMinutes: config.sessionPreauthMinutes,
-    idleTimeoutSeconds: config.sessionIdleTimeoutSeconds,
-    maxSeconds: config.sessionMaxSeconds,
-    syncCommit: config.sessionCreateSyncCommit,
+    preauthMinutes: config.SESSION_PREAUTH_MINUTES,
+    idleTimeoutSeconds: config.SESSION_IDLE_TIMEOUT_SECONDS,
+    maxSeconds: config.SESSION_MAX_SECONDS,
+    syncCommit: config.SESSION_CREATE_SYNC_COMMIT,
   };
 
   // Checks, in order: key (401), Idempotency-Key replay or conflict (replay / 409), model (404), wallet (402).
@@ -39,13 +39,13 @@ export function sessionsRouter(ctx: AppContext): Router {
       input: { key: { secretHash: hashApiKey(secret) }, request: body, idempotencyKey, traceId, settings },
     });
     if (replayed) res.setHeader('Idempotent-Replayed', 'true');
-    res.status(201).json(toVoiceSession(session, config.realtimePublicUrl));
+    res.status(201).json(toVoiceSession(session, config.REALTIME_PUBLIC_URL));
   });
 
   router.get('/:id', async (req, res) => {
     const key = await authenticateKey({ ctx, input: { authorization: req.headers.authorization } });
     const session = await getSession({ ctx, input: { sessionId: req.params.id, keyId: key.keyId } });
-    res.json(toVoiceSession(session, config.realtimePublicUrl));
+    res.json(toVoiceSession(session, config.REALTIME_PUBLIC_URL));
   });
 
   return router;

@@ -1,12 +1,13 @@
 import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { BYTES_PER_MS } from '@s2s/core';
 import { pcmTone } from '@s2s/local-provider';
 import { WebSocketServer, type WebSocket } from 'ws';
 
 export const FAKE_GEMINI_PATH = '/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent';
 /** The fake's answer to every turn: 1 s of a 660 Hz tone at 24 kHz, in five 200 ms parts. */
 export const FAKE_GEMINI_REPLY = pcmTone(1000, { frequencyHz: 660 });
-const PART_BYTES = 200 * 48;
+const PART_BYTES = 200 * BYTES_PER_MS;
 
 export interface FakeGeminiOptions {
   apiKey: string;
