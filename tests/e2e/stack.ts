@@ -127,6 +127,9 @@ export async function startStack(
       RELAY_ID: `e2e-relay-${randomBytes(2).toString('hex')}`,
       LOCAL_PROVIDER_URL: `ws://127.0.0.1:${provider.port}/v1/realtime`,
       CHECKPOINT_INTERVAL_MS: '200',
+      // Short leases, so that billing tells a killed relay from a live one well within END_WAIT_MS.
+      RELAY_LEASE_RENEW_MS: '500',
+      RELAY_LEASE_TTL_MS: '3000',
       ...env.relay,
     },
     'relay listening',
@@ -143,7 +146,7 @@ export async function startStack(
     t,
     'billing',
     'services/billing/src/main.ts',
-    { ...common, END_GRACE_MS: '1500', SWEEP_INTERVAL_MS: '500', ...env.billing },
+    { ...common, END_GRACE_MS: '1500', SWEEP_INTERVAL_MS: '500', RELAY_LEASE_TTL_MS: '3000', STORE_PROBE_MS: '500', ...env.billing },
     'billing consumer started',
   );
   return { db, bus, prefix, provider, relay, controlPlane, billing, baseUrl: `http://127.0.0.1:${controlPlane.port}`, relayUrl };

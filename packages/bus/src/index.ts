@@ -124,10 +124,11 @@ export function decodeMessage(data: Uint8Array): DecodeResult {
   } catch {
     return { ok: false, reason: 'malformed', detail: 'not JSON' };
   }
-  const envelope = BusEnvelope.safeParse(json);
-  if (!envelope.success) return { ok: false, reason: 'malformed', detail: 'no type/version' };
+  // The whole parse first: it is the common case, and the envelope is only needed to explain a failure.
   const parsed = BusMessage.safeParse(json);
   if (parsed.success) return { ok: true, message: parsed.data };
+  const envelope = BusEnvelope.safeParse(json);
+  if (!envelope.success) return { ok: false, reason: 'malformed', detail: 'no type/version' };
   const known = BusMessage.options.some(
     (o) => o.shape.type.value === envelope.data.type && o.shape.version.value === envelope.data.version,
   );
@@ -200,3 +201,28 @@ export async function ensureDurableConsumer(
   }
   return jsm.consumers.update(stream, name, updatable);
 }
+
+export {
+  createWorker,
+  type Decoded,
+  type Handlers,
+  type Item,
+  type KindHandler,
+  type MessageSource,
+  type Worker,
+  type WorkerLog,
+  type WorkerMsg,
+  type WorkerOptions,
+  type WorkerStats,
+} from './worker.js';
+export {
+  ACK,
+  isLastDelivery,
+  isRetryableError,
+  retryDelayMs,
+  verdictFor,
+  type Outcome,
+  type RetryPolicy,
+  type Verdict,
+} from './verdict.js';
+export { deadLetterTo, pullSource } from './jetstream-worker.js';

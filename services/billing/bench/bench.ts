@@ -1,9 +1,13 @@
 // Billing benchmark (a script, not a test): prints figures, asserts nothing.
 //  (a) usage checkpoints consumed per second by one billing process, from a pre-filled stream;
+//  (c) the same for the traffic of 10,000 live sessions checkpointing every 250 ms (40,000/s): every
+//      attachment interleaved, so a batch holds few checkpoints of any one attachment;
 //  (b) latency from an end request to the settled message at a steady load of live sessions.
+// BENCH_PARTS (default "a,c,b") picks parts.
 // Each part uses a fresh database and bus prefix. Run: pnpm --filter @s2s/billing bench
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectBus, subscribeMessages, type Bus } from '@s2s/bus';
@@ -21,6 +25,11 @@ const THROUGHPUT_PER_ATTACHMENT = arg('CHECKPOINTS_PER_ATTACHMENT', 100);
 const LIVE_SESSIONS = arg('LIVE_SESSIONS', 200);
 const ENDS_PER_SECOND = arg('ENDS_PER_SECOND', 10);
 const LATENCY_SECONDS = arg('LATENCY_SECONDS', 30);
+// The relay checkpoints every 250 ms while counters change: 4 a second per live streaming session.
+const RATE_SESSIONS = arg('RATE_SESSIONS', 10_000);
+const RATE_CHECKPOINTS_PER_SECOND = 4;
+const RATE_SECONDS = arg('RATE_SECONDS', 5);
+const PARTS = (process.env.BENCH_PARTS ?? 'a,c,b').split(',');
 
 interface Env {
   db: TestDatabase;
@@ -45,9 +54,11 @@ async function environment(): Promise<Env> {
   };
 }
 
-function billingProcess(env: Env, extra: Record<string, string> = {}): ChildProcess & { exited: Promise<void> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: serviceRoot,
+function billingProcess(env: Env, extra: Record<string, string> = {}, cwd = serviceRoot): ChildProcess & { exited: Promise<void> } {
+  // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the billing process.
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts'], {
+    cwd,
     env: {
       ...process.env,
       NODE_ENV: 'production',
@@ -69,8 +80,8 @@ async function stop(child: ChildProcess & { exited: Promise<void> }) {
   await child.exited;
 }
 
-function checkpoint(sessionId: string, attachmentId: string, seq: number, final = false): UsageCheckpoint {
-  // Each second of a live attachment: 1000 ms in, 800 ms out, 10 / 16 tokens.
+function checkpoint(sessionId: string, attachmentId: string, seq: number, final = false, emittedAt = Date.now()): UsageCheckpoint {
+  // Each step of a live attachment: 1000 ms in, 800 ms out, 10 / 16 tokens.
   return {
     type: 'usage.checkpoint',
     version: 1,
@@ -83,35 +94,44 @@ function checkpoint(sessionId: string, attachmentId: string, seq: number, final 
     input_audio_tokens: 10 * seq,
     output_audio_tokens: 16 * seq,
     final,
-    emitted_at: Date.now(),
+    emitted_at: emittedAt,
   };
 }
 
 async function liveSessions(env: Env, n: number) {
   const owner = await createOwner(env.db.db, 1_000_000_000);
   const out: { id: string; attachmentId: string }[] = [];
-  for (let i = 0; i < n; i++) {
-    const s = await createTestSession(env.db.db, owner);
-    out.push({ id: s.id, attachmentId: await attach(env.db.db, s.id, 'bench-relay') });
+  for (let i = 0; i < n; i += 50) {
+    const chunk = Array.from({ length: Math.min(50, n - i) }, async () => {
+      const s = await createTestSession(env.db.db, owner);
+      return { id: s.id, attachmentId: await attach(env.db.db, s.id, 'bench-relay') };
+    });
+    out.push(...(await Promise.all(chunk)));
   }
   return { owner, sessions: out };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function throughput(): Promise<{ events: number; seconds: number; perSecond: number; publishPerSecond: number }> {
+async function throughput(
+  attachments: number,
+  perAttachment: number,
+  service: { cwd?: string; env?: Record<string, string>; intervalMs: number },
+): Promise<{ events: number; seconds: number; perSecond: number; publishPerSecond: number; cpuSeconds: number }> {
   const env = await environment();
   try {
-    const { sessions } = await liveSessions(env, THROUGHPUT_ATTACHMENTS);
-    const total = THROUGHPUT_ATTACHMENTS * THROUGHPUT_PER_ATTACHMENT;
+    const { sessions } = await liveSessions(env, attachments);
+    const total = attachments * perAttachment;
     const publishStart = performance.now();
     const inFlight = new Set<Promise<void>>();
+    // Emission times as the relays' clocks would show them (one checkpoint per attachment per interval),
+    // not the pace of this pre-publish, which depends on the machine.
+    const emittedFrom = Date.now() - perAttachment * service.intervalMs;
     // seq-major order: every attachment's seq 1, then every seq 2, ... as live relays interleave.
-    for (let seq = 1; seq <= THROUGHPUT_PER_ATTACHMENT; seq++) {
+    for (let seq = 1; seq <= perAttachment; seq++) {
       for (const s of sessions) {
-        const p = publishUsageCheckpoint({ ctx: { bus: env.bus }, input: checkpoint(s.id, s.attachmentId, seq) }).finally(() =>
-          inFlight.delete(p),
-        );
+        const c = checkpoint(s.id, s.attachmentId, seq, false, emittedFrom + seq * service.intervalMs);
+        const p = publishUsageCheckpoint({ ctx: { bus: env.bus }, input: c }).finally(() => inFlight.delete(p));
         inFlight.add(p);
         if (inFlight.size >= 2000) await Promise.race(inFlight);
       }
@@ -119,7 +139,7 @@ async function throughput(): Promise<{ events: number; seconds: number; perSecon
     await Promise.all(inFlight);
     const publishPerSecond = total / ((performance.now() - publishStart) / 1000);
 
-    const child = billingProcess(env);
+    const child = billingProcess(env, service.env, service.cwd);
     let started: number | undefined;
     let finished: number | undefined;
     for (;;) {
@@ -131,16 +151,27 @@ async function throughput(): Promise<{ events: number; seconds: number; perSecon
       }
       await sleep(50);
     }
+    const cpuSeconds = processCpuSeconds(child.pid);
     await stop(child);
     const { rows } = await env.db.db.pool.query<{ n: number }>(
       `SELECT count(*)::float8 AS n FROM session_attachments WHERE seq = $1 AND audio_in_ms = $2`,
-      [THROUGHPUT_PER_ATTACHMENT, 1000 * THROUGHPUT_PER_ATTACHMENT],
+      [perAttachment, 1000 * perAttachment],
     );
-    if (rows[0]?.n !== THROUGHPUT_ATTACHMENTS) throw new Error(`only ${rows[0]?.n} attachments reached their last checkpoint`);
+    if (rows[0]?.n !== attachments) throw new Error(`only ${rows[0]?.n} attachments reached their last checkpoint`);
     const seconds = ((finished ?? 0) - (started ?? 0)) / 1000;
-    return { events: total, seconds, perSecond: total / seconds, publishPerSecond };
+    return { events: total, seconds, perSecond: total / seconds, publishPerSecond, cpuSeconds };
   } finally {
     await env.close();
+  }
+}
+
+/** User + system CPU seconds of a process so far (Linux /proc; NaN elsewhere). */
+function processCpuSeconds(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
   }
 }
 
@@ -162,7 +193,7 @@ async function latency(): Promise<{
   try {
     const pool = await liveSessions(env, LIVE_SESSIONS + ENDS_PER_SECOND * LATENCY_SECONDS);
     let published = 0;
-    // A simulated relay per live session: a checkpoint every second, the final one when told to stop.
+    // A simulated relay per live session: a checkpoint every 250 ms (the relay's interval), the final one when told to stop.
     const startRelay = (s: { id: string; attachmentId: string }) => {
       const relay: { attachmentId: string; seq: number; timer?: NodeJS.Timeout } = { attachmentId: s.attachmentId, seq: 0 };
       relays.set(s.id, relay);
@@ -173,8 +204,8 @@ async function latency(): Promise<{
       };
       relay.timer = setTimeout(function again() {
         tick();
-        relay.timer = setTimeout(again, 1000);
-      }, Math.random() * 1000);
+        relay.timer = setTimeout(again, 250);
+      }, Math.random() * 250);
     };
     const stopSub = subscribeMessages(env.bus.nc, env.bus.subjects.endRequestedAll, (m) => {
       if (m.type !== 'session.end_requested') return;
@@ -243,15 +274,40 @@ async function latency(): Promise<{
 
 const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 
-const a = await throughput();
-console.log(
-  `(a) usage throughput: ${fmt(a.events)} checkpoints over ${fmt(THROUGHPUT_ATTACHMENTS)} attachments folded in ${fmt(a.seconds, 2)} s ` +
-    `by one billing process = ${fmt(a.perSecond)} events/s (target >= 20,000); pre-publish ran at ${fmt(a.publishPerSecond)}/s`,
-);
-const b = await latency();
-console.log(
-  `(b) end -> settled: ${b.ends} ends at ${ENDS_PER_SECOND}/s with ${LIVE_SESSIONS} live sessions ` +
-    `(${fmt(b.checkpointsPerSecond)} checkpoints/s): p50 ${fmt(b.p50, 1)} ms, p99 ${fmt(b.p99, 1)} ms, max ${fmt(b.max, 1)} ms ` +
-    `(target p99 <= 250 ms); ledger invariant violations: ${b.invariants}`,
-);
+if (PARTS.includes('a')) {
+  const a = await throughput(THROUGHPUT_ATTACHMENTS, THROUGHPUT_PER_ATTACHMENT, { intervalMs: 1000 });
+  console.log(
+    `(a) usage throughput: ${fmt(a.events)} checkpoints over ${fmt(THROUGHPUT_ATTACHMENTS)} attachments folded in ${fmt(a.seconds, 2)} s ` +
+      `by one billing process = ${fmt(a.perSecond)} events/s (target >= 20,000), billing CPU ${fmt(a.cpuSeconds, 1)} s; ` +
+      `pre-publish ran at ${fmt(a.publishPerSecond)}/s`,
+  );
+}
+if (PARTS.includes('c')) {
+  const need = RATE_SESSIONS * RATE_CHECKPOINTS_PER_SECOND;
+  // BENCH_BASELINE_DIR: the services/billing directory of another checkout (e.g. before a change), run on
+  // the same traffic in the same run, so the figures compare as a ratio on this noisy machine.
+  const baselineDir = process.env.BENCH_BASELINE_DIR;
+  const runs: [string, { cwd?: string; intervalMs: number }][] = [['this build', { intervalMs: 250 }]];
+  if (baselineDir) runs.unshift(['baseline', { cwd: baselineDir, intervalMs: 250 }]);
+  const rates: number[] = [];
+  for (const [label, service] of runs) {
+    const c = await throughput(RATE_SESSIONS, RATE_SECONDS * RATE_CHECKPOINTS_PER_SECOND, service);
+    rates.push(c.perSecond);
+    console.log(
+      `(c) ${label}: 250 ms checkpoints of ${fmt(RATE_SESSIONS)} live sessions cost ${fmt(need)} checkpoints/s; ${fmt(c.events)} of them ` +
+        `(${RATE_SECONDS} s of that traffic, every attachment interleaved) folded in ${fmt(c.seconds, 2)} s by one billing process = ` +
+        `${fmt(c.perSecond)} events/s = ${fmt(c.perSecond / need, 2)} x the live rate, billing CPU ${fmt(c.cpuSeconds, 1)} s ` +
+        `(${fmt(c.cpuSeconds / c.seconds, 2)} cores); pre-publish ran at ${fmt(c.publishPerSecond)}/s`,
+    );
+  }
+  if (rates.length === 2) console.log(`(c) this build / baseline: ${fmt((rates[1] ?? NaN) / (rates[0] ?? NaN), 2)}`);
+}
+if (PARTS.includes('b')) {
+  const b = await latency();
+  console.log(
+    `(b) end -> settled: ${b.ends} ends at ${ENDS_PER_SECOND}/s with ${LIVE_SESSIONS} live sessions ` +
+      `(${fmt(b.checkpointsPerSecond)} checkpoints/s): p50 ${fmt(b.p50, 1)} ms, p99 ${fmt(b.p99, 1)} ms, max ${fmt(b.max, 1)} ms ` +
+      `(target p99 <= 250 ms); ledger invariant violations: ${b.invariants}`,
+  );
+}
 process.exit(0);

@@ -1,9 +1,17 @@
 import { CommonEnv, envInt, parseEnv, z } from '@s2s/core';
 
 export const BillingEnv = CommonEnv.extend({
-  // How long to wait for every attachment's `final` checkpoint after an end request before the last
-  // checkpoint counts (architecture.md, Session lifecycle).
+  // How long to wait for the `final` checkpoint of an attachment whose relay is gone (no live lease) after
+  // an end request, before its last checkpoint counts (docs/billing.md, "Waiting for finals").
   END_GRACE_MS: envInt(3000, { min: 0, max: 60_000 }),
+  // Upper bound of the wait for the `final` checkpoint of an attachment whose relay is alive, counted from
+  // the end's announcement or from billing's last bus or store outage, whichever is later (docs/billing.md).
+  END_LIVE_RELAY_MAX_WAIT_MS: envInt(60_000, { min: 0, max: 600_000 }),
+  // The relays' lease TTL (RELAY_LEASE_TTL_MS): an expired lease means a gone relay only once the store has
+  // been reachable to billing this long, so a lease that lapsed in an outage is never taken for a dead relay.
+  RELAY_LEASE_TTL_MS: envInt(10_000, { min: 1000, max: 300_000 }),
+  // How often billing checks that the store answers (the outage clock of the lease rule).
+  STORE_PROBE_MS: envInt(1000, { min: 100, max: 10_000 }),
   // Sweeper period; decisions.md wants expiry acted on within 30 s of the deadline.
   SWEEP_INTERVAL_MS: envInt(5000, { min: 50, max: 30_000 }),
   // Sessions handled per sweeper query, so one sweep stays short whatever the backlog.
@@ -12,9 +20,10 @@ export const BillingEnv = CommonEnv.extend({
   MAX_DELIVER: envInt(10, { min: 2, max: 100 }),
   // JetStream ack wait: an unacknowledged message is redelivered after this.
   ACK_WAIT_MS: envInt(30_000, { min: 500, max: 600_000 }),
-  // Most messages folded per database transaction; a backlog folds several checkpoints of one attachment
-  // into one row, so bigger batches catch up faster. Also the pull size.
-  BATCH_SIZE: envInt(5000, { min: 1, max: 20_000 }),
+  // Most messages folded per database transaction, and the pull size. A batch writes one row per attachment
+  // whatever its number of checkpoints, so at 4 checkpoints/s per live session a batch bigger than the live
+  // attachments folds several into one row: 20,000 covers 10,000 sessions twice (docs/benchmarks.md).
+  BATCH_SIZE: envInt(20_000, { min: 1, max: 100_000 }),
   // First retry delay of a message whose processing failed; doubles per delivery up to NAK_MAX_MS.
   NAK_BASE_MS: envInt(500, { min: 1, max: 60_000 }),
   NAK_MAX_MS: envInt(30_000, { min: 1, max: 600_000 }),
@@ -25,9 +34,6 @@ export const BillingEnv = CommonEnv.extend({
   HOST: z.string().default('127.0.0.1'),
   // Database connections of this process.
   DB_POOL_SIZE: envInt(8, { min: 2, max: 100 }),
-  // TEST ONLY: `exit_after_commit` exits the process (code 137) right after any fold or settlement commit,
-  // `exit_after_settle` right after a settlement commit, before publishing or acking: the crash tests.
-  BILLING_FAULT: z.enum(['', 'exit_after_commit', 'exit_after_settle']).default(''),
 });
 
 export type BillingConfig = z.infer<typeof BillingEnv>;
@@ -36,8 +42,12 @@ export function loadConfig(env: Record<string, string | undefined>): BillingConf
   return parseEnv(
     BillingEnv.superRefine((c, ctx) => {
       if (c.NAK_MAX_MS < c.NAK_BASE_MS) ctx.addIssue({ code: 'custom', path: ['NAK_MAX_MS'], message: 'must be >= NAK_BASE_MS' });
-      if (c.BILLING_FAULT !== '' && c.NODE_ENV === 'production') {
-        ctx.addIssue({ code: 'custom', path: ['BILLING_FAULT'], message: 'is a test-only hook' });
+      // The live wait must outlast the grace, and store probes must see any outage long enough to lapse a lease.
+      if (c.END_LIVE_RELAY_MAX_WAIT_MS < c.END_GRACE_MS) {
+        ctx.addIssue({ code: 'custom', path: ['END_LIVE_RELAY_MAX_WAIT_MS'], message: 'must be >= END_GRACE_MS' });
+      }
+      if (c.STORE_PROBE_MS * 2 > c.RELAY_LEASE_TTL_MS) {
+        ctx.addIssue({ code: 'custom', path: ['STORE_PROBE_MS'], message: 'must be <= RELAY_LEASE_TTL_MS / 2' });
       }
     }),
     env,

@@ -1,5 +1,4 @@
 import type { UsageCheckpoint } from '@s2s/contract';
-import { ZERO_USAGE, addUsage, type Usage } from '@s2s/core';
 
 /**
  * The newest checkpoint of each attachment among `checkpoints` (counters are cumulative, so the highest
@@ -39,27 +38,4 @@ function compareContent(a: UsageCheckpoint, b: UsageCheckpoint): number {
         : a.relay_id > b.relay_id
           ? 1
           : 0;
-}
-
-export function usageOf(c: Usage): Usage {
-  return {
-    audio_in_ms: c.audio_in_ms,
-    audio_out_ms: c.audio_out_ms,
-    input_audio_tokens: c.input_audio_tokens,
-    output_audio_tokens: c.output_audio_tokens,
-  };
-}
-
-/** A session's usage: the sum of its attachments' newest counters. */
-export function sessionUsage(attachments: Iterable<Usage>): Usage {
-  let total = ZERO_USAGE;
-  for (const a of attachments) total = addUsage(total, usageOf(a));
-  return total;
-}
-
-/** Sessions named by `checkpoints`, each with the usage its attachments' newest checkpoints add up to. */
-export function usageBySession(folded: Map<string, UsageCheckpoint>): Map<string, Usage> {
-  const bySession = new Map<string, Usage>();
-  for (const c of folded.values()) bySession.set(c.session_id, addUsage(bySession.get(c.session_id) ?? ZERO_USAGE, usageOf(c)));
-  return bySession;
 }

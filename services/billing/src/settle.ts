@@ -1,7 +1,8 @@
 import type { Rate, SessionSettled, TerminalStatus } from '@s2s/contract';
 import { AppError, settledCents, type Usage } from '@s2s/core';
 import type { DbHandle } from '@s2s/db';
-import { inTransaction, type Sql } from './sql.js';
+import { settledStatus } from './decide.js';
+import { withTransaction, type Sql } from '@s2s/db';
 
 export interface Settlement {
   sessionId: string;
@@ -25,7 +26,8 @@ export interface SettlementPlan {
 
 /**
  * What settling a session does to the money (decisions.md, Money): bill the formula on the rate snapshot
- * and the server-measured usage, never above the preauthorization, and release the reservation.
+ * and the server-measured usage, never above the preauthorization, and release the reservation. The
+ * status is the recorded one, except that a session with accepted input is never `cancelled`.
  */
 export function planSettlement(s: {
   rate: Rate;
@@ -35,7 +37,7 @@ export function planSettlement(s: {
   terminalStatus: TerminalStatus;
 }): SettlementPlan {
   return {
-    status: s.terminalStatus,
+    status: settledStatus(s.terminalStatus, s.usage),
     billedCents: settledCents(s.rate, s.usage, s.preauthorizedCents),
     releaseCents: s.reservedCents,
   };
@@ -74,7 +76,7 @@ interface SessionForSettlement {
  */
 export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; input: { sessionId: string } }): Promise<SettleOutcome> {
   const { sessionId } = input;
-  return inTransaction(ctx.db.pool, async (sql) => {
+  return withTransaction(ctx, async (sql) => {
     const { rows } = await sql.query<SessionForSettlement>(
       `SELECT s.wallet_id, s.status, s.terminal_status, s.end_requested_at, s.settled_at,
               s.preauthorized_cents, s.reserved_cents, s.billed_cents,
@@ -138,11 +140,19 @@ export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; inp
     ]);
     const updated = await sql.query<{ settled_at: Date }>(
       `UPDATE voice_sessions
-          SET status = terminal_status, settled_at = now(), reserved_cents = 0, billed_cents = $2,
+          SET status = $7, terminal_status = $7, settled_at = now(), reserved_cents = 0, billed_cents = $2,
               audio_in_ms = $3, audio_out_ms = $4, input_audio_tokens = $5, output_audio_tokens = $6
         WHERE id = $1
         RETURNING settled_at`,
-      [sessionId, plan.billedCents, usage.audio_in_ms, usage.audio_out_ms, usage.input_audio_tokens, usage.output_audio_tokens],
+      [
+        sessionId,
+        plan.billedCents,
+        usage.audio_in_ms,
+        usage.audio_out_ms,
+        usage.input_audio_tokens,
+        usage.output_audio_tokens,
+        plan.status,
+      ],
     );
     const settledAt = updated.rows[0]?.settled_at;
     if (!settledAt) throw new AppError('internal_error', 'settled session row vanished');

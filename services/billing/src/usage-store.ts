@@ -1,6 +1,6 @@
 import type { UsageCheckpoint } from '@s2s/contract';
 import type { DbHandle } from '@s2s/db';
-import { inTransaction, type Sql } from './sql.js';
+import { withTransaction, type Sql } from '@s2s/db';
 
 export interface StoredCheckpoints {
   /** Sessions that do not exist: their checkpoints are acknowledged and logged. */
@@ -16,6 +16,12 @@ export interface StoredCheckpoints {
   /** Sessions whose end is requested and whose every attachment is now final: settle them now. */
   readyToSettle: string[];
 }
+
+/**
+ * Resolution of `last_activity_at` moved by checkpoints: idle deadlines are whole seconds of a timeout of
+ * minutes, and the sweeper acts within 30 s, so a second of lag changes nothing anyone can observe.
+ */
+export const ACTIVITY_RESOLUTION_MS = 1000;
 
 interface SessionLockRow {
   id: string;
@@ -46,7 +52,7 @@ export async function storeCheckpoints({
   if (newest.length === 0) return result;
   const sessionIds = [...new Set(newest.map((c) => c.session_id))].sort();
 
-  return inTransaction(ctx.db.pool, async (sql) => {
+  return withTransaction(ctx, async (sql) => {
     // NO KEY UPDATE (not SHARE): two replicas folding one session would otherwise both hold a shared lock
     // and deadlock upgrading it for last_activity_at; settlement's FOR UPDATE waits for this transaction.
     const locked = await sql.query<SessionLockRow>(
@@ -107,12 +113,15 @@ export async function storeCheckpoints({
       activity.set(w.session_id, Math.max(activity.get(w.session_id) ?? 0, at));
     }
     if (activity.size > 0) {
+      // Only where it moves by a whole ACTIVITY_RESOLUTION_MS: every session row written is a new tuple and
+      // index entries, and at one checkpoint every 250 ms that write would be most of the fold's cost.
       await sql.query(
         `UPDATE voice_sessions s
-            SET last_activity_at = greatest(s.last_activity_at, least(now(), to_timestamp(x.emitted_ms / 1000.0)))
+            SET last_activity_at = least(now(), to_timestamp(x.emitted_ms / 1000.0))
            FROM unnest($1::text[], $2::int8[]) AS x(id, emitted_ms)
-          WHERE s.id = x.id`,
-        [[...activity.keys()], [...activity.values()]],
+          WHERE s.id = x.id
+            AND s.last_activity_at < least(now(), to_timestamp(x.emitted_ms / 1000.0)) - make_interval(secs => $3::float8 / 1000)`,
+        [[...activity.keys()], [...activity.values()], ACTIVITY_RESOLUTION_MS],
       );
     }
 

@@ -55,7 +55,7 @@ t.test('killed right after the settlement commit: restarted, it re-announces and
 
   await publish(h.bus, s.cps);
   await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
-  const first = spawnBilling(h, { BILLING_FAULT: 'exit_after_settle' });
+  const first = spawnBilling(h, {}, 'exit_after_settle');
   t.equal(await first.exited, 137, 'the process died after committing');
   t.match(await waitSettled(h.db, s.id), { billed_cents: CENTS }, 'the commit is durable');
   t.equal(settledSeen.length, 0, 'it died before announcing the settlement');
@@ -79,7 +79,7 @@ t.test('killed right after a fold commit: the redelivered checkpoints are not co
   const owner = await createOwner(h.db);
   const s = await sessionWithUsage(h, owner);
   await publish(h.bus, s.cps);
-  const first = spawnBilling(h, { BILLING_FAULT: 'exit_after_commit' });
+  const first = spawnBilling(h, {}, 'exit_after_commit');
   t.equal(await first.exited, 137);
   t.ok((await count(h.db, `SELECT seq FROM session_attachments`)) >= 1, 'a fold was committed');
   const info = await h.bus.jsm.consumers.info(h.bus.subjects.stream, 'billing');

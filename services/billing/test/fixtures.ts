@@ -13,7 +13,7 @@ import { createDb, type DbHandle } from '@s2s/db';
 import { checkLedgerInvariants, createTestDatabase, createWalletAndKey } from '@s2s/db/testing';
 import { createLogger, type Logger } from '@s2s/telemetry';
 import { loadConfig, type BillingConfig } from '../src/config.js';
-import { createBillingConsumer, type BillingConsumer } from '../src/consumer.js';
+import { createBillingConsumer, type BillingConsumer, type BillingDeps } from '../src/consumer.js';
 
 export const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -76,10 +76,14 @@ export function testEnv(h: Pick<Harness, 'url' | 'prefix'>): Record<string, stri
 }
 
 /** An in-process consumer with its own bus connection and pool, stopped at teardown. */
-export async function startConsumer(h: Harness, config: BillingConfig): Promise<{ consumer: BillingConsumer; bus: Bus; db: DbHandle }> {
+export async function startConsumer(
+  h: Harness,
+  config: BillingConfig,
+  extra: Pick<BillingDeps, 'store' | 'busLink' | 'faults'> = {},
+): Promise<{ consumer: BillingConsumer; bus: Bus; db: DbHandle }> {
   const bus = await connectBus({ url: NATS_URL, prefix: h.prefix, name: 'billing-under-test' });
   const db = createDb(h.url, { max: 4 });
-  const consumer = createBillingConsumer({ db, bus, config, logger: h.logger });
+  const consumer = createBillingConsumer({ db, bus, config, logger: h.logger, ...extra });
   h.defer(async () => {
     await consumer.stop();
     await bus.close();
@@ -89,9 +93,17 @@ export async function startConsumer(h: Harness, config: BillingConfig): Promise<
   return { consumer, bus, db };
 }
 
-/** `node --import tsx services/billing/src/main.ts` as a real child process. */
-export function spawnBilling(h: Harness, env: Record<string, string> = {}): ChildProcess & { exited: Promise<number | null> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'services/billing/src/main.ts'], {
+/**
+ * `node --import tsx services/billing/src/main.ts` as a real child process; with `fault`, the test entry
+ * point `test/fault-main.ts`, the same process with that crash point injected.
+ */
+export function spawnBilling(
+  h: Harness,
+  env: Record<string, string> = {},
+  fault?: 'exit_after_commit' | 'exit_after_settle',
+): ChildProcess & { exited: Promise<number | null> } {
+  const entry = fault ? ['services/billing/test/fault-main.ts', fault] : ['services/billing/src/main.ts'];
+  const child = spawn(process.execPath, ['--import', 'tsx', ...entry], {
     cwd: repoRoot,
     env: { ...process.env, ...testEnv(h), ...env },
     stdio: ['ignore', 'ignore', process.env.TEST_LOG_LEVEL ? 'inherit' : 'ignore'],

@@ -2,7 +2,16 @@ import assert from 'node:assert/strict';
 import t from 'tap';
 import fc from 'fast-check';
 import type { UsageCheckpoint } from '@s2s/contract';
-import { foldCheckpoints, sessionUsage, usageBySession } from '../src/fold.js';
+import { ZERO_USAGE, addUsage, type Usage } from '@s2s/core';
+import { foldCheckpoints } from '../src/fold.js';
+
+/** A session's usage as settlement sums it: the attachments' newest counters added with core's arithmetic. */
+const sessionUsage = (attachments: Usage[]): Usage => attachments.reduce((acc, u) => addUsage(acc, u), ZERO_USAGE);
+const usageBySession = (folded: Map<string, UsageCheckpoint>) => {
+  const out = new Map<string, Usage>();
+  for (const c of folded.values()) out.set(c.session_id, addUsage(out.get(c.session_id) ?? ZERO_USAGE, c));
+  return out;
+};
 
 /** One attachment's checkpoint history as a relay emits it: cumulative counters, seq 1..n, final last. */
 const attachmentHistory = (sessionId: string, attachmentId: string) =>
