@@ -3,7 +3,6 @@ import type { SessionRecord, Usage } from '@s2s/core';
 import type { DbHandle } from '@s2s/db';
 import type { Logger } from '@s2s/telemetry';
 import type { WebSocket } from 'ws';
-import type { Attachment } from './attachment.js';
 import type { Checkpointer } from './checkpoints.js';
 import type { ClientCodec } from './codec/model.js';
 import type { Config } from './config.js';
@@ -19,7 +18,7 @@ export interface AttachmentContext {
   checkpoints: Checkpointer;
   codec: ClientCodec;
   /** Called once the attachment is fully finished (final checkpoint published, socket closed). */
-  onFinished(a: Attachment): void;
+  onFinished(a: { readonly id: string }): void;
 }
 
 export interface AttachmentInit {

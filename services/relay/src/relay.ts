@@ -62,7 +62,7 @@ export class Relay {
       providers: deps.providers,
       checkpoints: this.checkpoints,
       codec: new SvcRealtimeV1Codec(),
-      onFinished: (a) => this.remove(a),
+      onFinished: (a) => this.remove(a as Attachment),
     };
   }
 
