@@ -9,7 +9,8 @@ import type { Config } from './config.js';
 import type { UpstreamOpener } from './upstream.js';
 
 /** What every attachment of one relay process shares. */
-export interface AttachmentContext {
+/** `A` is the attachment type; a parameter, so this module need not import attachment.ts (no cycle). */
+export interface AttachmentContext<A = unknown> {
   config: Config;
   db: DbHandle;
   bus: Bus;
@@ -18,7 +19,7 @@ export interface AttachmentContext {
   checkpoints: Checkpointer;
   codec: ClientCodec;
   /** Called once the attachment is fully finished (final checkpoint published, socket closed). */
-  onFinished(a: { readonly id: string }): void;
+  onFinished(a: A): void;
 }
 
 export interface AttachmentInit {

@@ -59,7 +59,7 @@ export class Attachment implements MeteredSource {
   private finished = false;
 
   constructor(
-    private readonly ctx: AttachmentContext,
+    private readonly ctx: AttachmentContext<Attachment>,
     init: AttachmentInit,
   ) {
     this.ws = init.ws;

@@ -34,7 +34,7 @@ export class Relay {
   private readonly bySession = new Map<string, Set<Attachment>>();
   private readonly checkpoints: Checkpointer;
   private readonly lease: RelayLease;
-  private readonly ctx: AttachmentContext;
+  private readonly ctx: AttachmentContext<Attachment>;
   private readonly subscriptions: Subscription[] = [];
   private reconcileTimer: NodeJS.Timeout | undefined;
   private reconciling = false;
@@ -62,7 +62,7 @@ export class Relay {
       providers: deps.providers,
       checkpoints: this.checkpoints,
       codec: new SvcRealtimeV1Codec(),
-      onFinished: (a) => this.remove(a as Attachment),
+      onFinished: (a) => this.remove(a),
     };
   }
 
