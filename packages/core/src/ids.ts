@@ -14,7 +14,7 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-export type IdPrefix = 'vs' | 'key' | 'wal' | 'rate' | 'att' | 'resp' | 'conv' | 'evt' | 'relay';
+export type IdPrefix = 'vs' | 'key' | 'wal' | 'rate' | 'att' | 'resp' | 'conv' | 'evt' | 'relay' | 'item';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${randomBase62(24)}`;

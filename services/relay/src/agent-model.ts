@@ -84,6 +84,9 @@ export type ConversationItem =
   | { id: string; type: 'function_call'; status: ItemStatus; callId: string; name: string; arguments: string }
   | { id: string; type: 'function_call_output'; status: ItemStatus; callId: string; output: string };
 
+/** An item without its gateway id: what crosses the upstream interface (keys name items there). */
+export type ItemBody = ConversationItem extends infer I ? (I extends ConversationItem ? Omit<I, 'id'> : never) : never;
+
 /**
  * An item the client creates (`conversation.item.create`), checked by the codec. `input_audio` parts carry
  * raw PCM16LE 24 kHz mono (metered as input audio like appended audio).

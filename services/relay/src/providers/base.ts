@@ -1,6 +1,7 @@
 import { BYTES_PER_MS, type Usage } from '@s2s/core';
 import type { Logger } from '@s2s/telemetry';
 import { UpstreamError, isUpstreamError } from './errors.js';
+import type { NewItem, ResponseOptions, SessionSettings, TokenReport } from '../agent-model.js';
 import type {
   MeteredUpstream,
   ProviderAdapter,
@@ -9,6 +10,11 @@ import type {
   UpstreamSessionConfig,
   UpstreamTokenUsage,
 } from './types.js';
+
+/** The audio part of a token report: what the metering counts until the usage counters grow by modality. */
+export function audioTokensOf(tokens: TokenReport | null): UpstreamTokenUsage | null {
+  return tokens ? { input_audio_tokens: tokens.inputAudioTokens, output_audio_tokens: tokens.outputAudioTokens } : null;
+}
 
 export { BYTES_PER_MS };
 export const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
@@ -258,14 +264,14 @@ class MeteredConnection implements MeteredUpstream {
         this.meter.addOutput(event.pcm.length);
         break;
       case 'response_done':
-        event = { ...event, metered: this.meter.responseDone(event.usage) };
+        event = { ...event, metered: this.meter.responseDone(audioTokensOf(event.tokens)) };
         break;
       case 'closed':
         if (event.unexpected) {
           // The answer under way is lost: it is still accounted, and reported as failed.
           const unreported = this.meter.settleUnreported();
           if (unreported)
-            this.deliver({ type: 'response_done', responseId: this.lastResponseId, status: 'failed', usage: null, metered: unreported });
+            this.deliver({ type: 'response_done', responseId: this.lastResponseId, status: 'failed', tokens: null, metered: unreported });
         }
         this.closed = true;
         break;
@@ -289,16 +295,35 @@ class MeteredConnection implements MeteredUpstream {
     if (!this.closed) this.connection?.clear();
   }
 
-  createResponse(): void {
-    if (!this.closed) this.connection?.createResponse();
+  createResponse(options?: ResponseOptions): void {
+    if (!this.closed) this.connection?.createResponse(options);
   }
 
   cancelResponse(responseId: string | null, playedMs: number): void {
     if (!this.closed) this.connection?.cancelResponse(responseId, playedMs);
   }
 
-  updateSession(config: Partial<UpstreamSessionConfig>): void {
-    if (!this.closed) this.connection?.updateSession(config);
+  updateSession(settings: SessionSettings): void {
+    if (!this.closed) this.connection?.updateSession(settings);
+  }
+
+  createItem(key: string, item: NewItem, previousKey: string | null): void {
+    if (this.closed || !this.connection) return;
+    // Audio parts of a created item are input audio like appended audio: metered the same way.
+    if (item.type === 'message') for (const part of item.content) if (part.type === 'input_audio') this.meter.addInput(part.pcm.length);
+    this.connection.createItem(key, item, previousKey);
+  }
+
+  deleteItem(key: string): void {
+    if (!this.closed) this.connection?.deleteItem(key);
+  }
+
+  truncateItem(key: string, contentIndex: number, audioEndMs: number): void {
+    if (!this.closed) this.connection?.truncateItem(key, contentIndex, audioEndMs);
+  }
+
+  clearOutputAudio(): void {
+    if (!this.closed) this.connection?.clearOutputAudio();
   }
 
   /** Closes the upstream; an answer cut short is settled at the adapter's ratio before usage() is read. */

@@ -1,8 +1,10 @@
 import { BYTES_PER_MS } from '@s2s/core';
 import { UpstreamError, type UpstreamErrorKind } from './errors.js';
 import { Resampler24kTo16k } from './resample.js';
+import { ZERO_TOKENS, type TokenReport } from '../agent-model.js';
 import type {
   ProviderAdapter,
+  ProviderCapabilities,
   ResponseStatus,
   UpstreamConnection,
   UpstreamEvent,
@@ -55,6 +57,28 @@ const INPUT_MIME = 'audio/pcm;rate=16000';
 /** After turnComplete, how long to wait for a usageMetadata message that may follow it. */
 const USAGE_GRACE_MS = 300;
 
+/**
+ * Audio in, audio out: the rest of the voice-agent model is not mapped yet, so the relay refuses it up front.
+ * Setup fixes the voice and activity detection: nothing changes after the upstream opened.
+ */
+export const GEMINI_CAPABILITIES: Readonly<ProviderCapabilities> = Object.freeze({
+  inputTranscription: false,
+  outputTranscription: false,
+  textOutput: false,
+  tools: false,
+  semanticVad: false,
+  manualTurns: false,
+  noiseReduction: false,
+  sessionUpdate: false,
+  voiceChangeAfterAudio: false,
+  textInput: false,
+  audioItems: false,
+  systemAndAssistantItems: false,
+  itemDelete: false,
+  itemTruncate: false,
+  responseOptions: false,
+});
+
 export interface GeminiLiveOptions {
   url?: string;
   apiKey: string;
@@ -67,7 +91,8 @@ export function geminiVoice(voice: string | undefined): string {
 
 export function geminiSetup(config: UpstreamSessionConfig): Record<string, unknown> {
   const model = config.providerModel.startsWith('models/') ? config.providerModel : `models/${config.providerModel}`;
-  const silence = config.turnDetection?.silenceDurationMs;
+  const td = config.turnDetection;
+  const silence = td?.type === 'server_vad' ? td.silenceDurationMs : undefined;
   return {
     setup: {
       model,
@@ -95,6 +120,7 @@ export function geminiSetup(config: UpstreamSessionConfig): Record<string, unkno
 export class GeminiLiveAdapter implements ProviderAdapter {
   readonly name = 'gemini';
   readonly tokenRatio = { ...GEMINI_TOKEN_RATIO };
+  readonly supports = GEMINI_CAPABILITIES;
   private readonly url: string;
   private readonly apiKey: string;
 
@@ -124,7 +150,7 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
   private responseSeq = 0;
   private turn: Turn | null = null;
   /** Usage reported during the current turn (Gemini reports it per turn, with or just after turnComplete). */
-  private turnUsage: UpstreamTokenUsage | null = null;
+  private turnUsage: TokenReport | null = null;
   private pendingDone: { responseId: string; status: ResponseStatus; timer: NodeJS.Timeout } | null = null;
   /** A usage report arriving now belongs to a turn already settled without it; it must not leak into the next. */
   private staleUsage = false;
@@ -159,11 +185,20 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     if (!turn || turn.cancelled) return;
     turn.cancelled = true;
     // Delivered after the caller's cancel returns, like every other upstream event: no re-entrancy.
-    queueMicrotask(() => this.emit({ type: 'response_done', responseId: turn.responseId, status: 'cancelled', usage: null }));
+    queueMicrotask(() => this.emit({ type: 'response_done', responseId: turn.responseId, status: 'cancelled', tokens: null }));
   }
 
-  updateSession(_config: Partial<UpstreamSessionConfig>): void {
-    // The Live API fixes voice and activity detection at setup; a later change applies to the next session.
+  updateSession(): void {
+    // Never called: GEMINI_CAPABILITIES.sessionUpdate is false (the Live API fixes its configuration at setup).
+  }
+
+  // Never called: GEMINI_CAPABILITIES refuses items up front.
+  createItem(): void {}
+  deleteItem(): void {}
+  truncateItem(): void {}
+
+  clearOutputAudio(): void {
+    // Output is not buffered upstream: what was sent is the relay's to drop.
   }
 
   private endStream(): void {
@@ -180,19 +215,22 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     }
     if (this.phase !== 'open') return;
     // Usage first: it may ride on the very message that completes the turn.
-    const usage = msg.usageMetadata !== undefined ? geminiUsage(msg.usageMetadata) : null;
+    const audio = msg.usageMetadata !== undefined ? geminiUsage(msg.usageMetadata) : null;
+    const usage = audio
+      ? { ...ZERO_TOKENS, inputAudioTokens: audio.input_audio_tokens, outputAudioTokens: audio.output_audio_tokens }
+      : null;
     if (usage) this.onUsage(usage);
     const content = msg.serverContent as ServerContent | undefined;
     if (content && typeof content === 'object') this.onContent(content);
     if (msg.goAway !== undefined) this.onGoAway();
   }
 
-  private onUsage(usage: UpstreamTokenUsage): void {
+  private onUsage(usage: TokenReport): void {
     if (this.pendingDone) {
       const pending = this.pendingDone;
       this.pendingDone = null;
       clearTimeout(pending.timer);
-      this.emit({ type: 'response_done', responseId: pending.responseId, status: pending.status, usage });
+      this.emit({ type: 'response_done', responseId: pending.responseId, status: pending.status, tokens: usage });
       return;
     }
     if (this.staleUsage) return;
@@ -238,7 +276,7 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     }
     if (status === 'completed') this.emit({ type: 'audio_done', responseId: turn.responseId });
     if (usage) {
-      this.emit({ type: 'response_done', responseId: turn.responseId, status, usage });
+      this.emit({ type: 'response_done', responseId: turn.responseId, status, tokens: usage });
       return;
     }
     const timer = setTimeout(() => this.flushPendingDone(), USAGE_GRACE_MS);
@@ -253,7 +291,7 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     this.pendingDone = null;
     clearTimeout(pending.timer);
     this.staleUsage = true;
-    this.emit({ type: 'response_done', responseId: pending.responseId, status: pending.status, usage: null });
+    this.emit({ type: 'response_done', responseId: pending.responseId, status: pending.status, tokens: null });
   }
 
   /** Gemini announces the end of the connection; the relay reconnects rather than lose it mid-answer. */

@@ -9,6 +9,7 @@ export { UpstreamError, isUpstreamError, type UpstreamErrorKind } from './errors
 export {
   ProviderBase,
   UsageMeter,
+  audioTokensOf,
   BYTES_PER_MS,
   DEFAULT_CONNECT_RETRIES,
   DEFAULT_CONNECT_TIMEOUT_MS,
@@ -16,7 +17,8 @@ export {
   type OpenOptions,
   type ProviderBaseOptions,
 } from './base.js';
-export { OpenAIRealtimeAdapter, OPENAI_REALTIME_URL, openAIVoice, type OpenAIRealtimeOptions } from './openai.js';
+export { OpenAIRealtimeAdapter, OPENAI_CAPABILITIES, OPENAI_REALTIME_URL, openAIVoice, type OpenAIRealtimeOptions } from './openai.js';
+export { GEMINI_CAPABILITIES } from './gemini.js';
 export { LocalAdapter } from './local.js';
 export { GeminiLiveAdapter, GEMINI_LIVE_URL, geminiVoice, type GeminiLiveOptions } from './gemini.js';
 export { Resampler24kTo16k, resampledLength } from './resample.js';

@@ -1,29 +1,58 @@
 import { BYTES_PER_MS, REFERENCE_TOKENS } from '@s2s/core';
-import { UpstreamError } from './errors.js';
 import type {
+  ConversationItemDeleteEvent,
+  ConversationItemTruncateEvent,
+  InputAudioBufferClearEvent,
+  InputAudioBufferCommitEvent,
+  OutputAudioBufferClearEvent,
+  ResponseCancelEvent,
+} from 'openai/resources/realtime/realtime';
+import type { NewItem, ResponseOptions, SessionSettings } from '../agent-model.js';
+import { UpstreamError } from './errors.js';
+import {
+  contentPart,
+  itemBody,
+  neutralParam,
+  num,
+  openAIItemCreate,
+  openAIResponseCreate,
+  openAISessionUpdate,
+  openAITokens,
+  str,
+} from './openai-model.js';
+import type {
+  OutputRef,
   ProviderAdapter,
+  ProviderCapabilities,
   ResponseStatus,
   UpstreamConnection,
   UpstreamEvent,
+  UpstreamRequestKind,
   UpstreamSessionConfig,
-  UpstreamTokenUsage,
 } from './types.js';
 import { openUpstreamSocket, safeCode, WsUpstreamConnection } from './ws-upstream.js';
 
 export const OPENAI_REALTIME_URL = 'wss://api.openai.com/v1/realtime';
-export const OPENAI_VOICES: ReadonlySet<string> = new Set([
-  'alloy',
-  'ash',
-  'ballad',
-  'coral',
-  'echo',
-  'sage',
-  'shimmer',
-  'verse',
-  'marin',
-  'cedar',
-]);
-export const OPENAI_DEFAULT_VOICE = 'alloy';
+export { OPENAI_DEFAULT_VOICE, OPENAI_VOICES, openAIVoice, openAISessionUpdate } from './openai-model.js';
+
+/** What the GA API does beyond audio: all of the voice-agent model (decisions.md). */
+export const OPENAI_CAPABILITIES: Readonly<ProviderCapabilities> = Object.freeze({
+  inputTranscription: true,
+  outputTranscription: true,
+  textOutput: true,
+  tools: true,
+  semanticVad: true,
+  manualTurns: true,
+  noiseReduction: true,
+  sessionUpdate: true,
+  voiceChangeAfterAudio: false,
+  textInput: true,
+  audioItems: true,
+  systemAndAssistantItems: true,
+  itemDelete: true,
+  itemTruncate: true,
+  responseOptions: true,
+});
 
 /** How long an upstream `error` event waits to learn whether the socket closes right after it (fatal). */
 const ERROR_SETTLE_MS = 200;
@@ -50,6 +79,7 @@ export interface OpenAIRealtimeOptions {
 export class OpenAIRealtimeAdapter implements ProviderAdapter {
   readonly name: string;
   readonly tokenRatio: { inputMsPerToken: number; outputMsPerToken: number };
+  readonly supports = OPENAI_CAPABILITIES;
   private readonly url: string;
   private readonly apiKey: string | null;
 
@@ -71,65 +101,73 @@ export class OpenAIRealtimeAdapter implements ProviderAdapter {
   }
 }
 
-/** Maps a requested voice to one the API knows; anything else gets the default (decisions.md, Realtime). */
-export function openAIVoice(voice: string | undefined): string {
-  return voice && OPENAI_VOICES.has(voice) ? voice : OPENAI_DEFAULT_VOICE;
-}
-
-/**
- * The GA `session.update`. `initial`: the whole configuration (server VAD and a voice always set);
- * otherwise only what `config` names changes.
- */
-export function openAISessionUpdate(config: Partial<UpstreamSessionConfig>, initial: boolean): Record<string, unknown> {
-  const input: Record<string, unknown> = { format: { type: 'audio/pcm', rate: 24000 } };
-  const output: Record<string, unknown> = { format: { type: 'audio/pcm', rate: 24000 } };
-  if (initial || config.turnDetection !== undefined) {
-    const silence = config.turnDetection?.silenceDurationMs;
-    input.turn_detection = { type: 'server_vad', ...(silence !== undefined ? { silence_duration_ms: silence } : {}) };
-  }
-  if (initial || config.voice !== undefined) output.voice = openAIVoice(config.voice);
-  return {
-    type: 'session.update',
-    session: { type: 'realtime', output_modalities: ['audio'], audio: { input, output } },
-  };
-}
-
 interface TrackedItem {
   itemId: string;
   bytes: number;
 }
+
+/** Our requests carry event ids `gw_<kind>_<n>`, so that an `error` naming one tells which request failed. */
+const REQUEST_ID = /^gw_([a-z_]+)_\d+$/;
+const REQUEST_KINDS: ReadonlySet<string> = new Set<UpstreamRequestKind>([
+  'update_session',
+  'create_item',
+  'delete_item',
+  'truncate_item',
+  'create_response',
+  'cancel_response',
+  'commit',
+  'clear_output_audio',
+]);
 
 class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamConnection {
   private activeResponseId: string | null = null;
   /** responseId → its assistant audio item, for conversation.item.truncate. */
   private readonly items = new Map<string, TrackedItem>();
   private pendingError: { message: string; timer: NodeJS.Timeout } | null = null;
+  private requestSeq = 0;
+  /** Input bytes appended since the buffer last became an item: the audio a transcription of that item covers. */
+  private uncommittedBytes = 0;
+  /** Committed user audio items awaiting their transcription: key → ms. */
+  private readonly committedMs = new Map<string, number>();
+  /** Audio transcribed since the previous response report, added to the next one. */
+  private transcribedMs = 0;
 
   configure(config: UpstreamSessionConfig, signal: AbortSignal): Promise<void> {
-    return this.awaitSetup(openAISessionUpdate(config, true), signal);
+    const { providerModel: _model, ...settings } = config;
+    return this.awaitSetup(openAISessionUpdate(settings, true) as unknown as Record<string, unknown>, signal);
   }
 
   appendAudio(pcm: Buffer): void {
     if (this.phase !== 'open' || pcm.length === 0) return;
+    this.uncommittedBytes += pcm.length;
     // Built by hand: this is the hot path, and base64 needs no JSON escaping.
     this.ws.send(Buffer.from(`{"type":"input_audio_buffer.append","audio":"${pcm.toString('base64')}"}`, 'latin1'), { binary: false });
   }
 
+  private requestId(kind: UpstreamRequestKind): string {
+    return `gw_${kind}_${++this.requestSeq}`;
+  }
+
   commit(): void {
-    this.send({ type: 'input_audio_buffer.commit' });
+    this.send({ type: 'input_audio_buffer.commit', event_id: this.requestId('commit') } satisfies InputAudioBufferCommitEvent);
   }
 
   clear(): void {
-    this.send({ type: 'input_audio_buffer.clear' });
+    this.uncommittedBytes = 0;
+    this.send({ type: 'input_audio_buffer.clear' } satisfies InputAudioBufferClearEvent);
   }
 
-  createResponse(): void {
-    this.send({ type: 'response.create' });
+  createResponse(options?: ResponseOptions): void {
+    this.send(openAIResponseCreate(options, this.requestId('create_response')) as unknown as Record<string, unknown>);
   }
 
   cancelResponse(responseId: string | null, playedMs: number): void {
     if (this.activeResponseId !== null) {
-      this.send({ type: 'response.cancel', response_id: this.activeResponseId });
+      this.send({
+        type: 'response.cancel',
+        event_id: this.requestId('cancel_response'),
+        response_id: this.activeResponseId,
+      } satisfies ResponseCancelEvent);
     }
     // Make the conversation match what the listener heard: cut the item at the audio actually played.
     const item = responseId !== null ? this.items.get(responseId) : (this.items.get(this.activeResponseId ?? '') ?? lastValue(this.items));
@@ -137,14 +175,39 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
     const itemMs = Math.floor(item.bytes / BYTES_PER_MS);
     const endMs = Math.max(0, Math.min(Math.floor(playedMs), itemMs));
     if (endMs < itemMs) {
-      this.send({ type: 'conversation.item.truncate', item_id: item.itemId, content_index: 0, audio_end_ms: endMs });
+      this.truncateItem(item.itemId, 0, endMs);
       item.bytes = endMs * BYTES_PER_MS;
     }
   }
 
-  updateSession(config: Partial<UpstreamSessionConfig>): void {
-    if (config.voice === undefined && config.turnDetection === undefined) return;
-    this.send(openAISessionUpdate(config, false));
+  updateSession(settings: SessionSettings): void {
+    this.send(openAISessionUpdate(settings, false, this.requestId('update_session')) as unknown as Record<string, unknown>);
+  }
+
+  createItem(key: string, item: NewItem, previousKey: string | null): void {
+    this.send(openAIItemCreate(key, item, previousKey, this.requestId('create_item')) as unknown as Record<string, unknown>);
+  }
+
+  deleteItem(key: string): void {
+    this.send({
+      type: 'conversation.item.delete',
+      event_id: this.requestId('delete_item'),
+      item_id: key,
+    } satisfies ConversationItemDeleteEvent);
+  }
+
+  truncateItem(key: string, contentIndex: number, audioEndMs: number): void {
+    this.send({
+      type: 'conversation.item.truncate',
+      event_id: this.requestId('truncate_item'),
+      item_id: key,
+      content_index: contentIndex,
+      audio_end_ms: audioEndMs,
+    } satisfies ConversationItemTruncateEvent);
+  }
+
+  clearOutputAudio(): void {
+    this.send({ type: 'output_audio_buffer.clear', event_id: this.requestId('clear_output_audio') } satisfies OutputAudioBufferClearEvent);
   }
 
   protected onMessage(msg: Record<string, unknown> | null): void {
@@ -152,14 +215,46 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
     if (this.pendingError && msg.type !== 'error') this.flushError(false);
     switch (msg.type) {
       case 'session.updated':
-        this.configured?.resolve();
-        return;
+        if (this.configured) return this.configured.resolve();
+        return this.emit({ type: 'session_updated' });
       case 'error':
         return this.onUpstreamError(msg);
       case 'input_audio_buffer.speech_started':
-        return this.emit({ type: 'speech_started', audioStartMs: num(msg.audio_start_ms) });
+        return this.emit({ type: 'speech_started', audioStartMs: num(msg.audio_start_ms), ...key(msg.item_id) });
       case 'input_audio_buffer.speech_stopped':
-        return this.emit({ type: 'speech_stopped', audioEndMs: num(msg.audio_end_ms) });
+        return this.emit({ type: 'speech_stopped', audioEndMs: num(msg.audio_end_ms), ...key(msg.item_id) });
+      case 'input_audio_buffer.committed': {
+        const itemKey = str(msg.item_id);
+        if (!itemKey) return;
+        this.committedMs.set(itemKey, Math.floor(this.uncommittedBytes / BYTES_PER_MS));
+        this.uncommittedBytes = 0;
+        return this.emit({ type: 'input_committed', itemKey, previousKey: str(msg.previous_item_id) });
+      }
+      case 'conversation.item.added':
+      case 'conversation.item.created':
+      case 'conversation.item.done': {
+        const raw = msg.item as { id?: unknown } | undefined;
+        const itemKey = str(raw?.id);
+        const item = itemBody(raw);
+        if (!itemKey || !item) return;
+        if (msg.type === 'conversation.item.done') return this.emit({ type: 'item_done', itemKey, item });
+        return this.emit({ type: 'item_added', itemKey, previousKey: str(msg.previous_item_id), item });
+      }
+      case 'conversation.item.deleted': {
+        const itemKey = str(msg.item_id);
+        if (itemKey) this.emit({ type: 'item_deleted', itemKey });
+        return;
+      }
+      case 'conversation.item.truncated': {
+        const itemKey = str(msg.item_id);
+        if (itemKey)
+          this.emit({ type: 'item_truncated', itemKey, contentIndex: num(msg.content_index), audioEndMs: num(msg.audio_end_ms) });
+        return;
+      }
+      case 'conversation.item.input_audio_transcription.delta':
+      case 'conversation.item.input_audio_transcription.completed':
+      case 'conversation.item.input_audio_transcription.failed':
+        return this.onInputTranscript(msg);
       case 'response.created': {
         const id = str((msg.response as { id?: unknown } | undefined)?.id);
         if (!id) return;
@@ -171,30 +266,114 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
         const responseId = str(msg.response_id);
         const delta = typeof msg.delta === 'string' ? Buffer.from(msg.delta, 'base64') : null;
         if (!responseId || !delta || delta.length === 0) return;
-        this.track(responseId, str(msg.item_id), delta.length);
-        return this.emit({ type: 'audio_delta', responseId, pcm: delta });
+        const itemKey = str(msg.item_id);
+        this.track(responseId, itemKey, delta.length);
+        if (itemKey === null) return this.emit({ type: 'audio_delta', responseId, pcm: delta });
+        return this.emit({
+          type: 'audio_delta',
+          responseId,
+          pcm: delta,
+          itemKey,
+          outputIndex: num(msg.output_index),
+          contentIndex: num(msg.content_index),
+        });
       }
       case 'response.output_audio.done':
       case 'response.audio.done': {
         const responseId = str(msg.response_id);
-        if (responseId) this.emit({ type: 'audio_done', responseId });
-        return;
+        const itemKey = str(msg.item_id);
+        if (!responseId) return;
+        if (itemKey === null) return this.emit({ type: 'audio_done', responseId });
+        return this.emit({
+          type: 'audio_done',
+          responseId,
+          itemKey,
+          outputIndex: num(msg.output_index),
+          contentIndex: num(msg.content_index),
+        });
       }
       case 'response.done': {
         const response = (msg.response ?? {}) as { id?: unknown; status?: unknown; usage?: unknown };
         const responseId = str(response.id);
         if (!responseId) return;
         if (this.activeResponseId === responseId) this.activeResponseId = null;
-        return this.emit({
-          type: 'response_done',
-          responseId,
-          status: responseStatus(response.status),
-          usage: openAIUsage(response.usage),
-        });
+        const tokens = openAITokens(response.usage, this.transcribedMs);
+        if (tokens) this.transcribedMs = 0;
+        return this.emit({ type: 'response_done', responseId, status: responseStatus(response.status), tokens });
       }
+      default:
+        return this.onOutputEvent(msg);
+    }
+  }
+
+  /** Output items, content parts, text, transcripts and function call arguments of a response. */
+  private onOutputEvent(msg: Record<string, unknown>): void {
+    const responseId = str(msg.response_id);
+    if (!responseId) return;
+    if (msg.type === 'response.output_item.added' || msg.type === 'response.output_item.done') {
+      const raw = msg.item as { id?: unknown } | undefined;
+      const itemKey = str(raw?.id);
+      const item = itemBody(raw);
+      if (!itemKey || !item) return;
+      const ref: OutputRef = { responseId, itemKey, outputIndex: num(msg.output_index) };
+      return this.emit({ type: msg.type === 'response.output_item.added' ? 'output_item_added' : 'output_item_done', ...ref, item });
+    }
+    const itemKey = str(msg.item_id);
+    if (!itemKey) return;
+    const ref: OutputRef = { responseId, itemKey, outputIndex: num(msg.output_index) };
+    const contentIndex = num(msg.content_index);
+    switch (msg.type) {
+      case 'response.content_part.added':
+      case 'response.content_part.done': {
+        const part = contentPart(msg.part, 'assistant');
+        if (!part) return;
+        const type = msg.type === 'response.content_part.added' ? 'content_part_added' : 'content_part_done';
+        return this.emit({ type, ...ref, contentIndex, part });
+      }
+      case 'response.output_text.delta':
+      case 'response.text.delta':
+        return this.emit({ type: 'text_delta', ...ref, contentIndex, delta: String(msg.delta ?? '') });
+      case 'response.output_text.done':
+      case 'response.text.done':
+        return this.emit({ type: 'text_done', ...ref, contentIndex, text: String(msg.text ?? '') });
+      case 'response.output_audio_transcript.delta':
+      case 'response.audio_transcript.delta':
+        return this.emit({ type: 'audio_transcript_delta', ...ref, contentIndex, delta: String(msg.delta ?? '') });
+      case 'response.output_audio_transcript.done':
+      case 'response.audio_transcript.done':
+        return this.emit({ type: 'audio_transcript_done', ...ref, contentIndex, transcript: String(msg.transcript ?? '') });
+      case 'response.function_call_arguments.delta':
+        return this.emit({ type: 'function_call_arguments_delta', ...ref, callId: str(msg.call_id) ?? '', delta: String(msg.delta ?? '') });
+      case 'response.function_call_arguments.done':
+        return this.emit({
+          type: 'function_call_arguments_done',
+          ...ref,
+          callId: str(msg.call_id) ?? '',
+          name: typeof msg.name === 'string' ? msg.name : '',
+          arguments: String(msg.arguments ?? ''),
+        });
       default:
         return;
     }
+  }
+
+  private onInputTranscript(msg: Record<string, unknown>): void {
+    const itemKey = str(msg.item_id);
+    if (!itemKey) return;
+    const contentIndex = num(msg.content_index);
+    if (msg.type === 'conversation.item.input_audio_transcription.delta') {
+      return this.emit({ type: 'input_transcript_delta', itemKey, contentIndex, delta: String(msg.delta ?? '') });
+    }
+    if (msg.type === 'conversation.item.input_audio_transcription.failed') {
+      this.committedMs.delete(itemKey);
+      // The provider's text may name the provider or a model: the client gets a generic one.
+      return this.emit({ type: 'input_transcript_failed', itemKey, contentIndex, message: 'The transcription of this item failed.' });
+    }
+    const usage = msg.usage as { type?: unknown; seconds?: unknown } | undefined;
+    const committed = this.committedMs.get(itemKey) ?? 0;
+    this.committedMs.delete(itemKey);
+    this.transcribedMs += usage?.type === 'duration' && typeof usage.seconds === 'number' ? Math.round(usage.seconds * 1000) : committed;
+    return this.emit({ type: 'input_transcript_completed', itemKey, contentIndex, transcript: String(msg.transcript ?? '') });
   }
 
   private track(responseId: string, itemId: string | null, bytes: number): void {
@@ -209,13 +388,27 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
   }
 
   private onUpstreamError(msg: Record<string, unknown>): void {
-    const code = safeCode((msg.error as { code?: unknown } | undefined)?.code ?? (msg.error as { type?: unknown } | undefined)?.type);
+    const error = (msg.error ?? {}) as { code?: unknown; type?: unknown; param?: unknown; event_id?: unknown };
+    const code = safeCode(error.code ?? error.type);
     if (this.configured) {
       // The configuration itself was refused: not worth retrying with the same configuration.
       this.configured.reject(new UpstreamError(this.provider, 'rejected'));
       return;
     }
     if (BENIGN_ERROR_CODES.has(code)) return;
+    const request = typeof error.event_id === 'string' ? REQUEST_ID.exec(error.event_id)?.[1] : undefined;
+    if (request !== undefined && REQUEST_KINDS.has(request)) {
+      // A refusal of one of our requests: the session goes on.
+      if (this.pendingError) this.flushError(false);
+      const param = neutralParam(error.param);
+      return this.emit({
+        type: 'error',
+        message: `provider ${this.provider} refused a request (${code})`,
+        fatal: false,
+        request: request as UpstreamRequestKind,
+        ...(param !== undefined ? { param } : {}),
+      });
+    }
     if (this.pendingError) this.flushError(false);
     // Whether it is fatal shows in what follows: the upstream closing right after it.
     const timer = setTimeout(() => this.flushError(this.ws.readyState !== this.ws.OPEN), ERROR_SETTLE_MS);
@@ -245,30 +438,13 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
   }
 }
 
+function key(itemId: unknown): { itemKey?: string } {
+  const k = str(itemId);
+  return k === null ? {} : { itemKey: k };
+}
+
 function responseStatus(status: unknown): ResponseStatus {
   return status === 'completed' || status === 'cancelled' || status === 'incomplete' ? status : 'failed';
-}
-
-/** `response.usage` → audio token counts; null when the response reported no usage. */
-export function openAIUsage(usage: unknown): UpstreamTokenUsage | null {
-  if (!usage || typeof usage !== 'object') return null;
-  const u = usage as { input_token_details?: { audio_tokens?: unknown }; output_token_details?: { audio_tokens?: unknown } };
-  const input = u.input_token_details?.audio_tokens;
-  const output = u.output_token_details?.audio_tokens;
-  if (!isCount(input) && !isCount(output)) return null;
-  return { input_audio_tokens: isCount(input) ? input : 0, output_audio_tokens: isCount(output) ? output : 0 };
-}
-
-function isCount(v: unknown): v is number {
-  return typeof v === 'number' && Number.isInteger(v) && v >= 0;
-}
-
-function num(v: unknown): number {
-  return typeof v === 'number' && Number.isFinite(v) ? v : 0;
-}
-
-function str(v: unknown): string | null {
-  return typeof v === 'string' && v.length > 0 ? v : null;
 }
 
 function lastValue<K, V>(map: Map<K, V>): V | undefined {

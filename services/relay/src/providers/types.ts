@@ -1,12 +1,19 @@
 import type { Usage } from '@s2s/core';
+import type { ContentPart, ItemBody, NewItem, ResponseOptions, SessionSettings, TokenReport } from '../agent-model.js';
 
 /**
  * The provider adapter interface. An adapter implements only its upstream protocol; ProviderBase (base.ts)
  * owns the connect timeout, connection retries and metering. Audio crossing this interface is always
  * raw PCM16LE, 24 kHz, mono, as Buffers: an adapter resamples or re-encodes on its side of the line.
+ *
+ * The whole voice-agent model crosses it (agent-model.ts): settings, conversation items, transcripts,
+ * text, function calls and token reports by modality. Items are named by opaque keys: the gateway id for
+ * an item the client created, an adapter-chosen key for one the provider made (see agent-model.ts). What a
+ * provider cannot do is stated up front in `ProviderAdapter.supports`; the relay refuses such a request
+ * before anything is sent upstream, so an adapter never receives a request its capabilities deny.
  */
 
-/** Token counts of one response as the provider reported them (or as the adapter's ratio derived them). */
+/** Token counts of one response, audio only: the shape before issue 9 (kept for the metering of base.ts). */
 export interface UpstreamTokenUsage {
   input_audio_tokens: number;
   output_audio_tokens: number;
@@ -14,42 +21,92 @@ export interface UpstreamTokenUsage {
 
 export type ResponseStatus = 'completed' | 'cancelled' | 'failed' | 'incomplete';
 
-/** Normalized upstream events; nothing provider-specific (names, URLs, headers) crosses this line. */
+/** What an upstream request was, when the provider refused it (`error.request`). */
+export type UpstreamRequestKind =
+  | 'update_session'
+  | 'create_item'
+  | 'delete_item'
+  | 'truncate_item'
+  | 'create_response'
+  | 'cancel_response'
+  | 'commit'
+  | 'clear_output_audio';
+
+/** Where an output event sits: the response, its output item (by key) and that item's place in the response. */
+export interface OutputRef {
+  responseId: string;
+  itemKey: string;
+  outputIndex: number;
+}
+
+/** Normalized upstream events; nothing provider-specific (names, ids shown to clients, URLs, headers) crosses this line. */
 export type UpstreamEvent =
-  | { type: 'speech_started'; audioStartMs: number }
-  | { type: 'speech_stopped'; audioEndMs: number }
+  | { type: 'speech_started'; audioStartMs: number; itemKey?: string }
+  | { type: 'speech_stopped'; audioEndMs: number; itemKey?: string }
+  /** The upstream accepted an updateSession (one per call, in order). */
+  | { type: 'session_updated' }
+  /** The input buffer became a user audio item (manual commit or server VAD). */
+  | { type: 'input_committed'; itemKey: string; previousKey: string | null }
+  /** An item joined the upstream conversation: one the client created (key = gateway id) or one the provider made. */
+  | { type: 'item_added'; itemKey: string; previousKey: string | null; item: ItemBody }
+  | { type: 'item_done'; itemKey: string; item: ItemBody }
+  | { type: 'item_deleted'; itemKey: string }
+  | { type: 'item_truncated'; itemKey: string; contentIndex: number; audioEndMs: number }
+  | { type: 'input_transcript_delta'; itemKey: string; contentIndex: number; delta: string }
+  | { type: 'input_transcript_completed'; itemKey: string; contentIndex: number; transcript: string }
+  | { type: 'input_transcript_failed'; itemKey: string; contentIndex: number; message: string }
   | { type: 'response_created'; responseId: string }
-  | { type: 'audio_delta'; responseId: string; pcm: Buffer }
-  | { type: 'audio_done'; responseId: string }
+  | ({ type: 'output_item_added'; item: ItemBody } & OutputRef)
+  | ({ type: 'output_item_done'; item: ItemBody } & OutputRef)
+  | ({ type: 'content_part_added'; contentIndex: number; part: ContentPart } & OutputRef)
+  | ({ type: 'content_part_done'; contentIndex: number; part: ContentPart } & OutputRef)
+  | ({ type: 'text_delta'; contentIndex: number; delta: string } & OutputRef)
+  | ({ type: 'text_done'; contentIndex: number; text: string } & OutputRef)
+  | ({ type: 'audio_transcript_delta'; contentIndex: number; delta: string } & OutputRef)
+  | ({ type: 'audio_transcript_done'; contentIndex: number; transcript: string } & OutputRef)
+  | ({ type: 'function_call_arguments_delta'; callId: string; delta: string } & OutputRef)
+  | ({ type: 'function_call_arguments_done'; callId: string; name: string; arguments: string } & OutputRef)
+  /**
+   * Output audio. `itemKey`/`outputIndex`/`contentIndex` place it (absent: the adapter does not know, the
+   * relay uses the response's current audio item). The hot path: nothing else rides on it.
+   */
+  | { type: 'audio_delta'; responseId: string; pcm: Buffer; itemKey?: string; outputIndex?: number; contentIndex?: number }
+  | { type: 'audio_done'; responseId: string; itemKey?: string; outputIndex?: number; contentIndex?: number }
   | {
       type: 'response_done';
       responseId: string;
       status: ResponseStatus;
-      /** As the provider reported it; null when it reported none. */
-      usage: UpstreamTokenUsage | null;
+      /** The provider's report by modality (input excludes cached; cached of any modality); null when it reported none. */
+      tokens: TokenReport | null;
       /** Filled by ProviderBase: this response's server-measured usage (input since the previous response). */
       metered?: Usage;
     }
-  /** fatal: the upstream session cannot continue (the relay fails the session if reconnecting fails too). */
-  | { type: 'error'; message: string; fatal: boolean }
+  /**
+   * fatal: the upstream session cannot continue (the relay fails the session if reconnecting fails too).
+   * `request`: the request the provider refused, when known (an updateSession refusal fails that update);
+   * `param`: the field it named, in the neutral model's terms (e.g. `voice`, `instructions`).
+   */
+  | { type: 'error'; message: string; fatal: boolean; request?: UpstreamRequestKind; param?: string }
   | { type: 'closed'; unexpected: boolean };
 
-export interface UpstreamSessionConfig {
-  /** The catalog model's provider_model. */
-  providerModel: string;
-  /** Any non-empty name up to 64 characters; an adapter maps one it does not know to its default. */
-  voice?: string;
-  turnDetection?: { type: 'server_vad'; silenceDurationMs?: number };
-}
+/** The effective settings a new upstream opens with: all of them in its opening configuration, before any audio. */
+export type UpstreamSessionConfig = { providerModel: string } & SessionSettings;
 
 export interface UpstreamConnection {
   appendAudio(pcm: Buffer): void;
   commit(): void;
   clear(): void;
-  createResponse(): void;
+  createResponse(options?: ResponseOptions): void;
   /** Barge-in: stop the current response; `playedMs` is how much of its audio the client received. */
   cancelResponse(responseId: string | null, playedMs: number): void;
-  updateSession(config: Partial<UpstreamSessionConfig>): void;
+  /** Changes only the fields present; answered by a `session_updated` event or an `error` with `request: 'update_session'`. */
+  updateSession(settings: SessionSettings): void;
+  /** Adds a client item after `previousKey` (null: at the end); answered by `item_added`/`item_done` with `key`. */
+  createItem(key: string, item: NewItem, previousKey: string | null): void;
+  deleteItem(key: string): void;
+  truncateItem(key: string, contentIndex: number, audioEndMs: number): void;
+  /** Stops output audio already buffered for playback upstream (WebRTC-style buffers; a no-op where none exists). */
+  clearOutputAudio(): void;
   close(): Promise<void>;
 }
 
@@ -62,11 +119,49 @@ export interface MeteredUpstream extends UpstreamConnection {
   usage(): Usage;
 }
 
+/**
+ * What a provider can do beyond audio in and audio out. The relay refuses a request for anything false
+ * here before forwarding (an error naming the field; nothing sent upstream, nothing billed). The catalog's
+ * `capabilities.input_transcription` / `output_transcription` agree with the two transcription flags.
+ */
+export interface ProviderCapabilities {
+  /** `audio.input.transcription`: transcripts of the user's audio on request. */
+  inputTranscription: boolean;
+  /** Transcripts of the model's spoken output. */
+  outputTranscription: boolean;
+  /** `output_modalities: ["text"]`. */
+  textOutput: boolean;
+  /** Function tools, calls and `function_call_output` items. */
+  tools: boolean;
+  /** `turn_detection: { type: "semantic_vad" }`. */
+  semanticVad: boolean;
+  /** `turn_detection: null` (the client commits and asks for responses). */
+  manualTurns: boolean;
+  /** `audio.input.noise_reduction`. */
+  noiseReduction: boolean;
+  /** A settings change (other than the voice) after the upstream opened. */
+  sessionUpdate: boolean;
+  /** A voice change after the first audio output of the session (OpenAI refuses it). */
+  voiceChangeAfterAudio: boolean;
+  /** `conversation.item.create` with a user `input_text` part (a text turn). */
+  textInput: boolean;
+  /** User `input_audio` parts in `conversation.item.create`. */
+  audioItems: boolean;
+  /** `system` and assistant `output_text` messages in `conversation.item.create`. */
+  systemAndAssistantItems: boolean;
+  itemDelete: boolean;
+  itemTruncate: boolean;
+  /** `response.create` with a `response` object (per-response overrides, `conversation: "none"`). */
+  responseOptions: boolean;
+}
+
 export interface ProviderAdapter {
   /** Catalog provider name, e.g. `local`, `openai`, `gemini`. */
   readonly name: string;
   /** Ratio used when the provider reports no token counts (documented per adapter). */
   readonly tokenRatio: { inputMsPerToken: number; outputMsPerToken: number };
+  /** What this provider can do beyond audio (static per adapter). */
+  readonly supports: Readonly<ProviderCapabilities>;
   /** Opens one upstream session. Rejects on failure; ProviderBase retries and times it out. */
   connect(config: UpstreamSessionConfig, onEvent: (event: UpstreamEvent) => void, signal: AbortSignal): Promise<UpstreamConnection>;
 }

@@ -2,6 +2,7 @@ import { createServer } from 'node:net';
 import { pcmFrames, pcmTone } from '@s2s/local-provider';
 import type { Test } from 'tap';
 import {
+  audioTokensOf,
   ProviderBase,
   UpstreamError,
   type MeteredUpstream,
@@ -87,6 +88,7 @@ function counting(adapter: ProviderAdapter): { adapter: ProviderAdapter; attempt
     adapter: {
       name: adapter.name,
       tokenRatio: adapter.tokenRatio,
+      supports: adapter.supports,
       connect: (config, onEvent, signal) => {
         attempts++;
         return adapter.connect(config, onEvent, signal);
@@ -149,7 +151,7 @@ export function adapterSuite<H extends UpstreamHarness>(t: Test, spec: AdapterSu
       ev.all.some((e) => e.type === 'audio_done' && e.responseId === created.responseId),
       'audio_done before response_done',
     );
-    t.same(done.usage, expected.usage, 'the provider-reported usage');
+    t.same(audioTokensOf(done.tokens), expected.usage, 'the provider-reported usage');
     t.same(
       done.metered,
       {

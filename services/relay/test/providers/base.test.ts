@@ -1,5 +1,7 @@
 import t from 'tap';
+import { ZERO_TOKENS, type SessionSettings } from '../../src/agent-model.js';
 import {
+  GEMINI_CAPABILITIES,
   ProviderBase,
   UpstreamError,
   UsageMeter,
@@ -16,6 +18,7 @@ const RATIO = { inputMsPerToken: 100, outputMsPerToken: 50 };
 class ScriptedAdapter implements ProviderAdapter {
   readonly name = 'scripted';
   readonly tokenRatio = RATIO;
+  readonly supports = GEMINI_CAPABILITIES;
   attempts = 0;
   signals: AbortSignal[] = [];
   emitters: ((e: UpstreamEvent) => void)[] = [];
@@ -38,7 +41,11 @@ class ScriptedAdapter implements ProviderAdapter {
       clear: () => void calls.push('clear'),
       createResponse: () => void calls.push('createResponse'),
       cancelResponse: (id: string | null, ms: number) => void calls.push(`cancel:${id}:${ms}`),
-      updateSession: (c: Partial<UpstreamSessionConfig>) => void calls.push(`update:${c.voice}`),
+      updateSession: (c: SessionSettings) => void calls.push(`update:${c.voice}`),
+      createItem: (key: string) => void calls.push(`createItem:${key}`),
+      deleteItem: (key: string) => void calls.push(`deleteItem:${key}`),
+      truncateItem: (key: string, index: number, ms: number) => void calls.push(`truncateItem:${key}:${index}:${ms}`),
+      clearOutputAudio: () => void calls.push('clearOutputAudio'),
       close: async () => {
         calls.push('close');
         onEvent({ type: 'closed', unexpected: false });
@@ -106,18 +113,23 @@ t.test('open: meters accepted input and provider output; fills metered on respon
   adapter.emit({ type: 'audio_delta', responseId: 'r1', pcm: pcm(4800) });
   adapter.emit({ type: 'audio_delta', responseId: 'r1', pcm: pcm(100) });
   adapter.emit({ type: 'audio_done', responseId: 'r1' });
-  adapter.emit({ type: 'response_done', responseId: 'r1', status: 'completed', usage: { input_audio_tokens: 5, output_audio_tokens: 9 } });
+  adapter.emit({
+    type: 'response_done',
+    responseId: 'r1',
+    status: 'completed',
+    tokens: { ...ZERO_TOKENS, inputAudioTokens: 5, outputAudioTokens: 9 },
+  });
   const done = events.find((e) => e.type === 'response_done');
   t.same(done, {
     type: 'response_done',
     responseId: 'r1',
     status: 'completed',
-    usage: { input_audio_tokens: 5, output_audio_tokens: 9 },
+    tokens: { ...ZERO_TOKENS, inputAudioTokens: 5, outputAudioTokens: 9 },
     metered: { audio_in_ms: 40, audio_out_ms: 102, input_audio_tokens: 5, output_audio_tokens: 9 },
   });
   adapter.emit({ type: 'response_created', responseId: 'r2' });
   adapter.emit({ type: 'audio_delta', responseId: 'r2', pcm: pcm(44) });
-  adapter.emit({ type: 'response_done', responseId: 'r2', status: 'cancelled', usage: null });
+  adapter.emit({ type: 'response_done', responseId: 'r2', status: 'cancelled', tokens: null });
   const done2 = events.filter((e) => e.type === 'response_done')[1];
   t.same(
     done2 && done2.type === 'response_done' && done2.metered,

@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
 import { pcmFrames, pcmTone } from '@s2s/local-provider';
 import {
+  audioTokensOf,
   GeminiLiveAdapter,
   ProviderBase,
   Resampler24kTo16k,
@@ -145,7 +146,7 @@ t.test('gemini: usage arriving after turnComplete is still attributed to that re
   for (const f of pcmFrames(pcmTone(500))) up.appendAudio(f);
   up.commit();
   const done = await ev.wait('response_done');
-  t.same(done.usage, { input_audio_tokens: geminiTokens(500), output_audio_tokens: 32 });
+  t.same(audioTokensOf(done.tokens), { input_audio_tokens: geminiTokens(500), output_audio_tokens: 32 });
 });
 
 t.test('gemini: no usage at all → response_done without usage, tokens by the 32/s ratio', async (t) => {
@@ -153,7 +154,7 @@ t.test('gemini: no usage at all → response_done without usage, tokens by the 3
   for (const f of pcmFrames(pcmTone(500))) up.appendAudio(f);
   up.createResponse();
   const done = await ev.wait('response_done');
-  t.equal(done.usage, null);
+  t.equal(done.tokens, null);
   t.same(done.metered, { audio_in_ms: 500, audio_out_ms: 1000, input_audio_tokens: 16, output_audio_tokens: 32 });
 });
 

@@ -86,19 +86,14 @@ t.test('openai: known voices pass, silence duration is sent, updateSession sends
   up.commit();
   up.clear();
   await received(fake, 'input_audio_buffer.clear');
+  const audioOnly = (voice?: string) => ({
+    input: { format: { type: 'audio/pcm', rate: 24000 } },
+    output: { format: { type: 'audio/pcm', rate: 24000 }, ...(voice ? { voice } : {}) },
+  });
   t.same(fake.received.slice(1), [
-    {
-      type: 'session.update',
-      session: {
-        type: 'realtime',
-        output_modalities: ['audio'],
-        audio: {
-          input: { format: { type: 'audio/pcm', rate: 24000 } },
-          output: { format: { type: 'audio/pcm', rate: 24000 }, voice: 'marin' },
-        },
-      },
-    },
-    { type: 'input_audio_buffer.commit' },
+    { type: 'session.update', event_id: 'gw_update_session_1', session: { type: 'realtime', audio: audioOnly('marin') } },
+    { type: 'session.update', event_id: 'gw_update_session_2', session: { type: 'realtime', audio: audioOnly() } },
+    { type: 'input_audio_buffer.commit', event_id: 'gw_commit_3' },
     { type: 'input_audio_buffer.clear' },
   ]);
 });
@@ -131,11 +126,15 @@ t.test('openai: beta event names are understood; speech events and usage are map
     ev.all.map((e) => e.type),
     ['speech_started', 'speech_stopped', 'response_created', 'audio_delta', 'audio_done', 'response_done'],
   );
-  t.same(ev.all[0], { type: 'speech_started', audioStartMs: 120 });
-  t.same(ev.all[1], { type: 'speech_stopped', audioEndMs: 900 });
+  t.same(ev.all[0], { type: 'speech_started', audioStartMs: 120, itemKey: 'i1' });
+  t.same(ev.all[1], { type: 'speech_stopped', audioEndMs: 900, itemKey: 'i1' });
   t.ok(ev.deltas('r1').equals(audio));
   t.equal(done.status, 'incomplete');
-  t.same(done.usage, { input_audio_tokens: 25, output_audio_tokens: 20 }, 'audio tokens only');
+  t.same(
+    done.tokens,
+    { inputAudioTokens: 25, inputTextTokens: 5, cachedInputTokens: 0, outputAudioTokens: 20, outputTextTokens: 0, transcribedMs: 0 },
+    'every modality',
+  );
   t.same(done.metered, { audio_in_ms: 0, audio_out_ms: 40, input_audio_tokens: 25, output_audio_tokens: 20 });
 });
 
@@ -174,7 +173,10 @@ t.test('openai: barge-in after the reply finished truncates without cancelling; 
   await received(fake, 'input_audio_buffer.commit');
   t.same(
     fake.received.slice(1),
-    [{ type: 'conversation.item.truncate', item_id: 'a1', content_index: 0, audio_end_ms: 120 }, { type: 'input_audio_buffer.commit' }],
+    [
+      { type: 'conversation.item.truncate', event_id: 'gw_truncate_item_1', item_id: 'a1', content_index: 0, audio_end_ms: 120 },
+      { type: 'input_audio_buffer.commit', event_id: 'gw_commit_2' },
+    ],
     'one truncate at the played ms; no cancel (nothing active), nothing when all was played or the id is unknown',
   );
 });
@@ -218,6 +220,6 @@ t.test('openai live API (OPENAI_API_KEY)', { skip: !process.env.OPENAI_API_KEY &
   up.commit();
   up.createResponse();
   const done = await ev.wait('response_done');
-  t.ok(done.usage, 'the provider reported usage');
+  t.ok(done.tokens, 'the provider reported usage');
   t.equal(up.usage().audio_in_ms, 1000);
 });
