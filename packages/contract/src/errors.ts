@@ -5,7 +5,11 @@ export const ERROR_STATUS = {
   invalid_request: 400,
   invalid_vr_sk: 401,
   invalid_admin_token: 401,
+  /** An `ek_` client secret that is unknown, expired, or minted for another session. */
+  invalid_client_secret: 401,
   insufficient_wallet_balance: 402,
+  /** A browser upgrade whose Origin is not in REALTIME_ALLOWED_ORIGINS. */
+  origin_not_allowed: 403,
   model_not_found: 404,
   session_not_found: 404,
   key_not_found: 404,
@@ -31,6 +35,7 @@ export const ERROR_TYPE_BY_STATUS: Readonly<Record<number, string>> = {
   400: 'invalid_request_error',
   401: 'authentication_error',
   402: 'billing_error',
+  403: 'permission_error',
   404: 'not_found_error',
   408: 'invalid_request_error',
   409: 'conflict_error',

@@ -3,3 +3,4 @@ export * from './errors.js';
 export * from './http.js';
 export * from './realtime.js';
 export * from './bus.js';
+export * from './client-secrets.js';

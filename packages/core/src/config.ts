@@ -20,6 +20,41 @@ export const envInt = (defaultValue: number, opts: { min?: number; max?: number 
 
 export const envPort = (defaultValue: number) => envInt(defaultValue, { min: 0, max: 65535 });
 
+/** The origin of a browser page as its `Origin` header spells it (`scheme://host[:port]`, normalized), or null. */
+function asOrigin(value: string): string | null {
+  try {
+    const url = new URL(value);
+    const bare = url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '' && url.password === '';
+    return bare && url.origin !== 'null' ? url.origin : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A comma-separated list of browser origins (`https://app.example.com,http://localhost:5173`) or `*` for any.
+ * Unset or empty: undefined (each service says what that means).
+ */
+export const envOriginList = () =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const items = (v ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '');
+      if (items.length === 0) return undefined;
+      if (items.includes('*')) return '*' as const;
+      const origins: string[] = [];
+      for (const item of items) {
+        const origin = asOrigin(item);
+        if (origin === null) ctx.addIssue({ code: 'custom', message: `${item} is not an origin (scheme://host[:port]) or *` });
+        else origins.push(origin);
+      }
+      return origins;
+    });
+
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/s2s_gateway';
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
 

@@ -38,6 +38,15 @@ export const INTERNAL_MESSAGE = 'An internal error occurred. Quote the request i
 export const errors = {
   invalidRequest: (message: string) => new AppError('invalid_request', message),
   invalidKey: () => new AppError('invalid_vr_sk', 'The API key is invalid, revoked, or does not own this resource.'),
+  invalidClientSecret: () =>
+    new AppError('invalid_client_secret', 'The client secret is invalid, expired, or was minted for another session.'),
+  /** An API key offered where only a client secret may go (a subprotocol): secret keys stay server-side. */
+  apiKeyInSubprotocol: () =>
+    new AppError(
+      'invalid_vr_sk',
+      'API keys are not accepted in a WebSocket subprotocol; keep them server-side and mint a client secret (ek_) for the browser.',
+    ),
+  originNotAllowed: () => new AppError('origin_not_allowed', 'This Origin may not open realtime connections (REALTIME_ALLOWED_ORIGINS).'),
   invalidAdminToken: () => new AppError('invalid_admin_token', 'The admin token is missing or invalid.'),
   notFound: () => new AppError('not_found', 'No such route.'),
   sessionNotFound: () => new AppError('session_not_found', 'No session with this id exists for this key.'),

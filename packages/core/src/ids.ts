@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { CLIENT_SECRET_PATTERN, CLIENT_SECRET_PREFIX } from '@s2s/contract';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -52,6 +53,16 @@ export function isApiKeyShaped(secret: string): boolean {
 
 export function hashApiKey(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
+}
+
+/** A new ephemeral client secret (`ek_` + 40 base62); only its SHA-256 is stored, like an API key's. */
+export function issueClientSecret(): { secret: string; hash: string } {
+  const secret = CLIENT_SECRET_PREFIX + randomBase62(40);
+  return { secret, hash: hashApiKey(secret) };
+}
+
+export function isClientSecretShaped(secret: string): boolean {
+  return CLIENT_SECRET_PATTERN.test(secret);
 }
 
 /** Bearer token of an Authorization header, or null. */

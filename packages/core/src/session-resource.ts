@@ -5,6 +5,7 @@ import {
   type Capabilities,
   type EndCause,
   type Rate,
+  type RealtimeSessionSettings,
   type SessionStatus,
   type TerminalStatus,
   type VoiceSession,
@@ -46,6 +47,13 @@ export interface SessionRecord extends SessionView {
   terminalStatus: TerminalStatus | null;
   settledAt: Date | null;
   legacy: boolean;
+  /** The session ends (client_closed) when its socket closes: the legacy alias, POST /v1/realtime/client_secrets. */
+  endsWithSocket: boolean;
+  /**
+   * Settings to apply at attach (`voice_sessions.initial_settings`): the OpenAI-shaped `session` object of
+   * POST /v1/realtime/client_secrets without `type` and `model`, already validated; null otherwise.
+   */
+  initialSettings: RealtimeSessionSettings | null;
 }
 
 /** A live API key as authentication resolves it. */

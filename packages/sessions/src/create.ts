@@ -1,4 +1,4 @@
-import type { Capabilities, CreateSessionRequest, Rate } from '@s2s/contract';
+import type { Capabilities, CreateSessionRequest, Rate, RealtimeSessionSettings } from '@s2s/contract';
 import {
   AppError,
   errors,
@@ -47,8 +47,10 @@ export interface CreateSessionInput {
   request: CreateSessionRequest;
   /** Idempotency-Key header, already validated as 1-255 printable ASCII characters. */
   idempotencyKey?: string | undefined;
-  /** Sessions created by the legacy `/v1/realtime?model=` alias. */
+  /** Sessions created by the legacy `/v1/realtime?model=` alias (they also end with their socket). */
   legacy?: boolean;
+  /** Sessions created by POST /v1/realtime/client_secrets: they end with their socket and keep these settings. */
+  clientSecretSettings?: RealtimeSessionSettings;
   traceId: string;
   settings: SessionSettings;
 }
@@ -107,9 +109,10 @@ WITH cfg AS (
   SELECT k.id, $9::text, $10::text, $5::text FROM k, w WHERE $9::text IS NOT NULL
 ), s AS (
   INSERT INTO voice_sessions (id, key_id, wallet_id, model_id, rate_snapshot_id, status, preauthorized_cents,
-                              reserved_cents, trace_id, idle_timeout_seconds, max_ends_at, legacy)
+                              reserved_cents, trace_id, idle_timeout_seconds, max_ends_at, legacy,
+                              ends_with_socket, initial_settings)
   SELECT $5::text, k.id, w.id, m.id, m.rate_id, 'ready', $4::bigint, $4::bigint, $6::text, $7::int,
-         now() + make_interval(secs => $8::int), $12::boolean
+         now() + make_interval(secs => $8::int), $12::boolean, $12::boolean OR $16::jsonb IS NOT NULL, $16::jsonb
     FROM k, w, m
   RETURNING created_at, last_activity_at, max_ends_at
 )
@@ -207,6 +210,7 @@ export async function createSession({ ctx, input }: { ctx: SessionsDbContext; in
           byId,
           limits.maxLiveSessions,
           limits.maxCreatesPerMinute,
+          input.clientSecretSettings === undefined ? null : JSON.stringify(input.clientSecretSettings),
         ],
       });
       row = result.rows[0];
@@ -304,6 +308,8 @@ function createdRecord(row: CreateRow, id: string, preauth: number, input: Creat
     terminalStatus: null,
     settledAt: null,
     legacy: input.legacy ?? false,
+    endsWithSocket: (input.legacy ?? false) || input.clientSecretSettings !== undefined,
+    initialSettings: input.clientSecretSettings ?? null,
   };
 }
 

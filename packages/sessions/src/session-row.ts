@@ -1,4 +1,4 @@
-import type { Capabilities, EndCause, SessionStatus, TerminalStatus } from '@s2s/contract';
+import type { Capabilities, EndCause, RealtimeSessionSettings, SessionStatus, TerminalStatus } from '@s2s/contract';
 import type { SessionRecord } from '@s2s/core';
 import type { Sql } from '@s2s/db';
 
@@ -35,6 +35,8 @@ interface SessionRow {
   terminal_status: string | null;
   settled_at: Date | null;
   legacy: boolean;
+  ends_with_socket: boolean;
+  initial_settings: RealtimeSessionSettings | null;
 }
 
 /**
@@ -56,7 +58,8 @@ const OWNED_SESSION_SQL = `
            (CASE WHEN s.settled_at IS NULL THEN coalesce(u.audio_out_ms, 0) ELSE s.audio_out_ms END)::float8 AS audio_out_ms,
            (CASE WHEN s.settled_at IS NULL THEN coalesce(u.input_audio_tokens, 0) ELSE s.input_audio_tokens END)::float8 AS input_audio_tokens,
            (CASE WHEN s.settled_at IS NULL THEN coalesce(u.output_audio_tokens, 0) ELSE s.output_audio_tokens END)::float8 AS output_audio_tokens,
-           s.billed_cents, s.trace_id, s.end_requested_at, s.end_cause, s.terminal_status, s.settled_at, s.legacy
+           s.billed_cents, s.trace_id, s.end_requested_at, s.end_cause, s.terminal_status, s.settled_at, s.legacy,
+           s.ends_with_socket, s.initial_settings
       FROM voice_sessions s
       JOIN catalog_models m ON m.id = s.model_id
       JOIN rate_snapshots r ON r.id = s.rate_snapshot_id
@@ -104,5 +107,7 @@ function toRecord(r: SessionRow): SessionRecord {
     terminalStatus: r.terminal_status as TerminalStatus | null,
     settledAt: r.settled_at,
     legacy: r.legacy,
+    endsWithSocket: r.ends_with_socket,
+    initialSettings: r.initial_settings,
   };
 }

@@ -1,10 +1,12 @@
 import express, { type Express } from 'express';
 import { createContext, type AppDeps } from './context.js';
 import { refuseOptions } from './http/auth.js';
+import { publicCors } from './http/cors.js';
 import { deferredJsonBody } from './http/body.js';
 import { errorHandler, notFoundHandler } from './http/errors.js';
 import { requestContext } from './http/request-context.js';
 import { adminRouter } from './routes/admin.js';
+import { realtimeClientSecretsRouter, sessionClientSecretsRouter } from './routes/client-secrets.js';
 import { healthRouter } from './routes/health.js';
 import { modelsRouter } from './routes/models.js';
 import { sessionsRouter } from './routes/sessions.js';
@@ -21,11 +23,15 @@ export function buildApp(deps: AppDeps): Express {
   app.set('etag', false);
 
   app.use(requestContext(ctx.log));
+  // Before refuseOptions: an allowed origin's preflight is answered here; any other OPTIONS stays 404.
+  app.use(publicCors(ctx.config.CORS_ALLOWED_ORIGINS));
   app.use(refuseOptions(ctx.config.ADMIN_TOKEN));
   app.use(deferredJsonBody(ctx.config.HTTP_BODY_LIMIT_BYTES));
 
   // Routers mounted at their prefix are skipped without being entered by requests for other paths.
   app.use('/v1/voice/sessions', sessionsRouter(ctx));
+  app.use('/v1/voice/sessions', sessionClientSecretsRouter(ctx));
+  app.use('/v1/realtime', realtimeClientSecretsRouter(ctx));
   app.use('/v1/models', modelsRouter(ctx));
   app.use('/admin/v1', adminRouter(ctx));
   app.use(healthRouter(ctx));

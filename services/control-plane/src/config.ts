@@ -1,4 +1,4 @@
-import { CommonEnv, KeyLimitsEnv, envBoolean, envInt, envPort, keyLimitsConfig, parseEnv, z } from '@s2s/core';
+import { CommonEnv, KeyLimitsEnv, envBoolean, envInt, envOriginList, envPort, keyLimitsConfig, parseEnv, z } from '@s2s/core';
 
 /** What `npm start` uses outside production when ADMIN_TOKEN is unset (decisions.md, Keys and operators). */
 export const DEV_ADMIN_TOKEN = 'dev-admin-token';
@@ -40,6 +40,8 @@ export const ControlPlaneConfig = CommonEnv.extend({
   SESSION_CREATE_SYNC_COMMIT: envBoolean(false),
   // Insert the default catalog (local/echo-1, local/unapproved-1) when it is missing.
   SEED_CATALOG: envBoolean(true),
+  // Browser origins the public API answers CORS for (comma-separated, or *); none when unset (decisions.md).
+  CORS_ALLOWED_ORIGINS: envOriginList(),
   ...KeyLimitsEnv,
 })
   .superRefine((env, ctx) => {

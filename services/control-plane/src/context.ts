@@ -1,5 +1,6 @@
 import type { Bus } from '@s2s/bus';
 import type { DbHandle } from '@s2s/db';
+import type { SessionSettings } from '@s2s/sessions';
 import type { Logger } from '@s2s/telemetry';
 import type { Config } from './config.js';
 
@@ -20,6 +21,17 @@ export interface AppContext {
   bus: Bus;
   log: Logger;
   now: () => Date;
+}
+
+/** What every session this control plane creates snapshots (decisions.md, "Time" and "Money"). */
+export function sessionSettingsOf(config: Config): SessionSettings {
+  return {
+    preauthMinutes: config.SESSION_PREAUTH_MINUTES,
+    idleTimeoutSeconds: config.SESSION_IDLE_TIMEOUT_SECONDS,
+    maxSeconds: config.SESSION_MAX_SECONDS,
+    syncCommit: config.SESSION_CREATE_SYNC_COMMIT,
+    keyLimits: config.keyLimits,
+  };
 }
 
 export function createContext(deps: AppDeps): AppContext {

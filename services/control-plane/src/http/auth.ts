@@ -13,7 +13,7 @@ export function requireAdmin(adminToken: string): RequestHandler {
 }
 
 /**
- * OPTIONS answers 404 not_found: the API has no OPTIONS route and no CORS yet, and express would otherwise
+ * OPTIONS answers 404 not_found (unless publicCors answered an allowed preflight first): express would otherwise
  * answer 200 text/plain with Allow. Operator paths check the admin token first, like any other request there.
  */
 export function refuseOptions(adminToken: string): RequestHandler {

@@ -3,7 +3,7 @@ import { CreateSessionRequest } from '@s2s/contract';
 import { bearerToken, errors, hashApiKey, isApiKeyShaped, newTraceId, toVoiceSession } from '@s2s/core';
 import { authenticateKey, createSession, getSession } from '@s2s/sessions';
 import { activeTraceId } from '@s2s/telemetry';
-import type { AppContext } from '../context.js';
+import { sessionSettingsOf, type AppContext } from '../context.js';
 import { readJsonBody } from '../http/body.js';
 import { parseIdempotencyKey } from '../http/idempotency.js';
 
@@ -11,13 +11,7 @@ import { parseIdempotencyKey } from '../http/idempotency.js';
 export function sessionsRouter(ctx: AppContext): Router {
   const router = Router();
   const { config } = ctx;
-  const settings = {
-    preauthMinutes: config.SESSION_PREAUTH_MINUTES,
-    idleTimeoutSeconds: config.SESSION_IDLE_TIMEOUT_SECONDS,
-    maxSeconds: config.SESSION_MAX_SECONDS,
-    syncCommit: config.SESSION_CREATE_SYNC_COMMIT,
-    keyLimits: config.keyLimits,
-  };
+  const settings = sessionSettingsOf(config);
 
   // Checks, in order: key (401), Idempotency-Key replay or conflict (replay / 409), model (404), wallet (402).
   router.post('/', async (req, res) => {
