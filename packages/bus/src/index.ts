@@ -12,7 +12,7 @@ import {
   type JetStreamManager,
   type PubAck,
 } from '@nats-io/jetstream';
-import { context, propagation } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, context, propagation, trace, type Context } from '@opentelemetry/api';
 import { BusEnvelope, BusMessage, busSubjects, type BusSubjects } from '@s2s/contract';
 
 export type { NatsConnection, Subscription, MsgHdrs } from '@nats-io/nats-core';
@@ -137,21 +137,97 @@ export function decodeMessage(data: Uint8Array): DecodeResult {
     : { ok: false, reason: 'unknown_version', detail: `${envelope.data.type}@${envelope.data.version}` };
 }
 
-/** W3C trace context of the active span, as NATS headers. */
-export function traceHeaders(): MsgHdrs {
+/**
+ * W3C trace context of the active span (or of `ctx`), as NATS headers. A publisher on a hot path makes
+ * them once per trace and passes the same headers to every publish (nats.js encodes them per publish).
+ */
+export function traceHeaders(ctx: Context = context.active()): MsgHdrs {
   const h = natsHeaders();
   const carrier: Record<string, string> = {};
-  propagation.inject(context.active(), carrier);
+  propagation.inject(ctx, carrier);
   for (const [k, v] of Object.entries(carrier)) h.set(k, v);
   return h;
 }
 
-/** Runs `fn` inside the trace context carried by a message's headers. */
-export function withMessageContext<T>(hdrs: MsgHdrs | undefined, fn: () => T): T {
-  if (!hdrs) return fn();
+/** The trace context a message's headers carry (the root context when they carry none). */
+export function messageContext(hdrs: MsgHdrs | undefined): Context {
+  if (!hdrs) return context.active();
   const carrier: Record<string, string> = {};
   for (const key of hdrs.keys()) carrier[key.toLowerCase()] = hdrs.get(key);
-  return context.with(propagation.extract(context.active(), carrier), fn);
+  return propagation.extract(context.active(), carrier);
+}
+
+/** Runs `fn` inside the trace context carried by a message's headers. */
+export function withMessageContext<T>(hdrs: MsgHdrs | undefined, fn: () => T): T {
+  return context.with(messageContext(hdrs), fn);
+}
+
+const busTracer = () => trace.getTracer('s2s.bus');
+
+/** The message kind of a subject, for span names (`s2s.usage.checkpoint.vs_1` → `usage.checkpoint`). */
+function kindOf(subject: string): string {
+  const parts = subject.split('.');
+  return parts.length > 2 ? parts.slice(1, -1).join('.') : subject;
+}
+
+function consumerSpan(msg: { subject: string; headers?: MsgHdrs; info?: { stream: string } }, batch?: number) {
+  return busTracer().startSpan(
+    `process ${kindOf(msg.subject)}`,
+    {
+      kind: SpanKind.CONSUMER,
+      attributes: {
+        'messaging.system': 'nats',
+        'messaging.operation.type': 'process',
+        'messaging.destination.name': msg.subject,
+        ...(batch !== undefined ? { 'messaging.batch.message_count': batch } : {}),
+      },
+    },
+    messageContext(msg.headers),
+  );
+}
+
+/**
+ * Runs `fn` in a consumer span that is a child of the span that published `msg` (its trace headers), so
+ * the work a message causes lands in the producer's trace.
+ */
+export async function inConsumerSpan<T>(msg: { subject: string; headers?: MsgHdrs }, fn: () => Promise<T>): Promise<T> {
+  const span = consumerSpan(msg);
+  try {
+    return await context.with(trace.setSpan(messageContext(msg.headers), span), fn);
+  } catch (err) {
+    span.setStatus({ code: SpanStatusCode.ERROR });
+    throw err;
+  } finally {
+    span.end();
+  }
+}
+
+/**
+ * For a batch handled at once: one consumer span per message, each in the trace its headers carry (so
+ * every producer's trace shows its message consumed), and `fn` run in a batch span linked to them all.
+ */
+export async function inConsumerBatchSpans<T>(msgs: readonly { subject: string; headers?: MsgHdrs }[], fn: () => Promise<T>): Promise<T> {
+  const first = msgs[0];
+  if (!first) return fn();
+  const spans = msgs.map((m) => consumerSpan(m, msgs.length));
+  const batch = busTracer().startSpan(
+    `process ${kindOf(first.subject)} batch`,
+    {
+      kind: SpanKind.CONSUMER,
+      attributes: { 'messaging.system': 'nats', 'messaging.operation.type': 'process', 'messaging.batch.message_count': msgs.length },
+      links: spans.filter((s) => s.isRecording()).map((s) => ({ context: s.spanContext() })),
+    },
+    context.active(),
+  );
+  try {
+    return await context.with(trace.setSpan(context.active(), batch), fn);
+  } catch (err) {
+    for (const s of [batch, ...spans]) s.setStatus({ code: SpanStatusCode.ERROR });
+    throw err;
+  } finally {
+    batch.end();
+    for (const s of spans) s.end();
+  }
 }
 
 /**

@@ -15,7 +15,21 @@ export {
 export type { InstrumentKind, MetricDefinition } from './metric-names.js';
 export { createLogger, serializeError } from './logger.js';
 export type { Logger, LoggerOptions } from './logger.js';
-export { activeTraceId, traceHeaders, withExtractedContext } from './propagation.js';
+export { activeTraceId, extractHeaders, traceHeaders, withExtractedContext } from './propagation.js';
+// The OpenTelemetry API the services use, from one place (one version of it in the workspace).
+export { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
+export type { Attributes, Context, Meter, Span, Tracer } from '@opentelemetry/api';
 export type { TraceCarrier } from './propagation.js';
 export { RedactingSpanProcessor } from './span-processor.js';
 export { REDACTED, redactString } from './redact.js';
+export {
+  SPAN_ATTRS,
+  failSpan,
+  gatewayTracer,
+  inSessionSpan,
+  sessionContext,
+  sessionRootSpanId,
+  startSessionSpan,
+  usageAttributes,
+} from './session-trace.js';
+export type { SessionSpanOptions } from './session-trace.js';

@@ -2,9 +2,9 @@
 // definitions (`createInstrument`), and deploy/grafana, the chart's autoscaling and docs/observability.md
 // use the Prometheus names derived from them. Names follow OpenTelemetry's semantic conventions where one
 // exists (http.server.request.duration); our own live under `s2s.` with semconv-style units and attributes.
-import type { Counter, Histogram, Meter, ObservableGauge, UpDownCounter } from '@opentelemetry/api';
+import type { Counter, Histogram, Meter, ObservableCounter, ObservableGauge, UpDownCounter } from '@opentelemetry/api';
 
-export type InstrumentKind = 'counter' | 'updowncounter' | 'histogram' | 'observablegauge';
+export type InstrumentKind = 'counter' | 'observablecounter' | 'updowncounter' | 'histogram' | 'observablegauge';
 
 export interface MetricDefinition<K extends InstrumentKind = InstrumentKind> {
   /** OpenTelemetry name; the Prometheus name is `prometheusName(def)`. */
@@ -52,7 +52,8 @@ export const RELAY_METRICS = {
   }),
   frames: def({
     name: 's2s.relay.frames',
-    kind: 'counter',
+    // Totals the relay keeps itself (a plain addition per frame), observed at collection time.
+    kind: 'observablecounter',
     unit: '{frame}',
     description: 'Realtime WebSocket frames between clients and this relay, by network.io.direction.',
   }),
@@ -174,11 +175,12 @@ export const ALL_METRICS: readonly MetricDefinition[] = [
  */
 export function prometheusName(d: MetricDefinition): string {
   const base = d.name.replace(/[^a-zA-Z0-9_:]/g, '_').replace(/_+/g, '_');
-  return d.kind === 'counter' ? `${base}_total` : base;
+  return d.kind === 'counter' || d.kind === 'observablecounter' ? `${base}_total` : base;
 }
 
 interface InstrumentOf {
   counter: Counter;
+  observablecounter: ObservableCounter;
   updowncounter: UpDownCounter;
   histogram: Histogram;
   observablegauge: ObservableGauge;
@@ -190,6 +192,8 @@ export function createInstrument<K extends InstrumentKind>(meter: Meter, d: Metr
   switch (d.kind) {
     case 'counter':
       return meter.createCounter(d.name, options) as InstrumentOf[K];
+    case 'observablecounter':
+      return meter.createObservableCounter(d.name, options) as InstrumentOf[K];
     case 'updowncounter':
       return meter.createUpDownCounter(d.name, options) as InstrumentOf[K];
     case 'histogram':

@@ -28,3 +28,8 @@ export function activeTraceId(): string | undefined {
   if (!spanContext || !trace.isSpanContextValid(spanContext)) return undefined;
   return spanContext.traceId;
 }
+
+/** The trace context carried by request or message headers (root when there is none). */
+export function extractHeaders(headers: Readonly<Record<string, string | string[] | undefined>> | undefined): Context {
+  return propagation.extract(ROOT_CONTEXT, headers ?? {});
+}

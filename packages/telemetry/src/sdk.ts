@@ -14,7 +14,7 @@ import {
   getPeriodicExportingMetricReaderFromEnv,
   getSpanProcessorsFromEnv,
 } from '@opentelemetry/sdk-node/build/src/utils.js';
-import { AlwaysOffSampler, ParentBasedSampler, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { AlwaysOffSampler, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { disabledMetrics, meterName, metricsFrom, prometheusReader, type Metrics } from './metrics.js';
 import { SENSITIVE_QUERY_PARAMS } from './redact.js';
@@ -86,7 +86,8 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
       // Synchronous detectors only unless OTEL_NODE_RESOURCE_DETECTORS says otherwise: the host detector's
       // asynchronous host.id would hold every span export until it resolves.
       ...(env.OTEL_NODE_RESOURCE_DETECTORS ? {} : { resourceDetectors: [envDetector, processDetector] }),
-      ...(downstream.length > 0 ? {} : { sampler: new ParentBasedSampler({ root: new AlwaysOffSampler() }) }),
+      // Nothing to export: nothing recorded, not even under a sampled parent (a session's spans are).
+      ...(downstream.length > 0 ? {} : { sampler: new AlwaysOffSampler() }),
       spanProcessors: [new RedactingSpanProcessor(downstream)],
       metricReaders,
       logRecordProcessors: [],

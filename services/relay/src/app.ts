@@ -3,11 +3,12 @@ import type { Duplex } from 'node:stream';
 import { REALTIME_PROTOCOL } from '@s2s/contract';
 import { errors, newId, type AppError } from '@s2s/core';
 import { httpErrorAnswer, isServerError, newRequestId, toAppError } from '@s2s/http-errors';
-import { activeTraceId } from '@s2s/telemetry';
+import { activeTraceId, context } from '@s2s/telemetry';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { authorizeAttach, type AttachTarget } from './domain/authorize.js';
 import { recordAttachment } from '@s2s/sessions';
 import { Relay, type RelayDeps } from './relay.js';
+import type { UpgradeTelemetry } from './telemetry.js';
 
 export interface RelayAppDeps extends RelayDeps {
   /** Wall clock for expiry decisions; tests move it. */
@@ -68,6 +69,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
     const path = pathOf(req.url);
     res.setHeader('X-Request-Id', requestId);
     res.setHeader('Cache-Control', 'no-store');
+    if (path === '/metrics') return deps.metrics.handler(req, res);
     if (path === '/healthz' || path === '/readyz') {
       const draining = relay.draining;
       const status = path === '/readyz' && draining ? 503 : 200;
@@ -81,7 +83,12 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
     res.end(JSON.stringify(answer.body));
   }
 
-  async function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const upgrade = relay.telemetry.upgrade(req);
+    return context.with(upgrade.context, () => upgradeIn(req, socket, head, upgrade));
+  }
+
+  async function upgradeIn(req: IncomingMessage, socket: Duplex, head: Buffer, upgrade: UpgradeTelemetry): Promise<void> {
     const requestId = newRequestId();
     const log = logger.child({ request_id: requestId });
     socket.on('error', () => socket.destroy());
@@ -99,6 +106,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
       const recorded = await recordAttachment({ ctx: deps, input: { sessionId: session.id, attachmentId, relayId: config.relayId } });
       if (!recorded) throw errors.sessionExpired();
       attached = { sessionId: session.id, attachmentId, legacy };
+      upgrade.session(session.id, attachmentId);
 
       if (relay.draining) throw draining();
       upgradeHeaders.set(req, [`X-Request-Id: ${requestId}`, ...(legacy ? ['Deprecation: true'] : [])]);
@@ -109,11 +117,14 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
       });
       if (!ws) {
         log.info({ session_id: session.id }, 'client left before the upgrade');
+        upgrade.refused('client_closed');
         await relay.abandon(attached);
         return;
       }
+      upgrade.upgraded();
       relay.attach({
         ws,
+        upgrade,
         session: { ...session, lastActivityAt: recorded.lastActivityAt },
         attachmentId,
         startedAt: recorded.startedAt,
@@ -126,6 +137,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
       const appError = toAppError(err);
       if (isServerError(appError)) log.error({ err: appError.cause ?? appError }, 'attach failed');
       else log.info({ code: appError.code }, 'attach refused');
+      upgrade.refused(appError.code, httpErrorAnswer(appError, requestId).status);
       // Whatever this request already created is released: the attachment row, a legacy session.
       if (attached) await relay.abandon(attached).catch(() => {});
       else if (legacySessionId) await relay.endLegacy(legacySessionId);

@@ -6,6 +6,7 @@ import type { WebSocket } from 'ws';
 import type { Checkpointer } from './checkpoints.js';
 import type { ClientCodec } from './codec/model.js';
 import type { Config } from './config.js';
+import type { AttachmentTelemetry, RelayTelemetry, UpgradeTelemetry } from './telemetry.js';
 import type { UpstreamOpener } from './upstream.js';
 
 /** What every attachment of one relay process shares. */
@@ -18,6 +19,8 @@ export interface AttachmentContext<A = unknown> {
   providers: UpstreamOpener;
   checkpoints: Checkpointer;
   codec: ClientCodec;
+  /** Spans and metrics (telemetry.ts). */
+  telemetry: RelayTelemetry;
   /** Called once the attachment is fully finished (final checkpoint published, socket closed). */
   onFinished(a: A): void;
 }
@@ -30,4 +33,8 @@ export interface AttachmentInit {
   prior: Usage;
   legacy: boolean;
   requestId: string;
+  /** The upgrade request's span, which the attachment's span links to. */
+  upgrade?: UpgradeTelemetry;
 }
+
+export type { AttachmentTelemetry };

@@ -7,7 +7,7 @@ import { Activation } from './activation.js';
 import { settledWithin } from './backoff.js';
 import type { CheckpointTicket, MeteredSource } from './checkpoints.js';
 import { closeSocket, sendText, TEXT_FRAME } from './client-socket.js';
-import type { AttachmentContext, AttachmentInit } from './attachment-context.js';
+import type { AttachmentContext, AttachmentInit, AttachmentTelemetry } from './attachment-context.js';
 import type { InternalClientEvent, InternalServerEvent } from './codec/model.js';
 import { Budget } from './domain/budget.js';
 import { endSessionWithRetries } from './end-session.js';
@@ -57,6 +57,8 @@ export class Attachment implements MeteredSource {
   private readonly waiter = new ResponseWaiter();
   private finishing: Promise<void> | null = null;
   private finished = false;
+  /** Spans and metrics of this attachment; also the trace its checkpoints carry. */
+  readonly trace: AttachmentTelemetry;
 
   constructor(
     private readonly ctx: AttachmentContext<Attachment>,
@@ -68,6 +70,7 @@ export class Attachment implements MeteredSource {
     this.attachmentId = init.attachmentId;
     this.startedAtMs = init.startedAt.getTime();
     this.legacy = init.legacy;
+    this.trace = ctx.telemetry.attachment(init.session, init.attachmentId, init.upgrade);
     this.ticket = ctx.checkpoints.track(this);
     this.meter = new AttachmentMeter(
       new Budget(init.session.rate, init.session.preauthorizedCents, init.prior),
@@ -101,8 +104,15 @@ export class Attachment implements MeteredSource {
     this.send({ type: 'session.created', session: toVoiceSession(this.session, this.ctx.config.realtimePublicUrl) });
     this.send({ type: 'conversation.created', conversationId: newId('conv') });
 
-    this.opening = this.ctx.providers
-      .open(this.session.provider, { providerModel: this.session.providerModel }, this.onUpstreamEvent, this.openAbort.signal)
+    this.opening = this.trace
+      .upstreamOpen(() =>
+        this.ctx.providers.open(
+          this.session.provider,
+          { providerModel: this.session.providerModel },
+          this.onUpstreamEvent,
+          this.openAbort.signal,
+        ),
+      )
       .then(
         (up) => {
           if (this.state === FINISHING) return up; // finish() closes it
@@ -125,6 +135,7 @@ export class Attachment implements MeteredSource {
 
   private readonly onMessage = (data: RawData, isBinary: boolean): void => {
     if (this.state === FINISHING) return;
+    this.ctx.telemetry.frameIn();
     try {
       const e = this.ctx.codec.decode(data as Buffer, isBinary);
       if (e.type === 'refusal') return this.refuse(e.code, e.message, e.eventId);
@@ -156,12 +167,14 @@ export class Attachment implements MeteredSource {
       case 'input.commit':
         // An empty buffer is answered here: no upstream round trip, no response expected.
         if (!this.tracker.commit()) return this.refuse(REQUEST_ERRORS.commitEmpty.code, REQUEST_ERRORS.commitEmpty.message, e.eventId);
+        this.trace.turnEnded();
         return up.commit();
       case 'input.clear':
         this.tracker.cleared();
         return up.clear();
       case 'response.create':
         this.tracker.createRequested();
+        this.trace.turnEnded();
         return up.createResponse();
       case 'response.cancel': {
         const target = this.tracker.cancel();
@@ -196,6 +209,8 @@ export class Attachment implements MeteredSource {
         const r = this.tracker.delta(e.responseId, e.pcm.length);
         if (this.state !== FINISHING && this.ws.readyState === WebSocket.OPEN) {
           this.ws.send(this.ctx.codec.encode({ type: 'response.audio.delta', responseId: r.id, pcm: e.pcm }), TEXT_FRAME);
+          this.ctx.telemetry.frameOut();
+          this.trace.audioOut(r.id);
         }
         return this.usageChanged();
       }
@@ -216,7 +231,10 @@ export class Attachment implements MeteredSource {
       default: {
         const event = this.tracker.clientEventFor(e);
         if (event) this.send(event);
+        if (event?.type === 'speech.stopped') this.trace.turnEnded();
+        else if (event?.type === 'response.created') this.trace.responseCreated(event.responseId);
         if (e.type !== 'response_done') return;
+        if (event?.type === 'response.done') this.trace.responseDone(event.responseId, event.status, event.usage);
         this.usageChanged();
         return this.waiter.release();
       }
@@ -228,6 +246,7 @@ export class Attachment implements MeteredSource {
   }
 
   private exhaustBudget(): void {
+    this.trace.budgetStopped();
     if (this.state === FINISHING) {
       // A client gone mid-answer: stop waiting for the rest of the answer and end the session.
       this.waiter.release();
@@ -291,6 +310,7 @@ export class Attachment implements MeteredSource {
       if (this.legacy && reason !== 'replaced') await this.endSession('client_closed');
     } finally {
       this.finished = true;
+      this.trace.finish(reason, this.usage(), this.ticket.seq);
       this.log.info({ reason, seq: this.ticket.seq }, 'attachment finished');
       this.ctx.onFinished(this);
     }
@@ -302,5 +322,6 @@ export class Attachment implements MeteredSource {
 
   private send(e: InternalServerEvent): void {
     sendText(this.ws, this.ctx.codec.encode(e));
+    this.ctx.telemetry.frameOut();
   }
 }

@@ -1,8 +1,8 @@
-import { encodeMessage, type Bus } from '@s2s/bus';
+import { encodeMessage, type Bus, type MsgHdrs } from '@s2s/bus';
 import type { UsageCheckpoint } from '@s2s/contract';
 import type { Usage } from '@s2s/core';
 import { publishUsageCheckpoint } from '@s2s/sessions';
-import type { Logger } from '@s2s/telemetry';
+import type { Context, Logger } from '@s2s/telemetry';
 import { backoffMs, sleep } from './backoff.js';
 
 /** What the checkpointer reads of one attachment. */
@@ -11,6 +11,13 @@ export interface MeteredSource {
   readonly attachmentId: string;
   /** Cumulative usage of this attachment's upstream. */
   usage(): Usage;
+  /** The attachment's trace: checkpoints are published in its context and carry its headers. */
+  readonly trace?: { readonly context: Context; readonly headers: MsgHdrs };
+}
+
+/** What the checkpointer reports: each acknowledged publish, in a producer span. */
+export interface CheckpointTelemetry {
+  published<T>(source: MeteredSource, message: UsageCheckpoint, publish: () => Promise<T>): Promise<T>;
 }
 
 /** The checkpointer's own record of one attachment; the attachment only hands it back. */
@@ -70,7 +77,16 @@ export class Checkpointer {
   private finals = 0;
   private idleWaiters: (() => void)[] = [];
 
-  constructor(private readonly deps: { bus: Bus; relayId: string; logger: Logger; intervalMs: number; now?: () => number }) {}
+  constructor(
+    private readonly deps: {
+      bus: Bus;
+      relayId: string;
+      logger: Logger;
+      intervalMs: number;
+      now?: () => number;
+      telemetry?: CheckpointTelemetry;
+    },
+  ) {}
 
   /** Final checkpoints not yet accepted by the bus. */
   get pendingFinals(): number {
@@ -227,7 +243,9 @@ export class Checkpointer {
 
   /** Acknowledged by JetStream (Msg-Id deduplicated, trace headers); rejects when the stream did not store it. */
   private async publish(t: Tracked, u: Usage, final: boolean): Promise<void> {
-    await publishUsageCheckpoint({ ctx: this.deps, input: this.message(t, u, final) });
+    const m = this.message(t, u, final);
+    const send = () => publishUsageCheckpoint({ ctx: this.deps, input: m });
+    await (this.deps.telemetry ? this.deps.telemetry.published(t.source, m, send) : send());
     t.sent = u;
     t.acked = true;
     t.ackedAt = this.now();
@@ -236,7 +254,9 @@ export class Checkpointer {
   /** Written to the connection only; the stream stores it, and the next acknowledged one confirms the counters. */
   private publishPlain(t: Tracked, u: Usage): void {
     const m = this.message(t, u, false);
-    this.deps.bus.nc.publish(this.deps.bus.subjects.usageCheckpoint(m.session_id), encodeMessage(m));
+    // The attachment's trace headers, made once per attachment: nothing traced per plain publish.
+    const headers = t.source.trace?.headers;
+    this.deps.bus.nc.publish(this.deps.bus.subjects.usageCheckpoint(m.session_id), encodeMessage(m), headers ? { headers } : undefined);
     t.sent = u;
     t.acked = false;
   }

@@ -20,7 +20,7 @@ const bus = await connectBus({
   waitOnFirstConnect: true,
   noAsyncTraces: true,
 });
-const app = buildRelay({ config, db, bus, logger, providers: createProviderOpener(config, logger) });
+const app = buildRelay({ config, db, bus, logger, metrics: telemetry.metrics, providers: createProviderOpener(config, logger) });
 await new Promise<void>((resolve) => app.server.listen(config.port, config.host, resolve));
 const address = app.server.address();
 logger.info({ relay_id: config.relayId, port: typeof address === 'object' && address ? address.port : config.port }, 'relay listening');

@@ -3,7 +3,7 @@ import { RelayAttached } from '@s2s/contract';
 import { isNewerAttachment, ZERO_USAGE } from '@s2s/core';
 import { readHeldSessions, requestEnd } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
-import type { Logger } from '@s2s/telemetry';
+import type { Logger, Metrics } from '@s2s/telemetry';
 import type { WebSocket } from 'ws';
 import { Attachment, type AttachmentContext, type AttachmentInit } from './attachment.js';
 import { Checkpointer } from './checkpoints.js';
@@ -11,6 +11,7 @@ import { SvcRealtimeV1Codec } from './codec/svc-realtime-v1.js';
 import type { Config } from './config.js';
 import { RelayLease } from './lease.js';
 import type { FinishReason } from './realtime-errors.js';
+import { RelayTelemetry } from './telemetry.js';
 import type { UpstreamOpener } from './upstream.js';
 
 export interface RelayDeps {
@@ -19,6 +20,8 @@ export interface RelayDeps {
   bus: Bus;
   logger: Logger;
   providers: UpstreamOpener;
+  /** The process's metrics (startTelemetry().metrics): instruments and the `/metrics` handler. */
+  metrics: Metrics;
 }
 
 const decoder = new TextDecoder();
@@ -39,9 +42,12 @@ export class Relay {
   private reconcileTimer: NodeJS.Timeout | undefined;
   private reconciling = false;
   private drainPromise: Promise<void> | null = null;
+  readonly telemetry: RelayTelemetry;
 
   constructor(private readonly deps: RelayDeps) {
+    this.telemetry = new RelayTelemetry(deps.metrics.meter, deps.config.relayId);
     this.checkpoints = new Checkpointer({
+      telemetry: this.telemetry,
       bus: deps.bus,
       relayId: deps.config.relayId,
       logger: deps.logger,
@@ -62,6 +68,7 @@ export class Relay {
       providers: deps.providers,
       checkpoints: this.checkpoints,
       codec: new SvcRealtimeV1Codec(),
+      telemetry: this.telemetry,
       onFinished: (a) => this.remove(a),
     };
   }
@@ -187,7 +194,7 @@ export class Relay {
       started_at: a.startedAtMs,
     };
     try {
-      bus.nc.publish(bus.subjects.relayAttached(a.sessionId), encoder.encode(JSON.stringify(message)));
+      bus.nc.publish(bus.subjects.relayAttached(a.sessionId), encoder.encode(JSON.stringify(message)), { headers: a.trace.headers });
     } catch (err) {
       // The periodic reconcile of the other relay finds the newer attachment in the database.
       logger.warn({ err, session_id: a.sessionId }, 'attachment announcement failed');

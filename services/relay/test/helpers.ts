@@ -7,7 +7,7 @@ import { createSession } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
 import { createTestDatabase, createWalletAndKey } from '@s2s/db/testing';
 import { pcmFrames, pcmSilence, pcmTone, startLocalProvider, type LocalProvider, type ReceivedClientEvent } from '@s2s/local-provider';
-import { createLogger } from '@s2s/telemetry';
+import { createLogger, createMetrics, type Metrics } from '@s2s/telemetry';
 import WebSocket from 'ws';
 import { buildRelay, type RelayApp } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
@@ -45,13 +45,18 @@ export interface RelayEnv {
   app: RelayApp;
   /** ws://127.0.0.1:<port>/v1/realtime */
   url: string;
+  /** The relay's own metrics (a standalone meter): `metrics.scrape()` is what its `/metrics` serves. */
+  metrics: Metrics;
   /** Checkpoints seen on the bus, in arrival order. */
   checkpoints: UsageCheckpoint[];
   endRequests: BusMessage[];
   /** Every event the simulator received from the relay. */
   simEvents: ReceivedClientEvent[];
   /** Another relay process in the same deployment (same db, bus, simulator); `faults` wraps its db or bus. */
-  startRelay(overrides?: Record<string, string>, faults?: RelayFaults): Promise<{ app: RelayApp; url: string; config: Config }>;
+  startRelay(
+    overrides?: Record<string, string>,
+    faults?: RelayFaults,
+  ): Promise<{ app: RelayApp; url: string; config: Config; metrics: Metrics }>;
 }
 
 /** Fault injection for one relay: its view of the database or the bus, wrapped. */
@@ -94,7 +99,10 @@ export async function setupRelay(t: Teardown, env: Record<string, string> = {}):
       ...overrides,
     });
     const logger = testLogger();
+    const metrics = createMetrics({ serviceName: 'relay' });
+    t.teardown(() => metrics.shutdown());
     const app = buildRelay({
+      metrics,
       config,
       db: faults.db ? faults.db(db) : db,
       bus: faults.bus ? faults.bus(bus) : bus,
@@ -104,10 +112,23 @@ export async function setupRelay(t: Teardown, env: Record<string, string> = {}):
     await new Promise<void>((resolve) => app.server.listen(0, '127.0.0.1', resolve));
     t.teardown(() => app.close());
     const port = (app.server.address() as AddressInfo).port;
-    return { app, url: `ws://127.0.0.1:${port}/v1/realtime`, config };
+    return { app, url: `ws://127.0.0.1:${port}/v1/realtime`, config, metrics };
   };
   const first = await startRelay();
-  return { db, dbUrl, bus, sim, config: first.config, app: first.app, url: first.url, checkpoints, endRequests, simEvents, startRelay };
+  return {
+    db,
+    dbUrl,
+    bus,
+    sim,
+    config: first.config,
+    app: first.app,
+    url: first.url,
+    metrics: first.metrics,
+    checkpoints,
+    endRequests,
+    simEvents,
+    startRelay,
+  };
 }
 
 // ---- SQL fixtures ----

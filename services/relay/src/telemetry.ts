@@ -1,0 +1,325 @@
+import type { IncomingMessage } from 'node:http';
+import { traceHeaders, type MsgHdrs } from '@s2s/bus';
+import type { UsageCheckpoint } from '@s2s/contract';
+import type { SessionRecord, Usage } from '@s2s/core';
+import {
+  METRIC_ATTRS,
+  RELAY_METRICS,
+  SPAN_ATTRS,
+  SpanKind,
+  SpanStatusCode,
+  context,
+  createInstrument,
+  extractHeaders,
+  failSpan,
+  gatewayTracer,
+  startSessionSpan,
+  trace,
+  usageAttributes,
+  type Context,
+  type Meter,
+  type Span,
+  type Tracer,
+} from '@s2s/telemetry';
+import type { CheckpointTelemetry, MeteredSource } from './checkpoints.js';
+
+/**
+ * The relay's spans and metrics behind a few calls at clear points of an attachment's life, so the
+ * attachment code stays about routing. One per process (`RelayTelemetry`), one per socket
+ * (`AttachmentTelemetry`). Frame counts are plain additions read at collection time: nothing per frame
+ * touches the metrics SDK.
+ */
+export class RelayTelemetry implements CheckpointTelemetry {
+  readonly tracer: Tracer;
+  private readonly active;
+  private readonly attaches;
+  private readonly connectDuration;
+  readonly timeToFirstAudio;
+  readonly reconnects;
+  private readonly publishLag;
+  readonly budgetStops;
+  private framesIn = 0;
+  private framesOut = 0;
+
+  constructor(
+    meter: Meter,
+    readonly relayId: string,
+  ) {
+    this.tracer = gatewayTracer('relay');
+    this.active = createInstrument(meter, RELAY_METRICS.activeSessions);
+    this.attaches = createInstrument(meter, RELAY_METRICS.attaches);
+    this.connectDuration = createInstrument(meter, RELAY_METRICS.upstreamConnectDuration);
+    this.timeToFirstAudio = createInstrument(meter, RELAY_METRICS.timeToFirstAudio);
+    this.reconnects = createInstrument(meter, RELAY_METRICS.upstreamReconnects);
+    this.publishLag = createInstrument(meter, RELAY_METRICS.checkpointPublishLag);
+    this.budgetStops = createInstrument(meter, RELAY_METRICS.budgetStops);
+    createInstrument(meter, RELAY_METRICS.frames).addCallback((result) => {
+      result.observe(this.framesIn, { [METRIC_ATTRS.direction]: 'receive' });
+      result.observe(this.framesOut, { [METRIC_ATTRS.direction]: 'transmit' });
+    });
+  }
+
+  frameIn(): void {
+    this.framesIn++;
+  }
+
+  frameOut(): void {
+    this.framesOut++;
+  }
+
+  /**
+   * The upgrade request's span (`GET /v1/realtime`, server kind), a child of the client's trace context
+   * when it sent one. Its checks (key, session, attachment row) run in `context`.
+   */
+  upgrade(req: IncomingMessage): UpgradeTelemetry {
+    const parent = extractHeaders(req.headers);
+    const span = this.tracer.startSpan(
+      'GET /v1/realtime',
+      {
+        kind: SpanKind.SERVER,
+        attributes: {
+          'http.request.method': 'GET',
+          'http.route': '/v1/realtime',
+          'url.scheme': 'http',
+          [SPAN_ATTRS.relayId]: this.relayId,
+        },
+      },
+      parent,
+    );
+    return new UpgradeTelemetry(span, trace.setSpan(parent, span), this.attaches);
+  }
+
+  /** A socket became an attachment: its span in the session's trace, linked to the upgrade. */
+  attachment(session: SessionRecord, attachmentId: string, upgrade: UpgradeTelemetry | undefined): AttachmentTelemetry {
+    this.active.add(1);
+    const { span, context: ctx } = context.with(upgrade?.context ?? context.active(), () =>
+      startSessionSpan(this.tracer, 's2s.relay.attachment', session.traceId, {
+        kind: SpanKind.SERVER,
+        attributes: {
+          [SPAN_ATTRS.sessionId]: session.id,
+          [SPAN_ATTRS.attachmentId]: attachmentId,
+          [SPAN_ATTRS.relayId]: this.relayId,
+          [SPAN_ATTRS.provider]: session.provider,
+          [SPAN_ATTRS.model]: session.modelId,
+          [SPAN_ATTRS.providerModel]: session.providerModel,
+        },
+      }),
+    );
+    return new AttachmentTelemetry(this, session, span, ctx);
+  }
+
+  /** Called by the attachment when its socket is gone. */
+  detached(): void {
+    this.active.add(-1);
+  }
+
+  upstreamConnected(seconds: number, attrs: Record<string, string>): void {
+    this.connectDuration.record(seconds, attrs);
+  }
+
+  /**
+   * An acknowledged checkpoint publish, in a producer span of the attachment's trace (its headers carry
+   * that span); its duration, from taking the counters to JetStream's ack, is the publish lag.
+   */
+  async published<T>(source: MeteredSource, m: UsageCheckpoint, publish: () => Promise<T>): Promise<T> {
+    const parent = source.trace?.context ?? context.active();
+    const span = this.tracer.startSpan(
+      'publish usage.checkpoint',
+      {
+        kind: SpanKind.PRODUCER,
+        attributes: {
+          [SPAN_ATTRS.messagingSystem]: 'nats',
+          [SPAN_ATTRS.messagingOperation]: 'publish',
+          [SPAN_ATTRS.sessionId]: m.session_id,
+          [SPAN_ATTRS.attachmentId]: m.attachment_id,
+          [SPAN_ATTRS.checkpointSeq]: m.seq,
+          [SPAN_ATTRS.checkpointFinal]: m.final,
+          ...usageAttributes(m),
+        },
+      },
+      parent,
+    );
+    const started = performance.now();
+    try {
+      const result = await context.with(trace.setSpan(parent, span), publish);
+      this.publishLag.record((performance.now() - started) / 1000);
+      return result;
+    } catch (err) {
+      failSpan(span, err);
+      throw err;
+    } finally {
+      span.end();
+    }
+  }
+}
+
+/** The upgrade request: refused with a code, or accepted (then `attachment()` takes over). */
+export class UpgradeTelemetry {
+  private ended = false;
+
+  constructor(
+    private readonly span: Span,
+    readonly context: Context,
+    private readonly attaches: { add(n: number, attrs?: Record<string, string>): void },
+  ) {}
+
+  /** The session is known: its attributes go on the upgrade span too. */
+  session(sessionId: string, attachmentId: string): void {
+    this.span.setAttributes({ [SPAN_ATTRS.sessionId]: sessionId, [SPAN_ATTRS.attachmentId]: attachmentId });
+  }
+
+  /** Refused with a contract error code and its HTTP status (none: the client left before the upgrade). */
+  refused(code: string, status?: number): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.attaches.add(1, { [METRIC_ATTRS.errorType]: code });
+    this.span.setAttribute(SPAN_ATTRS.errorType, code);
+    if (status !== undefined) this.span.setAttribute('http.response.status_code', status);
+    if (status === undefined || status >= 500) this.span.setStatus({ code: SpanStatusCode.ERROR });
+    this.span.end();
+  }
+
+  upgraded(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.attaches.add(1);
+    this.span.setAttribute('http.response.status_code', 101);
+    this.span.end();
+  }
+}
+
+/** One response turn's span: from the end of the user turn (or the response's creation) to its end. */
+interface Turn {
+  span: Span;
+  startedAt: number;
+  firstAudio: boolean;
+}
+
+/**
+ * One attachment: the span of its life (`s2s.relay.attachment`, in the session's trace), its upstream
+ * connection, each response turn with its time to first audio, and the context its checkpoints are
+ * published in.
+ */
+export class AttachmentTelemetry {
+  /** Trace headers of the attachment span, made once: every checkpoint of the attachment carries them. */
+  readonly headers: MsgHdrs;
+  private turnEndedAt: number | null = null;
+  private readonly turns = new Map<string, Turn>();
+  private finished = false;
+  private budgetStop = false;
+
+  constructor(
+    private readonly relay: RelayTelemetry,
+    private readonly session: SessionRecord,
+    private readonly span: Span,
+    readonly context: Context,
+  ) {
+    this.headers = traceHeaders(context);
+  }
+
+  private get providerAttrs(): Record<string, string> {
+    return { [METRIC_ATTRS.provider]: this.session.provider };
+  }
+
+  /** Wraps the opening of the upstream in a client span and the connect-duration histogram. */
+  async upstreamOpen<T>(open: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    const span = this.relay.tracer.startSpan(
+      's2s.relay.upstream.connect',
+      {
+        kind: SpanKind.CLIENT,
+        attributes: { [SPAN_ATTRS.provider]: this.session.provider, [SPAN_ATTRS.providerModel]: this.session.providerModel },
+      },
+      this.context,
+    );
+    try {
+      const up = await open();
+      this.relay.upstreamConnected((performance.now() - started) / 1000, this.providerAttrs);
+      return up;
+    } catch (err) {
+      failSpan(span, err);
+      const kind = errorKind(err);
+      this.relay.upstreamConnected((performance.now() - started) / 1000, { ...this.providerAttrs, [METRIC_ATTRS.errorType]: kind });
+      throw err;
+    } finally {
+      span.end();
+    }
+  }
+
+  /** The upstream connection was re-opened during the session. */
+  reconnected(): void {
+    this.relay.reconnects.add(1, this.providerAttrs);
+    this.span.addEvent('upstream.reconnected');
+  }
+
+  /** The user's turn ended (commit, response.create, speech stopped): the time to first audio counts from here. */
+  turnEnded(): void {
+    this.turnEndedAt ??= performance.now();
+  }
+
+  responseCreated(responseId: string): void {
+    if (this.turns.has(responseId)) return;
+    const startedAt = this.turnEndedAt ?? performance.now();
+    this.turnEndedAt = null;
+    const span = this.relay.tracer.startSpan(
+      's2s.relay.response',
+      {
+        kind: SpanKind.INTERNAL,
+        startTime: performance.timeOrigin + startedAt,
+        attributes: {
+          [SPAN_ATTRS.sessionId]: this.session.id,
+          [SPAN_ATTRS.responseId]: responseId,
+          [SPAN_ATTRS.provider]: this.session.provider,
+          [SPAN_ATTRS.model]: this.session.modelId,
+        },
+      },
+      this.context,
+    );
+    this.turns.set(responseId, { span, startedAt, firstAudio: false });
+  }
+
+  /** An audio delta went to the client: the first of a response records the time to first audio. Per frame: one lookup. */
+  audioOut(responseId: string): void {
+    const turn = this.turns.get(responseId);
+    if (!turn || turn.firstAudio) return;
+    turn.firstAudio = true;
+    const ms = performance.now() - turn.startedAt;
+    turn.span.setAttribute(SPAN_ATTRS.timeToFirstAudioMs, Math.round(ms));
+    turn.span.addEvent('first_audio');
+    this.relay.timeToFirstAudio.record(ms / 1000, { ...this.providerAttrs, [METRIC_ATTRS.model]: this.session.modelId });
+  }
+
+  responseDone(responseId: string, status: string, usage: Usage | null): void {
+    const turn = this.turns.get(responseId);
+    if (!turn) return;
+    this.turns.delete(responseId);
+    turn.span.setAttribute('s2s.response.status', status);
+    if (usage) turn.span.setAttributes(usageAttributes(usage));
+    turn.span.end();
+  }
+
+  /** The relay ended the session because its preauthorization was used up. */
+  budgetStopped(): void {
+    if (this.budgetStop) return;
+    this.budgetStop = true;
+    this.relay.budgetStops.add(1);
+    this.span.addEvent('budget.exhausted');
+  }
+
+  /** The socket is gone and its final checkpoint published: the attachment span ends with its usage. */
+  finish(reason: string, usage: Usage, finalSeq: number): void {
+    if (this.finished) return;
+    this.finished = true;
+    for (const turn of this.turns.values()) turn.span.end();
+    this.turns.clear();
+    this.span.setAttributes({ [SPAN_ATTRS.finishReason]: reason, [SPAN_ATTRS.checkpointSeq]: finalSeq, ...usageAttributes(usage) });
+    if (reason === 'upstream_failure' || reason === 'internal_error') this.span.setStatus({ code: SpanStatusCode.ERROR });
+    this.span.end();
+    this.relay.detached();
+  }
+}
+
+function errorKind(err: unknown): string {
+  if (typeof err === 'object' && err !== null && 'kind' in err && typeof err.kind === 'string') return err.kind;
+  return 'error';
+}
