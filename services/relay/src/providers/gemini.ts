@@ -1,7 +1,17 @@
+import type { LiveClientMessage, LiveServerContent, LiveServerMessage, Part } from '@google/genai';
 import { BYTES_PER_MS } from '@s2s/core';
+import type { SessionSettings, TokenReport } from '../agent-model.js';
 import { UpstreamError, type UpstreamErrorKind } from './errors.js';
+import {
+  geminiInstruction,
+  geminiRefusal,
+  geminiSetup,
+  geminiTools,
+  geminiUpdateRefusal,
+  type GeminiSessionConfig,
+} from './gemini-setup.js';
+import { geminiTokenReport } from './gemini-usage.js';
 import { Resampler24kTo16k } from './resample.js';
-import { ZERO_TOKENS, type TokenReport } from '../agent-model.js';
 import type {
   ProviderAdapter,
   ProviderCapabilities,
@@ -9,47 +19,13 @@ import type {
   UpstreamConnection,
   UpstreamEvent,
   UpstreamSessionConfig,
-  UpstreamTokenUsage,
 } from './types.js';
-import { openUpstreamSocket, WsUpstreamConnection } from './ws-upstream.js';
+import { openUpstreamSocket, WsUpstreamConnection, type WebSocket } from './ws-upstream.js';
+
+export { GEMINI_DEFAULT_VOICE, geminiVoice } from './gemini-setup.js';
 
 export const GEMINI_LIVE_URL =
   'wss://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent';
-export const GEMINI_DEFAULT_VOICE = 'Puck';
-const GEMINI_VOICE_NAMES = [
-  'Puck',
-  'Charon',
-  'Kore',
-  'Fenrir',
-  'Aoede',
-  'Leda',
-  'Orus',
-  'Zephyr',
-  'Achernar',
-  'Achird',
-  'Algenib',
-  'Algieba',
-  'Alnilam',
-  'Autonoe',
-  'Callirrhoe',
-  'Despina',
-  'Enceladus',
-  'Erinome',
-  'Gacrux',
-  'Iapetus',
-  'Laomedeia',
-  'Pulcherrima',
-  'Rasalgethi',
-  'Sadachbia',
-  'Sadaltager',
-  'Schedar',
-  'Sulafat',
-  'Umbriel',
-  'Vindemiatrix',
-  'Zubenelgenubi',
-];
-const GEMINI_VOICES = new Map(GEMINI_VOICE_NAMES.map((v) => [v.toLowerCase(), v]));
-
 /** Gemini counts audio at 32 tokens per second in both directions: the fallback when no usage is reported. */
 export const GEMINI_TOKEN_RATIO = Object.freeze({ inputMsPerToken: 1000 / 32, outputMsPerToken: 1000 / 32 });
 
@@ -58,8 +34,9 @@ const INPUT_MIME = 'audio/pcm;rate=16000';
 const USAGE_GRACE_MS = 300;
 
 /**
- * Audio in, audio out: the rest of the voice-agent model is not mapped yet, so the relay refuses it up front.
- * Setup fixes the voice and activity detection: nothing changes after the upstream opened.
+ * What Gemini Live can do beyond audio (the relay refuses the rest up front). Items cannot be deleted or
+ * truncated (Gemini keeps its own history), and setup fixes voice, turn detection, modality and transcription:
+ * a later change to those is refused by updateSession with the field named.
  */
 export const GEMINI_CAPABILITIES: Readonly<ProviderCapabilities> = Object.freeze({
   inputTranscription: false,
@@ -67,9 +44,9 @@ export const GEMINI_CAPABILITIES: Readonly<ProviderCapabilities> = Object.freeze
   textOutput: false,
   tools: false,
   semanticVad: false,
-  manualTurns: false,
+  manualTurns: true,
   noiseReduction: false,
-  sessionUpdate: false,
+  sessionUpdate: true,
   voiceChangeAfterAudio: false,
   textInput: false,
   audioItems: false,
@@ -84,37 +61,16 @@ export interface GeminiLiveOptions {
   apiKey: string;
 }
 
-/** Maps a requested voice to a Gemini prebuilt voice (case-insensitive); anything else gets the default. */
-export function geminiVoice(voice: string | undefined): string {
-  return (voice && GEMINI_VOICES.get(voice.toLowerCase())) ?? GEMINI_DEFAULT_VOICE;
-}
-
-export function geminiSetup(config: UpstreamSessionConfig): Record<string, unknown> {
-  const model = config.providerModel.startsWith('models/') ? config.providerModel : `models/${config.providerModel}`;
-  const td = config.turnDetection;
-  const silence = td?.type === 'server_vad' ? td.silenceDurationMs : undefined;
-  return {
-    setup: {
-      model,
-      generationConfig: {
-        responseModalities: ['AUDIO'],
-        speechConfig: { voiceConfig: { prebuiltVoiceConfig: { voiceName: geminiVoice(config.voice) } } },
-      },
-      realtimeInputConfig: {
-        automaticActivityDetection: { disabled: false, ...(silence !== undefined ? { silenceDurationMs: silence } : {}) },
-      },
-    },
-  };
-}
-
 /**
- * Gemini Live (BidiGenerateContent over WebSocket). Differences the adapter absorbs:
+ * Gemini Live (BidiGenerateContent over WebSocket). Differences the adapter absorbs (docs/providers.md):
  * - input is sent as 16 kHz PCM (resampled from 24 kHz), output arrives as 24 kHz PCM;
- * - turns are detected by Gemini's automatic activity detection; commit / response.create flush the stream
- *   with `audioStreamEnd`; there is no input buffer to clear and no voice change mid-session;
+ * - turns are detected by Gemini's automatic activity detection (commit / response.create flush the stream with
+ *   `audioStreamEnd`), or, with manual turns, framed by `activityStart` / `activityEnd`;
+ * - voice, activity detection, modality and transcription are fixed by `setup`: a later change is refused;
  * - there are no response ids: the adapter numbers model turns `gemini_resp_1`, `gemini_resp_2`, …;
- * - there is no cancel: a barge-in ends the response here (response_done cancelled) and drops the rest of
- *   that model turn; Gemini's own interruption (`interrupted`) yields speech_started + a cancelled response.
+ * - there is no cancel: a barge-in stops the audio here and drops the rest of that model turn, and the
+ *   response ends when Gemini ends the turn, with the usage Gemini reports for it;
+ * - output audio ends at `generationComplete`, the response at `turnComplete` (with its `usageMetadata`).
  * The key travels in the `x-goog-api-key` header (as Google's SDK sends it), never in the URL.
  */
 export class GeminiLiveAdapter implements ProviderAdapter {
@@ -130,33 +86,56 @@ export class GeminiLiveAdapter implements ProviderAdapter {
   }
 
   async connect(config: UpstreamSessionConfig, onEvent: (event: UpstreamEvent) => void, signal: AbortSignal): Promise<UpstreamConnection> {
+    // A setting the setup cannot express is refused, never dropped (the relay refuses it earlier when it can).
+    if (geminiRefusal(config)) throw new UpstreamError(this.name, 'rejected');
     const ws = await openUpstreamSocket({ provider: this.name, url: this.url, headers: { 'x-goog-api-key': this.apiKey }, signal });
-    const connection = new GeminiLiveConnection(this.name, ws, onEvent);
-    await connection.configure(config, signal);
+    const connection = new GeminiLiveConnection(this.name, ws, onEvent, config);
+    await connection.configure(signal);
     return connection;
   }
 }
 
+/** One model turn: a response from its first output to Gemini's `turnComplete`. */
 interface Turn {
   responseId: string;
-  /** Ended here by a barge-in: the rest of this model turn is dropped. */
+  /** Stopped by a barge-in (ours or Gemini's `interrupted`): the rest of its output is dropped. */
   cancelled: boolean;
+  /** Output audio ended (`generationComplete`, or `audio_done` already sent). */
+  outputDone: boolean;
+  /** The latest usageMetadata of this turn (each report is a snapshot of the turn, not an increment). */
+  tokens: TokenReport | null;
 }
 
 class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConnection {
   private readonly resampler = new Resampler24kTo16k();
   private inputBytes = 0;
+  /** Audio went up since the last audioStreamEnd (automatic activity detection). */
   private streamOpen = false;
+  /** Manual turns: an activityStart was sent and its activityEnd not yet. */
+  private activityOpen = false;
   private responseSeq = 0;
   private turn: Turn | null = null;
-  /** Usage reported during the current turn (Gemini reports it per turn, with or just after turnComplete). */
-  private turnUsage: TokenReport | null = null;
-  private pendingDone: { responseId: string; status: ResponseStatus; timer: NodeJS.Timeout } | null = null;
+  /** A turn Gemini completed whose usageMetadata may still follow (for up to USAGE_GRACE_MS). */
+  private pendingDone: { turn: Turn; timer: NodeJS.Timeout } | null = null;
   /** A usage report arriving now belongs to a turn already settled without it; it must not leak into the next. */
   private staleUsage = false;
 
-  configure(config: UpstreamSessionConfig, signal: AbortSignal): Promise<void> {
-    return this.awaitSetup(geminiSetup(config), signal);
+  constructor(
+    provider: string,
+    ws: WebSocket,
+    onEvent: (event: UpstreamEvent) => void,
+    /** The settings the setup fixed (a later update is checked against them). */
+    private settings: GeminiSessionConfig,
+  ) {
+    super(provider, ws, onEvent);
+  }
+
+  private get manualTurns(): boolean {
+    return this.settings.turnDetection === null;
+  }
+
+  configure(signal: AbortSignal): Promise<void> {
+    return this.awaitSetup(geminiSetup(this.settings), signal);
   }
 
   appendAudio(pcm: Buffer): void {
@@ -164,12 +143,16 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     this.inputBytes += pcm.length;
     const resampled = this.resampler.push(pcm);
     if (resampled.length === 0) return;
+    if (this.manualTurns && !this.activityOpen) {
+      this.activityOpen = true;
+      this.sendFrame({ realtimeInput: { activityStart: {} } });
+    }
     this.streamOpen = true;
-    this.ws.send(`{"realtimeInput":{"audio":{"data":"${resampled.toString('base64')}","mimeType":"${INPUT_MIME}"}}}`);
+    this.sendFrame({ realtimeInput: { audio: { data: resampled.toString('base64'), mimeType: INPUT_MIME } } });
   }
 
   commit(): void {
-    this.endStream();
+    this.endInput();
   }
 
   clear(): void {
@@ -177,22 +160,41 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
   }
 
   createResponse(): void {
-    this.endStream();
+    this.endInput();
   }
 
   cancelResponse(_responseId: string | null, _playedMs: number): void {
-    const turn = this.turn;
-    if (!turn || turn.cancelled) return;
-    turn.cancelled = true;
-    // Delivered after the caller's cancel returns, like every other upstream event: no re-entrancy.
-    queueMicrotask(() => this.emit({ type: 'response_done', responseId: turn.responseId, status: 'cancelled', tokens: null }));
+    // Gemini has no cancel: its turn goes on (until it hears the user, or completes) and is billed as it
+    // reports it. Nothing more of it reaches the client; the response ends at Gemini's turnComplete.
+    const turn = this.turn ?? this.pendingDone?.turn;
+    if (turn) turn.cancelled = true;
   }
 
-  updateSession(): void {
-    // Never called: GEMINI_CAPABILITIES.sessionUpdate is false (the Live API fixes its configuration at setup).
+  updateSession(update: SessionSettings): void {
+    const refusal = geminiUpdateRefusal(this.settings, update);
+    // Answered after the caller returns, like every upstream event.
+    if (refusal) {
+      queueMicrotask(() =>
+        this.emit({ type: 'error', message: refusal.message, fatal: false, request: 'update_session', param: refusal.param }),
+      );
+      return;
+    }
+    this.settings = { ...this.settings, ...update };
+    // Instructions and tools are the only settings Gemini takes after setup. It does not acknowledge a
+    // contextUpdate: updates are applied in order with the rest of the input, so it is in effect once sent.
+    const { instructions, tools } = update;
+    if (instructions !== undefined || tools !== undefined) {
+      this.sendFrame({
+        contextUpdate: {
+          ...(instructions !== undefined ? { systemInstruction: geminiInstruction(instructions) } : {}),
+          ...(tools !== undefined ? { tools: { tools: tools.length > 0 ? geminiTools(tools) : [] } } : {}),
+        },
+      });
+    }
+    queueMicrotask(() => this.emit({ type: 'session_updated' }));
   }
 
-  // Never called: GEMINI_CAPABILITIES refuses items up front.
+  // Never called: GEMINI_CAPABILITIES refuses items up front (text turns and tool outputs come next).
   createItem(): void {}
   deleteItem(): void {}
   truncateItem(): void {}
@@ -201,43 +203,44 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     // Output is not buffered upstream: what was sent is the relay's to drop.
   }
 
-  private endStream(): void {
-    if (!this.streamOpen) return;
+  /** The end of the user's input: `activityEnd` with manual turns, else `audioStreamEnd` (flushes Gemini's VAD). */
+  private endInput(): void {
+    if (this.activityOpen) {
+      this.activityOpen = false;
+      this.sendFrame({ realtimeInput: { activityEnd: {} } });
+      return;
+    }
+    if (!this.streamOpen || this.manualTurns) return;
     this.streamOpen = false;
-    this.send({ realtimeInput: { audioStreamEnd: true } });
+    this.sendFrame({ realtimeInput: { audioStreamEnd: true } });
   }
 
-  protected onMessage(msg: Record<string, unknown> | null): void {
-    if (!msg) return;
+  /** Every frame to Gemini is a LiveClientMessage of the published SDK types. */
+  private sendFrame(frame: LiveClientMessage): void {
+    this.send(frame as Record<string, unknown>);
+  }
+
+  protected onMessage(raw: Record<string, unknown> | null): void {
+    if (!raw) return;
+    const msg = raw as ServerFrame;
     if (msg.setupComplete !== undefined) {
       this.configured?.resolve();
       return;
     }
     if (this.phase !== 'open') return;
-    // Usage first: it may ride on the very message that completes the turn.
-    const audio = msg.usageMetadata !== undefined ? geminiUsage(msg.usageMetadata) : null;
-    const usage = audio
-      ? { ...ZERO_TOKENS, inputAudioTokens: audio.input_audio_tokens, outputAudioTokens: audio.output_audio_tokens }
-      : null;
-    if (usage) this.onUsage(usage);
-    const content = msg.serverContent as ServerContent | undefined;
-    if (content && typeof content === 'object') this.onContent(content);
+    const content = msg.serverContent && typeof msg.serverContent === 'object' ? msg.serverContent : null;
+    if (content) this.onContent(content);
+    // A turn Gemini completes without any output (the model chose silence) is still a response: its prompt
+    // was processed and is billed as reported.
+    if (content?.turnComplete === true) this.openTurn();
+    // Usage after the content: a report riding on the message that completes the turn belongs to that turn.
+    const tokens = msg.usageMetadata !== undefined ? geminiTokenReport(msg.usageMetadata) : null;
+    if (tokens) this.onUsage(tokens);
+    if (content?.turnComplete === true) this.completeTurn();
     if (msg.goAway !== undefined) this.onGoAway();
   }
 
-  private onUsage(usage: TokenReport): void {
-    if (this.pendingDone) {
-      const pending = this.pendingDone;
-      this.pendingDone = null;
-      clearTimeout(pending.timer);
-      this.emit({ type: 'response_done', responseId: pending.responseId, status: pending.status, tokens: usage });
-      return;
-    }
-    if (this.staleUsage) return;
-    this.turnUsage = usage;
-  }
-
-  private onContent(content: ServerContent): void {
+  private onContent(content: LiveServerContent): void {
     const parts = content.modelTurn?.parts;
     if (Array.isArray(parts)) {
       for (const part of parts) {
@@ -248,50 +251,70 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     if (content.interrupted === true) {
       // Gemini stopped its answer because it heard the user: that is the start of speech for the relay.
       this.emit({ type: 'speech_started', audioStartMs: Math.floor(this.inputBytes / BYTES_PER_MS) });
-      this.finishTurn('cancelled');
-    } else if (content.turnComplete === true) {
-      this.finishTurn('completed');
+      if (this.turn) this.turn.cancelled = true;
     }
+    if (content.generationComplete === true && this.turn) this.endOutput(this.turn);
   }
 
   private onAudio(pcm: Buffer): void {
+    const turn = this.openTurn();
+    if (turn.cancelled || turn.outputDone) return;
+    this.emit({ type: 'audio_delta', responseId: turn.responseId, pcm });
+  }
+
+  /** The current model turn, started (response_created) on its first output. */
+  private openTurn(): Turn {
+    if (this.turn) return this.turn;
     this.flushPendingDone();
     this.staleUsage = false;
-    if (!this.turn) {
-      this.turn = { responseId: `gemini_resp_${++this.responseSeq}`, cancelled: false };
-      this.emit({ type: 'response_created', responseId: this.turn.responseId });
-    }
-    if (this.turn.cancelled) return;
-    this.emit({ type: 'audio_delta', responseId: this.turn.responseId, pcm });
+    this.turn = { responseId: `gemini_resp_${++this.responseSeq}`, cancelled: false, outputDone: false, tokens: null };
+    this.emit({ type: 'response_created', responseId: this.turn.responseId });
+    return this.turn;
   }
 
-  private finishTurn(status: ResponseStatus): void {
-    const turn = this.turn;
+  private endOutput(turn: Turn): void {
+    if (turn.outputDone) return;
+    turn.outputDone = true;
+    if (!turn.cancelled) this.emit({ type: 'audio_done', responseId: turn.responseId });
+  }
+
+  private onUsage(tokens: TokenReport): void {
+    if (this.turn) {
+      this.turn.tokens = tokens;
+      return;
+    }
+    const pending = this.pendingDone;
+    if (pending) {
+      pending.turn.tokens = tokens;
+      this.flushPendingDone();
+    }
+    // Otherwise it belongs to a turn settled without it (after the grace): it must not leak into the next.
+  }
+
+  /** Gemini ended the model turn (opened by onMessage if it had no output). */
+  private completeTurn(): void {
+    const turn = this.openTurn();
     this.turn = null;
-    const usage = this.turnUsage;
-    this.turnUsage = null;
-    if (!turn || turn.cancelled) {
-      this.staleUsage = true;
-      return;
-    }
-    if (status === 'completed') this.emit({ type: 'audio_done', responseId: turn.responseId });
-    if (usage) {
-      this.emit({ type: 'response_done', responseId: turn.responseId, status, tokens: usage });
-      return;
-    }
+    this.endOutput(turn);
+    if (turn.tokens) return this.finish(turn);
     const timer = setTimeout(() => this.flushPendingDone(), USAGE_GRACE_MS);
     timer.unref();
-    this.pendingDone = { responseId: turn.responseId, status, timer };
+    this.pendingDone = { turn, timer };
   }
 
-  /** Reports a finished turn whose usage did not come: the base then applies the token ratio. */
+  /** Reports a completed turn, with its usage when it came: without one, the base applies the token ratio. */
   private flushPendingDone(): void {
     const pending = this.pendingDone;
     if (!pending) return;
     this.pendingDone = null;
     clearTimeout(pending.timer);
-    this.staleUsage = true;
-    this.emit({ type: 'response_done', responseId: pending.responseId, status: pending.status, tokens: null });
+    this.staleUsage = pending.turn.tokens === null;
+    this.finish(pending.turn);
+  }
+
+  private finish(turn: Turn): void {
+    const status: ResponseStatus = turn.cancelled ? 'cancelled' : 'completed';
+    this.emit({ type: 'response_done', responseId: turn.responseId, status, tokens: turn.tokens });
   }
 
   /** Gemini announces the end of the connection; the relay reconnects rather than lose it mid-answer. */
@@ -318,15 +341,12 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
   }
 }
 
-interface ServerContent {
-  modelTurn?: { parts?: unknown[] };
-  turnComplete?: boolean;
-  interrupted?: boolean;
-}
+/** A server message as it travels: the SDK's LiveServerMessage without its convenience getters. */
+type ServerFrame = Omit<LiveServerMessage, 'text' | 'data'>;
 
 /** A part's inline 24 kHz PCM audio, decoded; null for anything else (text, other rates). */
-function outputAudio(part: unknown): Buffer | null {
-  const inline = (part as { inlineData?: { mimeType?: unknown; data?: unknown } } | null)?.inlineData;
+function outputAudio(part: Part): Buffer | null {
+  const inline = part?.inlineData;
   if (!inline || typeof inline.data !== 'string' || typeof inline.mimeType !== 'string') return null;
   const mime = inline.mimeType.toLowerCase();
   if (!mime.startsWith('audio/pcm')) return null;
@@ -334,33 +354,6 @@ function outputAudio(part: unknown): Buffer | null {
   if (rate !== undefined && rate !== '24000') return null;
   const pcm = Buffer.from(inline.data, 'base64');
   return pcm.length > 0 ? pcm : null;
-}
-
-/** usageMetadata → audio token counts (the AUDIO entries of the prompt and response details). */
-export function geminiUsage(metadata: unknown): UpstreamTokenUsage | null {
-  if (!metadata || typeof metadata !== 'object') return null;
-  const m = metadata as { promptTokensDetails?: unknown; responseTokensDetails?: unknown };
-  const input = audioTokens(m.promptTokensDetails);
-  const output = audioTokens(m.responseTokensDetails);
-  if (input === null && output === null) return null;
-  return { input_audio_tokens: input ?? 0, output_audio_tokens: output ?? 0 };
-}
-
-function audioTokens(details: unknown): number | null {
-  if (!Array.isArray(details)) return null;
-  let total: number | null = null;
-  for (const d of details) {
-    const entry = d as { modality?: unknown; tokenCount?: unknown } | null;
-    if (
-      entry?.modality === 'AUDIO' &&
-      typeof entry.tokenCount === 'number' &&
-      Number.isInteger(entry.tokenCount) &&
-      entry.tokenCount >= 0
-    ) {
-      total = (total ?? 0) + entry.tokenCount;
-    }
-  }
-  return total;
 }
 
 /** A session closed before setupComplete: credentials, a refused request, or an outage. */

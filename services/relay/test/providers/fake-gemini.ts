@@ -1,6 +1,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { MediaModality, type LiveClientMessage, type LiveServerMessage, type UsageMetadata } from '@google/genai';
 import { BYTES_PER_MS } from '@s2s/core';
+import type { TokenReport } from '../../src/agent-model.js';
 import { pcmTone } from '@s2s/local-provider';
 import { WebSocketServer, type WebSocket } from 'ws';
 
@@ -8,10 +10,21 @@ export const FAKE_GEMINI_PATH = '/ws/google.ai.generativelanguage.v1beta.Generat
 /** The fake's answer to every turn: 1 s of a 660 Hz tone at 24 kHz, in five 200 ms parts. */
 export const FAKE_GEMINI_REPLY = pcmTone(1000, { frequencyHz: 660 });
 const PART_BYTES = 200 * BYTES_PER_MS;
+/** Text tokens the fake counts in every prompt (its stand-in for a system preamble). */
+export const FAKE_GEMINI_PROMPT_TEXT_TOKENS = 7;
+/** How long a paced turn waits for the client before Gemini goes on generating (it has no cancel to wait for). */
+const PACED_HOLD_MS = 100;
+
+/** A server message as it travels: the SDK's LiveServerMessage without its convenience getters. */
+export type GeminiServerFrame = Omit<LiveServerMessage, 'text' | 'data'>;
 
 export interface FakeGeminiOptions {
   apiKey: string;
-  /** Hold the first turn after its first part until the client sends more input (a barge-in window). */
+  /**
+   * The first turn stops after its first part (a barge-in window). Input arriving then interrupts it, as
+   * Gemini's activity detection does (`interrupted`, then `turnComplete` with the usage of what it generated);
+   * without input it goes on after a moment and completes (Gemini has no cancel message to wait for).
+   */
   paced?: boolean;
   /** How a wrong key is refused: after the upgrade with a close (default, 1008 + reason), or HTTP 403. */
   refuse?: 'close' | 'http';
@@ -25,12 +38,12 @@ export interface FakeGemini {
   /** Every upgrade request: the key header it carried and its query string. */
   handshakes: { apiKeyHeader: string | undefined; search: string }[];
   /** Every JSON message received, in order. */
-  messages: Record<string, any>[];
+  messages: LiveClientMessage[];
   /** All realtimeInput audio received (16 kHz PCM16LE), and each chunk's mimeType. */
   audio(): Buffer;
   mimeTypes: string[];
   /** Sends a message to every client (binary frame, as Gemini does). */
-  broadcast(message: Record<string, unknown>): void;
+  broadcast(message: GeminiServerFrame): void;
   drop(): void;
   close(): Promise<void>;
 }
@@ -38,10 +51,37 @@ export interface FakeGemini {
 /** Audio tokens the fake reports: 32 per second, as Gemini counts. */
 export const geminiTokens = (ms: number) => Math.ceil((ms * 32) / 1000);
 
-/** A fake Gemini Live endpoint speaking the BidiGenerateContent messages the adapter uses. */
+/** The token report the adapter must make of fakeGeminiUsage(inMs, outMs). */
+export function fakeGeminiTokens(inMs: number, outMs: number): TokenReport {
+  return {
+    inputAudioTokens: geminiTokens(inMs),
+    inputTextTokens: FAKE_GEMINI_PROMPT_TEXT_TOKENS,
+    cachedInputTokens: 0,
+    outputAudioTokens: geminiTokens(outMs),
+    outputTextTokens: 0,
+    transcribedMs: 0,
+  };
+}
+
+/** The fake's report for one turn: its prompt (a text preamble and the turn's audio) and the audio it generated. */
+export function fakeGeminiUsage(inMs: number, outMs: number): UsageMetadata {
+  const prompt = FAKE_GEMINI_PROMPT_TEXT_TOKENS + geminiTokens(inMs);
+  return {
+    promptTokenCount: prompt,
+    responseTokenCount: geminiTokens(outMs),
+    totalTokenCount: prompt + geminiTokens(outMs),
+    promptTokensDetails: [
+      { modality: MediaModality.TEXT, tokenCount: FAKE_GEMINI_PROMPT_TEXT_TOKENS },
+      { modality: MediaModality.AUDIO, tokenCount: geminiTokens(inMs) },
+    ],
+    responseTokensDetails: [{ modality: MediaModality.AUDIO, tokenCount: geminiTokens(outMs) }],
+  };
+}
+
+/** A fake Gemini Live endpoint speaking the BidiGenerateContent messages the adapter uses, typed by the SDK's own types. */
 export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemini> {
   const handshakes: FakeGemini['handshakes'] = [];
-  const messages: Record<string, any>[] = [];
+  const messages: LiveClientMessage[] = [];
   const mimeTypes: string[] = [];
   const chunks: Buffer[] = [];
   const wss = new WebSocketServer({ noServer: true });
@@ -64,11 +104,12 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
   });
 
   function session(ws: WebSocket, authorized: boolean): void {
-    const send = (m: Record<string, unknown>) => ws.readyState === ws.OPEN && ws.send(Buffer.from(JSON.stringify(m)));
+    const send = (m: GeminiServerFrame) => ws.readyState === ws.OPEN && ws.send(Buffer.from(JSON.stringify(m)));
     let inputBytes = 0;
-    let held: (() => void) | null = null;
+    /** A paced turn waiting: `interrupt` on client input, else `resume` when its hold ends. */
+    let held: { interrupt: () => void; resume: () => void; timer: NodeJS.Timeout } | null = null;
     ws.on('message', (data) => {
-      const msg = JSON.parse(data.toString()) as Record<string, any>;
+      const msg = JSON.parse(data.toString()) as LiveClientMessage;
       messages.push(msg);
       if (msg.setup) {
         if (!authorized) return ws.close(1008, 'API key not valid. Please pass a valid API key.');
@@ -77,17 +118,18 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
       const input = msg.realtimeInput;
       if (!input) return;
       if (held) {
-        const release = held;
+        const h = held;
         held = null;
-        release();
+        clearTimeout(h.timer);
+        h.interrupt();
       }
       if (input.audio) {
-        mimeTypes.push(input.audio.mimeType);
-        const pcm = Buffer.from(input.audio.data, 'base64');
+        mimeTypes.push(input.audio.mimeType ?? '');
+        const pcm = Buffer.from(input.audio.data ?? '', 'base64');
         chunks.push(pcm);
         inputBytes += pcm.length;
       }
-      if (input.audioStreamEnd) {
+      if (input.audioStreamEnd || input.activityEnd) {
         const inMs = Math.floor(inputBytes / 32);
         inputBytes = 0;
         reply(inMs);
@@ -102,29 +144,34 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
       const sendPart = (p: Buffer) =>
         send({
           serverContent: { modelTurn: { parts: [{ inlineData: { mimeType: 'audio/pcm;rate=24000', data: p.toString('base64') } }] } },
-        });
-      const usageMetadata = {
-        promptTokenCount: geminiTokens(inMs) + 7,
-        responseTokenCount: geminiTokens(1000),
-        totalTokenCount: geminiTokens(inMs) + 7 + geminiTokens(1000),
-        promptTokensDetails: [
-          { modality: 'TEXT', tokenCount: 7 },
-          { modality: 'AUDIO', tokenCount: geminiTokens(inMs) },
-        ],
-        responseTokensDetails: [{ modality: 'AUDIO', tokenCount: geminiTokens(1000) }],
-      };
-      const finish = () => {
-        for (const p of parts.slice(1)) sendPart(p);
-        send({ serverContent: { generationComplete: true } });
+        } satisfies GeminiServerFrame);
+      const complete = (usageMetadata: UsageMetadata) => {
         if (opts.usage === 'after') {
           send({ serverContent: { turnComplete: true } });
           send({ usageMetadata });
         } else if (opts.usage === 'none') send({ serverContent: { turnComplete: true } });
-        else send({ serverContent: { turnComplete: true }, usageMetadata });
+        else send({ serverContent: { turnComplete: true }, usageMetadata } satisfies GeminiServerFrame);
+      };
+      const finish = () => {
+        for (const p of parts.slice(1)) sendPart(p);
+        send({ serverContent: { generationComplete: true } });
+        complete(fakeGeminiUsage(inMs, FAKE_GEMINI_REPLY.length / BYTES_PER_MS));
       };
       sendPart(parts[0]!);
-      if (paced) held = finish;
-      else finish();
+      if (!paced) return finish();
+      held = {
+        // Interrupted turns end without generationComplete: interrupted, then turnComplete (as the SDK documents).
+        interrupt: () => {
+          send({ serverContent: { interrupted: true } });
+          complete(fakeGeminiUsage(inMs, parts[0]!.length / BYTES_PER_MS));
+        },
+        resume: finish,
+        timer: setTimeout(() => {
+          const h = held;
+          held = null;
+          h?.resume();
+        }, PACED_HOLD_MS),
+      };
     }
   }
 

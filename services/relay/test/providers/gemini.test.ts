@@ -11,7 +11,15 @@ import {
   type UpstreamSessionConfig,
 } from '../../src/providers/index.js';
 import { Events, adapterSuite, type UpstreamHarness } from './adapter-suite.js';
-import { FAKE_GEMINI_REPLY, geminiTokens, startFakeGemini, type FakeGemini, type FakeGeminiOptions } from './fake-gemini.js';
+import {
+  FAKE_GEMINI_REPLY,
+  fakeGeminiTokens,
+  fakeGeminiUsage,
+  geminiTokens,
+  startFakeGemini,
+  type FakeGemini,
+  type FakeGeminiOptions,
+} from './fake-gemini.js';
 
 interface GeminiHarness extends UpstreamHarness {
   fake: FakeGemini;
@@ -50,9 +58,10 @@ adapterSuite(t, {
             speechConfig: { voiceConfig: { prebuiltVoiceConfig: { voiceName: 'Puck' } } },
           },
           realtimeInputConfig: { automaticActivityDetection: { disabled: false } },
+          outputAudioTranscription: {},
         },
       },
-      'setup; an unknown voice maps to Puck',
+      'setup; an unknown voice maps to Puck; the spoken output is transcribed',
     );
   },
   checkInputAudio(t, h, sent) {
@@ -113,12 +122,22 @@ t.test('resampler: 2/3 of the samples for any framing, identical output, DC and 
   t.ok(rms(high, 400) < 8000 / Math.SQRT2 / 1000, `10 kHz attenuated by more than 60 dB (${rms(high, 400).toFixed(1)})`);
 });
 
-async function open(t: Test, opts: FakeGeminiOptions): Promise<{ fake: FakeGemini; ev: Events; up: MeteredUpstream }> {
+const SESSION: UpstreamSessionConfig = {
+  providerModel: 'gemini-live-x',
+  voice: 'kore',
+  turnDetection: { type: 'server_vad', silenceDurationMs: 700 },
+};
+
+async function open(
+  t: Test,
+  opts: FakeGeminiOptions,
+  config: UpstreamSessionConfig = SESSION,
+): Promise<{ fake: FakeGemini; ev: Events; up: MeteredUpstream }> {
   const fake = await startFakeGemini(opts);
   t.teardown(() => fake.close());
   const ev = new Events();
   const up = await new ProviderBase(new GeminiLiveAdapter({ url: fake.url, apiKey: opts.apiKey }), { retries: 0 }).open(
-    { providerModel: 'gemini-live-x', voice: 'kore', turnDetection: { type: 'server_vad', silenceDurationMs: 700 } },
+    config,
     ev.push,
     new AbortController().signal,
   );
@@ -128,8 +147,8 @@ async function open(t: Test, opts: FakeGeminiOptions): Promise<{ fake: FakeGemin
 
 t.test('gemini: voice and silence duration go into the setup; model names already prefixed are kept', async (t) => {
   const { fake } = await open(t, { apiKey: 'k-1' });
-  t.same(fake.messages[0]!.setup.generationConfig.speechConfig.voiceConfig.prebuiltVoiceConfig.voiceName, 'Kore');
-  t.same(fake.messages[0]!.setup.realtimeInputConfig, { automaticActivityDetection: { disabled: false, silenceDurationMs: 700 } });
+  t.same(fake.messages[0]!.setup!.generationConfig!.speechConfig!.voiceConfig!.prebuiltVoiceConfig!.voiceName, 'Kore');
+  t.same(fake.messages[0]!.setup!.realtimeInputConfig, { automaticActivityDetection: { disabled: false, silenceDurationMs: 700 } });
   const fake2 = await startFakeGemini({ apiKey: 'k' });
   t.teardown(() => fake2.close());
   const up = await new ProviderBase(new GeminiLiveAdapter({ url: fake2.url, apiKey: 'k' })).open(
@@ -137,7 +156,7 @@ t.test('gemini: voice and silence duration go into the setup; model names alread
     () => {},
     new AbortController().signal,
   );
-  t.equal(fake2.messages[0]!.setup.model, 'models/m-2');
+  t.equal(fake2.messages[0]!.setup!.model, 'models/m-2');
   await up.close();
 });
 
@@ -146,7 +165,7 @@ t.test('gemini: usage arriving after turnComplete is still attributed to that re
   for (const f of pcmFrames(pcmTone(500))) up.appendAudio(f);
   up.commit();
   const done = await ev.wait('response_done');
-  t.same(audioTokensOf(done.tokens), { input_audio_tokens: geminiTokens(500), output_audio_tokens: 32 });
+  t.same(done.tokens, fakeGeminiTokens(500, 1000));
 });
 
 t.test('gemini: no usage at all → response_done without usage, tokens by the 32/s ratio', async (t) => {
@@ -158,21 +177,137 @@ t.test('gemini: no usage at all → response_done without usage, tokens by the 3
   t.same(done.metered, { audio_in_ms: 500, audio_out_ms: 1000, input_audio_tokens: 16, output_audio_tokens: 32 });
 });
 
-t.test('gemini: interrupted → speech_started and a cancelled response; goAway → closed', async (t) => {
+t.test(
+  "gemini: input during an answer → interrupted: speech_started, a cancelled response with Gemini's usage; goAway → closed",
+  async (t) => {
+    const { fake, ev, up } = await open(t, { apiKey: 'k', paced: true });
+    for (const f of pcmFrames(pcmTone(200))) up.appendAudio(f);
+    up.commit();
+    await ev.wait('audio_delta');
+    up.appendAudio(pcmTone(20));
+    const done = await ev.wait('response_done');
+    t.same(
+      ev.all.map((e) => e.type),
+      ['response_created', 'audio_delta', 'speech_started', 'response_done'],
+      'no audio_done: an interrupted turn has no generationComplete',
+    );
+    t.same(ev.all[2], { type: 'speech_started', audioStartMs: 220 });
+    t.equal(done.status, 'cancelled');
+    t.same(done.tokens, fakeGeminiTokens(200, 200), 'what Gemini reported for the turn');
+    fake.broadcast({ goAway: { timeLeft: '10s' } });
+    t.same(await ev.wait('closed'), { type: 'closed', unexpected: true });
+  },
+);
+
+t.test('gemini: a barge-in keeps the usage Gemini reports for the cancelled turn (never the ratio)', async (t) => {
   const { fake, ev, up } = await open(t, { apiKey: 'k', paced: true });
-  for (const f of pcmFrames(pcmTone(200))) up.appendAudio(f);
+  for (const f of pcmFrames(pcmTone(500))) up.appendAudio(f);
   up.commit();
-  await ev.wait('audio_delta');
-  fake.broadcast({ serverContent: { interrupted: true } });
+  const first = await ev.wait('audio_delta');
+  up.cancelResponse(first.responseId, 20);
+  const done = await ev.wait('response_done');
+  t.equal(done.status, 'cancelled');
+  t.same(
+    ev.all.map((e) => e.type),
+    ['response_created', 'audio_delta', 'response_done'],
+    'nothing of the turn after the barge-in reaches the relay',
+  );
+  // Gemini generated the whole second of audio before its turn ended: it bills all of it, and so do we.
+  t.same(done.tokens, fakeGeminiTokens(500, 1000), 'by modality, the prompt text included');
+  t.same(done.metered, {
+    audio_in_ms: 500,
+    audio_out_ms: 200,
+    input_audio_tokens: geminiTokens(500),
+    output_audio_tokens: geminiTokens(1000),
+  });
+  t.equal(fake.messages.filter((m) => m.realtimeInput?.audioStreamEnd).length, 1, 'no cancel message went up: Gemini has none');
+});
+
+t.test('gemini: output audio ends at generationComplete, the response at turnComplete', async (t) => {
+  const { fake, ev } = await open(t, { apiKey: 'k' });
+  const part = pcmTone(100);
+  fake.broadcast({
+    serverContent: { modelTurn: { parts: [{ inlineData: { mimeType: 'audio/pcm;rate=24000', data: part.toString('base64') } }] } },
+  });
+  fake.broadcast({ serverContent: { generationComplete: true } });
+  const audioDone = await ev.wait('audio_done');
+  t.same(
+    ev.all.map((e) => e.type),
+    ['response_created', 'audio_delta', 'audio_done'],
+    'audio_done before Gemini ends the turn',
+  );
+  // Output after generationComplete (none is expected) is not passed on: the audio has ended.
+  fake.broadcast({
+    serverContent: { modelTurn: { parts: [{ inlineData: { mimeType: 'audio/pcm;rate=24000', data: part.toString('base64') } }] } },
+  });
+  fake.broadcast({ serverContent: { turnComplete: true }, usageMetadata: fakeGeminiUsage(0, 100) });
+  const done = await ev.wait('response_done');
+  t.equal(done.responseId, audioDone.responseId);
+  t.equal(done.status, 'completed');
+  t.equal(ev.all.filter((e) => e.type === 'audio_done').length, 1, 'once');
+  t.equal(ev.all.filter((e) => e.type === 'audio_delta').length, 1);
+});
+
+t.test('gemini: several usage reports in one turn are snapshots: the last one counts, never their sum', async (t) => {
+  const { fake, ev } = await open(t, { apiKey: 'k' });
+  const part = pcmTone(100);
+  fake.broadcast({
+    serverContent: { modelTurn: { parts: [{ inlineData: { mimeType: 'audio/pcm;rate=24000', data: part.toString('base64') } }] } },
+    usageMetadata: fakeGeminiUsage(300, 50),
+  });
+  fake.broadcast({ usageMetadata: fakeGeminiUsage(300, 100) });
+  fake.broadcast({ serverContent: { generationComplete: true } });
+  fake.broadcast({ serverContent: { turnComplete: true } });
+  const done = await ev.wait('response_done');
+  t.same(done.tokens, fakeGeminiTokens(300, 100));
+});
+
+t.test('gemini: a turn Gemini completes without any output is still a response, billed as reported', async (t) => {
+  const { fake, ev } = await open(t, { apiKey: 'k' });
+  fake.broadcast({ serverContent: { turnComplete: true }, usageMetadata: fakeGeminiUsage(400, 0) });
   const done = await ev.wait('response_done');
   t.same(
     ev.all.map((e) => e.type),
-    ['response_created', 'audio_delta', 'speech_started', 'response_done'],
+    ['response_created', 'audio_done', 'response_done'],
   );
-  t.same(ev.all[2], { type: 'speech_started', audioStartMs: 200 });
-  t.equal(done.status, 'cancelled');
-  fake.broadcast({ goAway: { timeLeft: '10s' } });
-  t.same(await ev.wait('closed'), { type: 'closed', unexpected: true });
+  t.same(done.tokens, fakeGeminiTokens(400, 0));
+  t.equal(done.status, 'completed');
+});
+
+t.test('gemini: manual turns frame the input with activityStart / activityEnd', async (t) => {
+  const manual = { providerModel: 'm', turnDetection: null } as unknown as UpstreamSessionConfig;
+  const { fake, ev, up } = await open(t, { apiKey: 'k' }, manual);
+  t.same(fake.messages[0]!.setup!.realtimeInputConfig, { automaticActivityDetection: { disabled: true } });
+  for (const f of pcmFrames(pcmTone(200))) up.appendAudio(f);
+  up.commit();
+  await ev.wait('response_done');
+  const control = fake.messages.slice(1).filter((m) => !m.realtimeInput?.audio);
+  t.same(control, [{ realtimeInput: { activityStart: {} } }, { realtimeInput: { activityEnd: {} } }]);
+  t.equal(fake.messages[1]!.realtimeInput!.activityStart !== undefined, true, 'activityStart before the first audio');
+});
+
+t.test('gemini: a mid-session change to what the setup fixed is refused with the field named; the same value is accepted', async (t) => {
+  const { fake, ev, up } = await open(t, { apiKey: 'k' });
+  up.updateSession({ voice: 'KORE' });
+  await ev.wait('session_updated');
+  up.updateSession({ voice: 'Puck' });
+  t.same(await ev.wait('error'), {
+    type: 'error',
+    message: 'Gemini Live fixes voice when the session opens: it cannot change mid-session.',
+    fatal: false,
+    request: 'update_session',
+    param: 'voice',
+  });
+  up.updateSession({ turnDetection: { type: 'server_vad', silenceDurationMs: 900 } });
+  t.equal((await ev.wait('error', (e) => e.param !== 'voice')).param, 'turn_detection');
+  t.equal(fake.messages.length, 1, 'nothing but the setup went upstream');
+  // Instructions and tools are what Gemini takes after setup: a contextUpdate, then session_updated.
+  const mark = ev.all.length;
+  up.updateSession({ voice: 'kore', instructions: 'Be brief.', tools: [] });
+  await ev.wait('session_updated', () => true, mark);
+  t.equal(ev.all.filter((e) => e.type === 'error').length, 2, 'accepted');
+  while (fake.messages.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+  t.same(fake.messages[1], { contextUpdate: { systemInstruction: { parts: [{ text: 'Be brief.' }] }, tools: { tools: [] } } });
 });
 
 t.test('gemini: an upstream dropping the connection reports a fatal error, then closed', async (t) => {
