@@ -1,7 +1,6 @@
 import t, { type Test } from 'tap';
 import { pcmFrames, pcmTone } from '@s2s/local-provider';
 import {
-  audioTokensOf,
   GeminiLiveAdapter,
   ProviderBase,
   Resampler24kTo16k,
