@@ -48,7 +48,7 @@ const GEMINI_VOICES = new Map(GEMINI_VOICE_NAMES.map((v) => [v.toLowerCase(), v]
 /** What the Live API's setup is given: the catalog model's provider_model and the session's settings. */
 export type GeminiSessionConfig = { providerModel: string } & SessionSettings;
 
-/** A setting Gemini cannot honour: the field (in the neutral model's terms) and why. */
+/** A setting Gemini cannot honour: the field (in the neutral model's terms, as `error.param` wants it) and why. */
 export interface GeminiRefusal {
   param: string;
   message: string;
@@ -135,29 +135,32 @@ function geminiInputConfig(td: SessionSettings['turnDetection']): RealtimeInputC
  */
 export function geminiRefusal(settings: SessionSettings): GeminiRefusal | null {
   const td = settings.turnDetection;
-  if (td?.type === 'semantic_vad') return { param: 'turn_detection.type', message: 'Gemini Live has no semantic turn detection.' };
+  if (td?.type === 'semantic_vad') return { param: 'turnDetection', message: 'Gemini Live has no semantic turn detection.' };
   if (td?.type === 'server_vad' && td.threshold !== undefined)
-    return { param: 'turn_detection.threshold', message: 'Gemini Live takes no numeric voice activity threshold.' };
+    return { param: 'turnDetection', message: 'Gemini Live takes no numeric voice activity threshold.' };
   if (td && td.createResponse === false)
-    return { param: 'turn_detection.create_response', message: 'Gemini Live always answers a turn its activity detection ends.' };
+    return {
+      param: 'turnDetection',
+      message: 'Gemini Live always answers a turn its activity detection ends (create_response must stay true).',
+    };
   if (settings.toolChoice !== undefined && settings.toolChoice !== 'auto')
-    return { param: 'tool_choice', message: 'Gemini Live lets the model choose its tools: only "auto" is supported.' };
-  if (settings.noiseReduction) return { param: 'audio.input.noise_reduction', message: 'Gemini Live has no input noise reduction.' };
+    return { param: 'toolChoice', message: 'Gemini Live lets the model choose its tools: only "auto" is supported.' };
+  if (settings.noiseReduction) return { param: 'noiseReduction', message: 'Gemini Live has no input noise reduction.' };
   const tr = settings.inputTranscription;
   if (tr?.model !== undefined)
-    return { param: 'audio.input.transcription.model', message: 'Gemini Live transcribes with its own model: no model can be chosen.' };
-  if (tr?.prompt !== undefined) return { param: 'audio.input.transcription.prompt', message: 'Gemini Live takes no transcription prompt.' };
+    return { param: 'inputTranscription', message: 'Gemini Live transcribes with its own model: no transcription model can be chosen.' };
+  if (tr?.prompt !== undefined) return { param: 'inputTranscription', message: 'Gemini Live takes no transcription prompt.' };
   return null;
 }
 
 /** Settings the Live API fixes at setup (only instructions and tools change later, by `contextUpdate`). */
 const FIXED_AT_SETUP = [
-  ['voice', 'voice'],
-  ['turnDetection', 'turn_detection'],
-  ['outputModalities', 'output_modalities'],
-  ['maxOutputTokens', 'max_output_tokens'],
-  ['inputTranscription', 'audio.input.transcription'],
-  ['noiseReduction', 'audio.input.noise_reduction'],
+  ['voice', 'the voice'],
+  ['turnDetection', 'turn detection'],
+  ['outputModalities', 'the output modality'],
+  ['maxOutputTokens', 'the output token limit'],
+  ['inputTranscription', 'input transcription'],
+  ['noiseReduction', 'noise reduction'],
 ] as const satisfies readonly (readonly [keyof SessionSettings, string])[];
 
 /**
@@ -165,10 +168,10 @@ const FIXED_AT_SETUP = [
  * accepted), or a value it cannot express at all. Null when it can be applied.
  */
 export function geminiUpdateRefusal(current: SessionSettings, update: SessionSettings): GeminiRefusal | null {
-  for (const [field, param] of FIXED_AT_SETUP) {
+  for (const [field, what] of FIXED_AT_SETUP) {
     if (update[field] === undefined) continue;
     const same = isDeepStrictEqual(normalized(field, update), normalized(field, current));
-    if (!same) return { param, message: `Gemini Live fixes ${param} when the session opens: it cannot change mid-session.` };
+    if (!same) return { param: field, message: `Gemini Live fixes ${what} when the session opens: it cannot change mid-session.` };
   }
   return geminiRefusal(update);
 }

@@ -1,6 +1,6 @@
-import type { LiveClientMessage, LiveServerContent, LiveServerMessage, Part } from '@google/genai';
-import { BYTES_PER_MS } from '@s2s/core';
-import type { SessionSettings, TokenReport } from '../agent-model.js';
+import type { FunctionCall, FunctionResponse, LiveClientMessage, LiveServerContent, LiveServerMessage, Part } from '@google/genai';
+import { BYTES_PER_MS, randomBase62 } from '@s2s/core';
+import { ZERO_TOKENS, type ContentPart, type ItemBody, type NewItem, type SessionSettings, type TokenReport } from '../agent-model.js';
 import { UpstreamError, type UpstreamErrorKind } from './errors.js';
 import {
   geminiInstruction,
@@ -13,6 +13,7 @@ import {
 import { geminiTokenReport } from './gemini-usage.js';
 import { Resampler24kTo16k } from './resample.js';
 import type {
+  OutputRef,
   ProviderAdapter,
   ProviderCapabilities,
   ResponseStatus,
@@ -30,25 +31,28 @@ export const GEMINI_LIVE_URL =
 export const GEMINI_TOKEN_RATIO = Object.freeze({ inputMsPerToken: 1000 / 32, outputMsPerToken: 1000 / 32 });
 
 const INPUT_MIME = 'audio/pcm;rate=16000';
-/** After turnComplete, how long to wait for a usageMetadata message that may follow it. */
+/** After turnComplete (or a tool call), how long to wait for a usageMetadata message that may follow it. */
 const USAGE_GRACE_MS = 300;
+/** Tool calls remembered for their outputs (a session's calls rarely go beyond a few). */
+const MAX_TRACKED_CALLS = 256;
 
 /**
  * What Gemini Live can do beyond audio (the relay refuses the rest up front). Items cannot be deleted or
- * truncated (Gemini keeps its own history), and setup fixes voice, turn detection, modality and transcription:
- * a later change to those is refused by updateSession with the field named.
+ * truncated (Gemini keeps its own history), there are no per-response options, and setup fixes voice, turn
+ * detection, modality and transcription: a later change to those is refused by updateSession, the field named.
  */
 export const GEMINI_CAPABILITIES: Readonly<ProviderCapabilities> = Object.freeze({
-  inputTranscription: false,
-  outputTranscription: false,
-  textOutput: false,
-  tools: false,
+  inputTranscription: true,
+  outputTranscription: true,
+  textOutput: true,
+  tools: true,
   semanticVad: false,
   manualTurns: true,
   noiseReduction: false,
   sessionUpdate: true,
   voiceChangeAfterAudio: false,
-  textInput: false,
+  textInput: true,
+  // Conversation history other than user text and tool results is not sent mid-session: Gemini keeps its own.
   audioItems: false,
   systemAndAssistantItems: false,
   itemDelete: false,
@@ -70,7 +74,11 @@ export interface GeminiLiveOptions {
  * - there are no response ids: the adapter numbers model turns `gemini_resp_1`, `gemini_resp_2`, …;
  * - there is no cancel: a barge-in stops the audio here and drops the rest of that model turn, and the
  *   response ends when Gemini ends the turn, with the usage Gemini reports for it;
- * - output audio ends at `generationComplete`, the response at `turnComplete` (with its `usageMetadata`).
+ * - output audio ends at `generationComplete`, the response at `turnComplete` (with its `usageMetadata`);
+ * - a model turn's output is one assistant message item (audio with its transcript, or text), and one
+ *   function_call item per function call; a tool call ends the response (Gemini waits for the tool response);
+ * - user audio becomes an item when the model starts answering it (or at commit), with its transcript;
+ * - client text turns and tool outputs go up as `clientContent` / `toolResponse` when a response is asked for.
  * The key travels in the `x-goog-api-key` header (as Google's SDK sends it), never in the URL.
  */
 export class GeminiLiveAdapter implements ProviderAdapter {
@@ -95,15 +103,39 @@ export class GeminiLiveAdapter implements ProviderAdapter {
   }
 }
 
-/** One model turn: a response from its first output to Gemini's `turnComplete`. */
+/** The assistant message of a model turn: its audio with the transcript, or its text. */
+interface OutputMessage {
+  ref: OutputRef;
+  kind: 'output_audio' | 'output_text';
+  /** The transcript (audio) or the text, so far. */
+  text: string;
+}
+
+/** One model turn: a response from its first output to Gemini's `turnComplete` (or its tool call). */
 interface Turn {
   responseId: string;
   /** Stopped by a barge-in (ours or Gemini's `interrupted`): the rest of its output is dropped. */
   cancelled: boolean;
-  /** Output audio ended (`generationComplete`, or `audio_done` already sent). */
+  /** Output audio ended (`generationComplete`, or the turn's end). */
   outputDone: boolean;
   /** The latest usageMetadata of this turn (each report is a snapshot of the turn, not an increment). */
   tokens: TokenReport | null;
+  /** Output items so far: the next item's output_index. */
+  outputs: number;
+  message: OutputMessage | null;
+  /** Ended by a tool call: Gemini reports its usage, if at all, with the turn that continues after the tool response. */
+  toolCall: boolean;
+}
+
+/** A user audio turn: the input appended since the previous one became an item, and its transcript. */
+interface UserAudio {
+  key: string;
+  bytes: number;
+  transcript: string;
+  /** Gemini marked the transcription finished. */
+  finished: boolean;
+  committed: boolean;
+  done: boolean;
 }
 
 class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConnection {
@@ -113,12 +145,28 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
   private streamOpen = false;
   /** Manual turns: an activityStart was sent and its activityEnd not yet. */
   private activityOpen = false;
+  /** The end of the user's input went up: Gemini answers it, a response.create must not ask twice. */
+  private inputEnded = false;
   private responseSeq = 0;
+  private itemSeq = 0;
   private turn: Turn | null = null;
   /** A turn Gemini completed whose usageMetadata may still follow (for up to USAGE_GRACE_MS). */
   private pendingDone: { turn: Turn; timer: NodeJS.Timeout } | null = null;
   /** A usage report arriving now belongs to a turn already settled without it; it must not leak into the next. */
   private staleUsage = false;
+  /** The last turn ended with a tool call: a `turnComplete` without output that follows belongs to it. */
+  private afterToolCall = false;
+  /** The user audio not yet an item, and the last one that is, while its transcript may still grow. */
+  private user: UserAudio | null = null;
+  private transcribing: UserAudio | null = null;
+  /** Input audio transcribed since the previous response report (added to the next one). */
+  private transcribedMs = 0;
+  /** The last item of the conversation, in the relay's keys (Gemini only appends). */
+  private lastKey: string | null = null;
+  /** Our call ids → Gemini's function call (id and name), for the tool response. */
+  private readonly calls = new Map<string, { id: string | undefined; name: string }>();
+  /** Tool outputs the client gave, sent together when it asks for the response (Gemini answers them at once). */
+  private toolOutputs: FunctionResponse[] = [];
 
   constructor(
     provider: string,
@@ -141,6 +189,8 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
   appendAudio(pcm: Buffer): void {
     if (this.phase !== 'open') return;
     this.inputBytes += pcm.length;
+    this.user ??= this.newUser();
+    this.user.bytes += pcm.length;
     const resampled = this.resampler.push(pcm);
     if (resampled.length === 0) return;
     if (this.manualTurns && !this.activityOpen) {
@@ -152,15 +202,33 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
   }
 
   commit(): void {
+    this.commitUser();
     this.endInput();
   }
 
   clear(): void {
-    // Gemini consumes input as it streams: there is no buffer left to clear.
+    // Gemini consumes input as it streams: what it heard stays heard. It just does not become an item here.
+    if (this.user && !this.user.committed) this.user = null;
   }
 
+  /**
+   * Tool outputs given since the last response go up now (Gemini answers them); otherwise the end of the
+   * user's input (Gemini answers it), or, with nothing pending, a generation from the context so far.
+   */
   createResponse(): void {
-    this.endInput();
+    if (this.phase !== 'open') return;
+    if (this.toolOutputs.length > 0) {
+      const functionResponses = this.toolOutputs;
+      this.toolOutputs = [];
+      this.inputEnded = true;
+      this.sendFrame({ toolResponse: { functionResponses } });
+      return;
+    }
+    if (this.turn) return;
+    if (this.streamOpen || this.activityOpen) return this.commit();
+    if (this.inputEnded) return;
+    this.inputEnded = true;
+    this.sendFrame({ clientContent: { turnComplete: true } });
   }
 
   cancelResponse(_responseId: string | null, _playedMs: number): void {
@@ -194,8 +262,37 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     queueMicrotask(() => this.emit({ type: 'session_updated' }));
   }
 
-  // Never called: GEMINI_CAPABILITIES refuses items up front (text turns and tool outputs come next).
-  createItem(): void {}
+  /**
+   * A user text turn goes up as `clientContent` (appended to Gemini's history, no answer yet); a tool output
+   * waits for response.create. Gemini has no item acknowledgement: the item is in once sent.
+   */
+  createItem(key: string, item: NewItem, previousKey: string | null): void {
+    const refuse = (message: string) => queueMicrotask(() => this.emit({ type: 'error', message, fatal: false, request: 'create_item' }));
+    if (previousKey !== null && previousKey !== this.lastKey)
+      return refuse('Gemini Live only appends items at the end of the conversation.');
+    let body: ItemBody;
+    if (item.type === 'function_call_output') {
+      const call = this.calls.get(item.callId);
+      if (!call) return refuse('Gemini Live has no function call with this call id.');
+      this.toolOutputs.push({ ...(call.id !== undefined ? { id: call.id } : {}), name: call.name, response: toolResponse(item.output) });
+      body = { type: 'function_call_output', status: 'completed', callId: item.callId, output: item.output };
+    } else {
+      const texts = item.content.flatMap((p) => (p.type === 'input_text' ? [p.text] : []));
+      if (item.role !== 'user' || texts.length !== item.content.length) return refuse('Gemini Live takes user text items only.');
+      this.commitUser();
+      this.sendFrame({ clientContent: { turns: [{ role: 'user', parts: texts.map((text) => ({ text })) }], turnComplete: false } });
+      this.inputEnded = false;
+      body = { type: 'message', role: 'user', status: 'completed', content: texts.map((text) => ({ type: 'input_text', text })) };
+    }
+    const previous = this.lastKey;
+    this.lastKey = key;
+    queueMicrotask(() => {
+      this.emit({ type: 'item_added', itemKey: key, previousKey: previous, item: body });
+      this.emit({ type: 'item_done', itemKey: key, item: body });
+    });
+  }
+
+  // Never called: GEMINI_CAPABILITIES refuses them up front (Gemini keeps its own history).
   deleteItem(): void {}
   truncateItem(): void {}
 
@@ -207,11 +304,13 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
   private endInput(): void {
     if (this.activityOpen) {
       this.activityOpen = false;
+      this.inputEnded = true;
       this.sendFrame({ realtimeInput: { activityEnd: {} } });
       return;
     }
     if (!this.streamOpen || this.manualTurns) return;
     this.streamOpen = false;
+    this.inputEnded = true;
     this.sendFrame({ realtimeInput: { audioStreamEnd: true } });
   }
 
@@ -230,13 +329,15 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     if (this.phase !== 'open') return;
     const content = msg.serverContent && typeof msg.serverContent === 'object' ? msg.serverContent : null;
     if (content) this.onContent(content);
-    // A turn Gemini completes without any output (the model chose silence) is still a response: its prompt
-    // was processed and is billed as reported.
-    if (content?.turnComplete === true) this.openTurn();
+    if (msg.toolCall && Array.isArray(msg.toolCall.functionCalls)) this.onToolCall(msg.toolCall.functionCalls);
+    const completes = content?.turnComplete === true;
+    // A turn completed without any output (the model chose silence) is still a response: its prompt was
+    // processed and is billed as reported. After a tool call, a bare turnComplete belongs to that turn.
+    if (completes && !this.afterToolCall) this.openTurn();
     // Usage after the content: a report riding on the message that completes the turn belongs to that turn.
     const tokens = msg.usageMetadata !== undefined ? geminiTokenReport(msg.usageMetadata) : null;
     if (tokens) this.onUsage(tokens);
-    if (content?.turnComplete === true) this.completeTurn();
+    if (completes) this.completeTurn();
     if (msg.goAway !== undefined) this.onGoAway();
   }
 
@@ -244,10 +345,15 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     const parts = content.modelTurn?.parts;
     if (Array.isArray(parts)) {
       for (const part of parts) {
+        if (!part || typeof part !== 'object' || part.thought === true) continue; // thoughts are billed, never shown
         const audio = outputAudio(part);
         if (audio) this.onAudio(audio);
+        else if (typeof part.text === 'string' && part.text.length > 0 && this.textMode) this.onOutputText(part.text, 'output_text');
       }
     }
+    const spoken = content.outputTranscription?.text;
+    if (typeof spoken === 'string' && spoken.length > 0 && !this.textMode) this.onOutputText(spoken, 'output_audio');
+    if (content.inputTranscription) this.onInputTranscript(content.inputTranscription.text, content.inputTranscription.finished === true);
     if (content.interrupted === true) {
       // Gemini stopped its answer because it heard the user: that is the start of speech for the relay.
       this.emit({ type: 'speech_started', audioStartMs: Math.floor(this.inputBytes / BYTES_PER_MS) });
@@ -256,18 +362,159 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     if (content.generationComplete === true && this.turn) this.endOutput(this.turn);
   }
 
+  private get textMode(): boolean {
+    return this.settings.outputModalities?.[0] === 'text';
+  }
+
   private onAudio(pcm: Buffer): void {
     const turn = this.openTurn();
     if (turn.cancelled || turn.outputDone) return;
-    this.emit({ type: 'audio_delta', responseId: turn.responseId, pcm });
+    const m = this.message(turn, 'output_audio');
+    this.emit({
+      type: 'audio_delta',
+      responseId: turn.responseId,
+      pcm,
+      itemKey: m.ref.itemKey,
+      outputIndex: m.ref.outputIndex,
+      contentIndex: 0,
+    });
   }
 
-  /** The current model turn, started (response_created) on its first output. */
+  /** Output text (text mode) or the transcript of the spoken output (audio mode). */
+  private onOutputText(text: string, kind: OutputMessage['kind']): void {
+    const turn = this.openTurn();
+    if (turn.cancelled) return;
+    const m = this.message(turn, kind);
+    m.text += text;
+    const type = kind === 'output_text' ? 'text_delta' : 'audio_transcript_delta';
+    this.emit({ type, ...m.ref, contentIndex: 0, delta: text });
+  }
+
+  /** The turn's assistant message item, added (with its one content part) on first use. */
+  private message(turn: Turn, kind: OutputMessage['kind']): OutputMessage {
+    if (turn.message) return turn.message;
+    const ref: OutputRef = { responseId: turn.responseId, itemKey: this.newKey(), outputIndex: turn.outputs++ };
+    turn.message = { ref, kind, text: '' };
+    this.lastKey = ref.itemKey;
+    this.emit({ type: 'output_item_added', ...ref, item: { type: 'message', role: 'assistant', status: 'in_progress', content: [] } });
+    const part: ContentPart = kind === 'output_audio' ? { type: 'output_audio', transcript: '' } : { type: 'output_text', text: '' };
+    this.emit({ type: 'content_part_added', ...ref, contentIndex: 0, part });
+    return turn.message;
+  }
+
+  /** Ends the message item: audio, its transcript or text, the part, the item. */
+  private closeMessage(turn: Turn): void {
+    const m = turn.message;
+    if (!m) return;
+    this.endOutput(turn);
+    turn.message = null;
+    let part: ContentPart;
+    if (m.kind === 'output_audio') {
+      part = { type: 'output_audio', transcript: m.text };
+      this.emit({ type: 'audio_transcript_done', ...m.ref, contentIndex: 0, transcript: m.text });
+    } else {
+      part = { type: 'output_text', text: m.text };
+      this.emit({ type: 'text_done', ...m.ref, contentIndex: 0, text: m.text });
+    }
+    this.emit({ type: 'content_part_done', ...m.ref, contentIndex: 0, part });
+    const status = turn.cancelled ? 'incomplete' : 'completed';
+    this.emit({ type: 'output_item_done', ...m.ref, item: { type: 'message', role: 'assistant', status, content: [part] } });
+  }
+
+  /** Function calls: one function_call item each, under our call ids; the response ends with them. */
+  private onToolCall(calls: FunctionCall[]): void {
+    const turn = this.openTurn();
+    this.closeMessage(turn);
+    if (!turn.cancelled) {
+      for (const call of calls) {
+        const name = typeof call?.name === 'string' ? call.name : '';
+        const callId = `call_${randomBase62(20)}`;
+        this.calls.set(callId, { id: typeof call?.id === 'string' ? call.id : undefined, name });
+        if (this.calls.size > MAX_TRACKED_CALLS) this.calls.delete(this.calls.keys().next().value!);
+        const args = JSON.stringify(call?.args ?? {});
+        const ref: OutputRef = { responseId: turn.responseId, itemKey: this.newKey(), outputIndex: turn.outputs++ };
+        this.lastKey = ref.itemKey;
+        this.emit({
+          type: 'output_item_added',
+          ...ref,
+          item: { type: 'function_call', status: 'in_progress', callId, name, arguments: '' },
+        });
+        this.emit({ type: 'function_call_arguments_delta', ...ref, callId, delta: args });
+        this.emit({ type: 'function_call_arguments_done', ...ref, callId, name, arguments: args });
+        this.emit({
+          type: 'output_item_done',
+          ...ref,
+          item: { type: 'function_call', status: 'completed', callId, name, arguments: args },
+        });
+      }
+    }
+    turn.toolCall = true;
+    this.completeTurn();
+    this.afterToolCall = true;
+  }
+
+  private onInputTranscript(text: string | undefined, finished: boolean): void {
+    if (!this.settings.inputTranscription) return;
+    const target = this.transcribing ?? (this.user ??= this.newUser());
+    if (typeof text === 'string' && text.length > 0) {
+      target.transcript += text;
+      if (target.committed) this.emit({ type: 'input_transcript_delta', itemKey: target.key, contentIndex: 0, delta: text });
+    }
+    if (finished) {
+      target.finished = true;
+      if (target.committed) this.completeTranscript(target);
+    }
+  }
+
+  private newUser(): UserAudio {
+    return { key: this.newKey(), bytes: 0, transcript: '', finished: false, committed: false, done: false };
+  }
+
+  private newKey(): string {
+    return `gemini_item_${++this.itemSeq}`;
+  }
+
+  /** The user's audio becomes an item: at commit, or when the model starts answering it. */
+  private commitUser(): void {
+    const u = this.user;
+    if (!u || (u.bytes === 0 && u.transcript === '')) return;
+    if (this.transcribing) this.completeTranscript(this.transcribing);
+    this.user = null;
+    u.committed = true;
+    const previousKey = this.lastKey;
+    this.lastKey = u.key;
+    this.emit({ type: 'input_committed', itemKey: u.key, previousKey });
+    if (!this.settings.inputTranscription) return;
+    if (u.transcript !== '') this.emit({ type: 'input_transcript_delta', itemKey: u.key, contentIndex: 0, delta: u.transcript });
+    if (u.finished) this.completeTranscript(u);
+    else this.transcribing = u;
+  }
+
+  private completeTranscript(u: UserAudio): void {
+    if (this.transcribing === u) this.transcribing = null;
+    if (u.done || !this.settings.inputTranscription) return;
+    u.done = true;
+    this.transcribedMs += Math.floor(u.bytes / BYTES_PER_MS);
+    this.emit({ type: 'input_transcript_completed', itemKey: u.key, contentIndex: 0, transcript: u.transcript });
+  }
+
+  /** The current model turn, started (response_created) on its first output; the user's input it answers becomes an item. */
   private openTurn(): Turn {
     if (this.turn) return this.turn;
     this.flushPendingDone();
     this.staleUsage = false;
-    this.turn = { responseId: `gemini_resp_${++this.responseSeq}`, cancelled: false, outputDone: false, tokens: null };
+    this.afterToolCall = false;
+    this.inputEnded = false;
+    this.commitUser();
+    this.turn = {
+      responseId: `gemini_resp_${++this.responseSeq}`,
+      cancelled: false,
+      outputDone: false,
+      tokens: null,
+      outputs: 0,
+      message: null,
+      toolCall: false,
+    };
     this.emit({ type: 'response_created', responseId: this.turn.responseId });
     return this.turn;
   }
@@ -275,7 +522,16 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
   private endOutput(turn: Turn): void {
     if (turn.outputDone) return;
     turn.outputDone = true;
-    if (!turn.cancelled) this.emit({ type: 'audio_done', responseId: turn.responseId });
+    const m = turn.message;
+    if (!turn.cancelled && m?.kind === 'output_audio') {
+      this.emit({
+        type: 'audio_done',
+        responseId: turn.responseId,
+        itemKey: m.ref.itemKey,
+        outputIndex: m.ref.outputIndex,
+        contentIndex: 0,
+      });
+    }
   }
 
   private onUsage(tokens: TokenReport): void {
@@ -291,11 +547,13 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     // Otherwise it belongs to a turn settled without it (after the grace): it must not leak into the next.
   }
 
-  /** Gemini ended the model turn (opened by onMessage if it had no output). */
+  /** Gemini ended the model turn (or it ended with a tool call); its response ends once its usage is known. */
   private completeTurn(): void {
-    const turn = this.openTurn();
+    const turn = this.turn;
+    if (!turn) return; // the bare turnComplete after a tool call: its usage, if any, went to the pending turn
     this.turn = null;
-    this.endOutput(turn);
+    this.closeMessage(turn);
+    if (this.transcribing) this.completeTranscript(this.transcribing);
     if (turn.tokens) return this.finish(turn);
     const timer = setTimeout(() => this.flushPendingDone(), USAGE_GRACE_MS);
     timer.unref();
@@ -314,7 +572,12 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
 
   private finish(turn: Turn): void {
     const status: ResponseStatus = turn.cancelled ? 'cancelled' : 'completed';
-    this.emit({ type: 'response_done', responseId: turn.responseId, status, tokens: turn.tokens });
+    // A turn ended by a tool call reported nothing yet: Gemini's report comes with the turn that continues
+    // after the tool response (it covers the whole context again), so no ratio is invented for this one.
+    const reported = turn.tokens ?? (turn.toolCall ? ZERO_TOKENS : null);
+    const tokens = reported ? { ...reported, transcribedMs: reported.transcribedMs + this.transcribedMs } : null;
+    if (tokens) this.transcribedMs = 0;
+    this.emit({ type: 'response_done', responseId: turn.responseId, status, tokens });
   }
 
   /** Gemini announces the end of the connection; the relay reconnects rather than lose it mid-answer. */
@@ -343,6 +606,17 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
 
 /** A server message as it travels: the SDK's LiveServerMessage without its convenience getters. */
 type ServerFrame = Omit<LiveServerMessage, 'text' | 'data'>;
+
+/** A tool output for Gemini's `response` object: parsed when it is a JSON object, else under `output`. */
+function toolResponse(output: string): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(output);
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+    return { output: value };
+  } catch {
+    return { output };
+  }
+}
 
 /** A part's inline 24 kHz PCM audio, decoded; null for anything else (text, other rates). */
 function outputAudio(part: Part): Buffer | null {

@@ -1,6 +1,13 @@
 import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { MediaModality, type LiveClientMessage, type LiveServerMessage, type UsageMetadata } from '@google/genai';
+import {
+  MediaModality,
+  type LiveClientMessage,
+  type LiveClientSetup,
+  type LiveServerMessage,
+  type ModalityTokenCount,
+  type UsageMetadata,
+} from '@google/genai';
 import { BYTES_PER_MS } from '@s2s/core';
 import type { TokenReport } from '../../src/agent-model.js';
 import { pcmTone } from '@s2s/local-provider';
@@ -10,6 +17,10 @@ export const FAKE_GEMINI_PATH = '/ws/google.ai.generativelanguage.v1beta.Generat
 /** The fake's answer to every turn: 1 s of a 660 Hz tone at 24 kHz, in five 200 ms parts. */
 export const FAKE_GEMINI_REPLY = pcmTone(1000, { frequencyHz: 660 });
 const PART_BYTES = 200 * BYTES_PER_MS;
+/** The transcript of the fake's spoken reply, in two pieces: `a tone ` with the first part, then this. */
+export const FAKE_GEMINI_TRANSCRIPT = 'of a second';
+/** Text tokens the fake counts: 1 per 4 characters. */
+export const textTokens = (text: string) => Math.ceil(text.length / 4);
 /** Text tokens the fake counts in every prompt (its stand-in for a system preamble). */
 export const FAKE_GEMINI_PROMPT_TEXT_TOKENS = 7;
 /** How long a paced turn waits for the client before Gemini goes on generating (it has no cancel to wait for). */
@@ -78,7 +89,14 @@ export function fakeGeminiUsage(inMs: number, outMs: number): UsageMetadata {
   };
 }
 
-/** A fake Gemini Live endpoint speaking the BidiGenerateContent messages the adapter uses, typed by the SDK's own types. */
+/**
+ * A fake Gemini Live endpoint speaking the BidiGenerateContent messages the adapter uses, typed by the SDK's own
+ * types. Audio turns (ended by audioStreamEnd or activityEnd) are answered with FAKE_GEMINI_REPLY; with the
+ * transcriptions the setup asks for, the input transcript is `speech <ms> ms` and the spoken one
+ * `a tone of a second`. Text turns (clientContent) are answered like the local simulator: `call <tool> <JSON>`
+ * with a function call, anything else with itself; a tool response with its output; written in TEXT
+ * modality, else spoken (the tone, the text as its transcript).
+ */
 export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemini> {
   const handshakes: FakeGemini['handshakes'] = [];
   const messages: LiveClientMessage[] = [];
@@ -106,6 +124,10 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
   function session(ws: WebSocket, authorized: boolean): void {
     const send = (m: GeminiServerFrame) => ws.readyState === ws.OPEN && ws.send(Buffer.from(JSON.stringify(m)));
     let inputBytes = 0;
+    let setup: LiveClientSetup = {};
+    /** User text given by clientContent since the last answer. */
+    let pendingText = '';
+    let calls = 0;
     /** A paced turn waiting: `interrupt` on client input, else `resume` when its hold ends. */
     let held: { interrupt: () => void; resume: () => void; timer: NodeJS.Timeout } | null = null;
     ws.on('message', (data) => {
@@ -113,7 +135,17 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
       messages.push(msg);
       if (msg.setup) {
         if (!authorized) return ws.close(1008, 'API key not valid. Please pass a valid API key.');
+        setup = msg.setup;
         return send({ setupComplete: {} });
+      }
+      if (msg.clientContent) {
+        for (const turn of msg.clientContent.turns ?? []) for (const part of turn.parts ?? []) pendingText += part.text ?? '';
+        if (msg.clientContent.turnComplete) answerText();
+        return;
+      }
+      if (msg.toolResponse) {
+        const outputs = (msg.toolResponse.functionResponses ?? []).map((r) => JSON.stringify(r.response ?? {}));
+        return speakOrWrite(outputs.join(' '), FAKE_GEMINI_PROMPT_TEXT_TOKENS + textTokens(outputs.join('')));
       }
       const input = msg.realtimeInput;
       if (!input) return;
@@ -132,9 +164,65 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
       if (input.audioStreamEnd || input.activityEnd) {
         const inMs = Math.floor(inputBytes / 32);
         inputBytes = 0;
+        // The input transcript comes before the answer, in two pieces, as Gemini streams it.
+        if (setup.inputAudioTranscription) {
+          send({ serverContent: { inputTranscription: { text: 'speech ' } } });
+          send({ serverContent: { inputTranscription: { text: `${inMs} ms`, finished: true } } });
+        }
         reply(inMs);
       }
     });
+
+    /** `call <name> <JSON args>` for a declared tool is answered with that function call; other text with itself. */
+    function answerText(): void {
+      const text = pendingText;
+      pendingText = '';
+      const prompt = FAKE_GEMINI_PROMPT_TEXT_TOKENS + textTokens(text);
+      const call = /^call (\S+) (.*)$/s.exec(text);
+      const declared = (setup.tools ?? []).flatMap((t) =>
+        typeof t === 'object' && 'functionDeclarations' in t ? (t.functionDeclarations ?? []) : [],
+      );
+      if (call && declared.some((d) => d.name === call[1])) {
+        // Gemini waits for the tool response: no turnComplete, and the usage comes with the turn that follows.
+        return void send({
+          toolCall: { functionCalls: [{ id: `fc_${++calls}`, name: call[1], args: JSON.parse(call[2]!) as Record<string, unknown> }] },
+        });
+      }
+      speakOrWrite(text, prompt);
+    }
+
+    /** A reply of `text`: written (TEXT modality) or spoken as the usual tone with `text` as its transcript. */
+    function speakOrWrite(text: string, promptTokens: number): void {
+      const textOut = setup.generationConfig?.responseModalities?.[0] === 'TEXT';
+      const usage = (response: ModalityTokenCount): UsageMetadata => ({
+        promptTokenCount: promptTokens,
+        promptTokensDetails: [{ modality: MediaModality.TEXT, tokenCount: promptTokens }],
+        responseTokenCount: response.tokenCount ?? 0,
+        responseTokensDetails: [response],
+      });
+      if (textOut) {
+        const half = Math.ceil(text.length / 2);
+        send({ serverContent: { modelTurn: { role: 'model', parts: [{ text: text.slice(0, half) }] } } });
+        send({ serverContent: { modelTurn: { role: 'model', parts: [{ text: text.slice(half) }] } } });
+        send({ serverContent: { generationComplete: true } });
+        send({
+          serverContent: { turnComplete: true },
+          usageMetadata: usage({ modality: MediaModality.TEXT, tokenCount: textTokens(text) }),
+        });
+        return;
+      }
+      send({
+        serverContent: {
+          modelTurn: { parts: [{ inlineData: { mimeType: 'audio/pcm;rate=24000', data: FAKE_GEMINI_REPLY.toString('base64') } }] },
+        },
+      });
+      if (setup.outputAudioTranscription) send({ serverContent: { outputTranscription: { text } } });
+      send({ serverContent: { generationComplete: true } });
+      send({
+        serverContent: { turnComplete: true },
+        usageMetadata: usage({ modality: MediaModality.AUDIO, tokenCount: geminiTokens(1000) }),
+      });
+    }
 
     function reply(inMs: number): void {
       const paced = opts.paced && turns === 0;
@@ -154,10 +242,12 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
       };
       const finish = () => {
         for (const p of parts.slice(1)) sendPart(p);
+        if (setup.outputAudioTranscription) send({ serverContent: { outputTranscription: { text: FAKE_GEMINI_TRANSCRIPT } } });
         send({ serverContent: { generationComplete: true } });
         complete(fakeGeminiUsage(inMs, FAKE_GEMINI_REPLY.length / BYTES_PER_MS));
       };
       sendPart(parts[0]!);
+      if (setup.outputAudioTranscription) send({ serverContent: { outputTranscription: { text: 'a tone ' } } });
       if (!paced) return finish();
       held = {
         // Interrupted turns end without generationComplete: interrupted, then turnComplete (as the SDK documents).

@@ -138,13 +138,13 @@ t.test('setup: every setting maps into the setup, nothing is dropped', async (t)
 t.test('refusals: what the setup cannot express, and what cannot change mid-session', async (t) => {
   t.equal(geminiRefusal({ voice: 'x', turnDetection: { type: 'server_vad', silenceDurationMs: 500 }, toolChoice: 'auto' }), null);
   const param = (r: ReturnType<typeof geminiRefusal>) => r?.param;
-  t.equal(param(geminiRefusal({ turnDetection: { type: 'semantic_vad', eagerness: 'low' } })), 'turn_detection.type');
-  t.equal(param(geminiRefusal({ turnDetection: { type: 'server_vad', threshold: 0.6 } })), 'turn_detection.threshold');
-  t.equal(param(geminiRefusal({ turnDetection: { type: 'server_vad', createResponse: false } })), 'turn_detection.create_response');
-  t.equal(param(geminiRefusal({ toolChoice: 'required' })), 'tool_choice');
-  t.equal(param(geminiRefusal({ noiseReduction: { type: 'near_field' } })), 'audio.input.noise_reduction');
-  t.equal(param(geminiRefusal({ inputTranscription: { model: 'whisper-1' } })), 'audio.input.transcription.model');
-  t.equal(param(geminiRefusal({ inputTranscription: { prompt: 'names' } })), 'audio.input.transcription.prompt');
+  t.equal(param(geminiRefusal({ turnDetection: { type: 'semantic_vad', eagerness: 'low' } })), 'turnDetection');
+  t.equal(param(geminiRefusal({ turnDetection: { type: 'server_vad', threshold: 0.6 } })), 'turnDetection');
+  t.equal(param(geminiRefusal({ turnDetection: { type: 'server_vad', createResponse: false } })), 'turnDetection');
+  t.equal(param(geminiRefusal({ toolChoice: 'required' })), 'toolChoice');
+  t.equal(param(geminiRefusal({ noiseReduction: { type: 'near_field' } })), 'noiseReduction');
+  t.equal(param(geminiRefusal({ inputTranscription: { model: 'whisper-1' } })), 'inputTranscription');
+  t.equal(param(geminiRefusal({ inputTranscription: { prompt: 'names' } })), 'inputTranscription');
 
   const current = { voice: 'kore', turnDetection: { type: 'server_vad', silenceDurationMs: 500 } } as const;
   t.equal(
@@ -155,8 +155,8 @@ t.test('refusals: what the setup cannot express, and what cannot change mid-sess
   t.equal(geminiUpdateRefusal(current, { turnDetection: { type: 'server_vad', silenceDurationMs: 500 } }), null);
   t.equal(geminiUpdateRefusal({}, { turnDetection: { type: 'server_vad' }, maxOutputTokens: 'inf', outputModalities: ['audio'] }), null);
   t.equal(param(geminiUpdateRefusal(current, { voice: 'Puck' })), 'voice');
-  t.equal(param(geminiUpdateRefusal(current, { turnDetection: null })), 'turn_detection');
-  t.equal(param(geminiUpdateRefusal(current, { outputModalities: ['text'] })), 'output_modalities');
-  t.equal(param(geminiUpdateRefusal(current, { inputTranscription: {} })), 'audio.input.transcription');
-  t.equal(param(geminiUpdateRefusal(current, { toolChoice: 'none' })), 'tool_choice');
+  t.equal(param(geminiUpdateRefusal(current, { turnDetection: null })), 'turnDetection');
+  t.equal(param(geminiUpdateRefusal(current, { outputModalities: ['text'] })), 'outputModalities');
+  t.equal(param(geminiUpdateRefusal(current, { inputTranscription: {} })), 'inputTranscription');
+  t.equal(param(geminiUpdateRefusal(current, { toolChoice: 'none' })), 'toolChoice');
 });

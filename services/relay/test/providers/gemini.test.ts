@@ -11,11 +11,13 @@ import {
 } from '../../src/providers/index.js';
 import { Events, adapterSuite, type UpstreamHarness } from './adapter-suite.js';
 import {
+  FAKE_GEMINI_PROMPT_TEXT_TOKENS,
   FAKE_GEMINI_REPLY,
   fakeGeminiTokens,
   fakeGeminiUsage,
   geminiTokens,
   startFakeGemini,
+  textTokens,
   type FakeGemini,
   type FakeGeminiOptions,
 } from './fake-gemini.js';
@@ -121,6 +123,10 @@ t.test('resampler: 2/3 of the samples for any framing, identical output, DC and 
   t.ok(rms(high, 400) < 8000 / Math.SQRT2 / 1000, `10 kHz attenuated by more than 60 dB (${rms(high, 400).toFixed(1)})`);
 });
 
+/** The turn-level events (items, parts and transcripts left out). */
+const TURN_EVENTS = new Set(['response_created', 'audio_delta', 'audio_done', 'speech_started', 'response_done']);
+const turnEvents = (ev: Events) => ev.all.filter((e) => TURN_EVENTS.has(e.type)).map((e) => e.type);
+
 const SESSION: UpstreamSessionConfig = {
   providerModel: 'gemini-live-x',
   voice: 'kore',
@@ -186,11 +192,11 @@ t.test(
     up.appendAudio(pcmTone(20));
     const done = await ev.wait('response_done');
     t.same(
-      ev.all.map((e) => e.type),
+      turnEvents(ev),
       ['response_created', 'audio_delta', 'speech_started', 'response_done'],
       'no audio_done: an interrupted turn has no generationComplete',
     );
-    t.same(ev.all[2], { type: 'speech_started', audioStartMs: 220 });
+    t.same(await ev.wait('speech_started'), { type: 'speech_started', audioStartMs: 220 });
     t.equal(done.status, 'cancelled');
     t.same(done.tokens, fakeGeminiTokens(200, 200), 'what Gemini reported for the turn');
     fake.broadcast({ goAway: { timeLeft: '10s' } });
@@ -206,11 +212,15 @@ t.test('gemini: a barge-in keeps the usage Gemini reports for the cancelled turn
   up.cancelResponse(first.responseId, 20);
   const done = await ev.wait('response_done');
   t.equal(done.status, 'cancelled');
+  t.same(turnEvents(ev), ['response_created', 'audio_delta', 'response_done'], 'nothing of the turn after the barge-in reaches the relay');
   t.same(
-    ev.all.map((e) => e.type),
-    ['response_created', 'audio_delta', 'response_done'],
-    'nothing of the turn after the barge-in reaches the relay',
+    ev.all.filter((e) => e.type === 'audio_transcript_delta').map((e) => e.type === 'audio_transcript_delta' && e.delta),
+    ['a tone '],
+    'nor of its transcript',
   );
+  t.match(await ev.wait('output_item_done'), {
+    item: { type: 'message', status: 'incomplete', content: [{ type: 'output_audio', transcript: 'a tone ' }] },
+  });
   // Gemini generated the whole second of audio before its turn ended: it bills all of it, and so do we.
   t.same(done.tokens, fakeGeminiTokens(500, 1000), 'by modality, the prompt text included');
   t.same(done.metered, {
@@ -230,11 +240,7 @@ t.test('gemini: output audio ends at generationComplete, the response at turnCom
   });
   fake.broadcast({ serverContent: { generationComplete: true } });
   const audioDone = await ev.wait('audio_done');
-  t.same(
-    ev.all.map((e) => e.type),
-    ['response_created', 'audio_delta', 'audio_done'],
-    'audio_done before Gemini ends the turn',
-  );
+  t.same(turnEvents(ev), ['response_created', 'audio_delta', 'audio_done'], 'audio_done before Gemini ends the turn');
   // Output after generationComplete (none is expected) is not passed on: the audio has ended.
   fake.broadcast({
     serverContent: { modelTurn: { parts: [{ inlineData: { mimeType: 'audio/pcm;rate=24000', data: part.toString('base64') } }] } },
@@ -267,7 +273,7 @@ t.test('gemini: a turn Gemini completes without any output is still a response, 
   const done = await ev.wait('response_done');
   t.same(
     ev.all.map((e) => e.type),
-    ['response_created', 'audio_done', 'response_done'],
+    ['response_created', 'response_done'],
   );
   t.same(done.tokens, fakeGeminiTokens(400, 0));
   t.equal(done.status, 'completed');
@@ -292,13 +298,13 @@ t.test('gemini: a mid-session change to what the setup fixed is refused with the
   up.updateSession({ voice: 'Puck' });
   t.same(await ev.wait('error'), {
     type: 'error',
-    message: 'Gemini Live fixes voice when the session opens: it cannot change mid-session.',
+    message: 'Gemini Live fixes the voice when the session opens: it cannot change mid-session.',
     fatal: false,
     request: 'update_session',
     param: 'voice',
   });
   up.updateSession({ turnDetection: { type: 'server_vad', silenceDurationMs: 900 } });
-  t.equal((await ev.wait('error', (e) => e.param !== 'voice')).param, 'turn_detection');
+  t.equal((await ev.wait('error', (e) => e.param !== 'voice')).param, 'turnDetection');
   t.equal(fake.messages.length, 1, 'nothing but the setup went upstream');
   // Instructions and tools are what Gemini takes after setup: a contextUpdate, then session_updated.
   const mark = ev.all.length;
@@ -346,4 +352,161 @@ t.test('gemini live API (GEMINI_API_KEY)', { skip: !process.env.GEMINI_API_KEY &
   const done = await ev.wait('response_done');
   t.ok(['completed', 'cancelled'].includes(done.status), 'a response came back');
   t.equal(up.usage().audio_in_ms, 1500);
+});
+
+const AGENT: UpstreamSessionConfig = {
+  providerModel: 'gemini-live-x',
+  voice: 'Aoede',
+  instructions: 'You are a weather agent.',
+  tools: [{ name: 'weather', description: 'Weather by city', parameters: { type: 'object', properties: { city: { type: 'string' } } } }],
+  turnDetection: { type: 'server_vad' },
+  inputTranscription: {},
+};
+
+t.test(
+  'gemini: an audio turn becomes a user item with its transcript, the answer an assistant item with audio and transcript',
+  async (t) => {
+    const { fake, ev, up } = await open(t, { apiKey: 'k' }, AGENT);
+    t.match(fake.messages[0]!.setup, {
+      systemInstruction: { parts: [{ text: 'You are a weather agent.' }] },
+      tools: [{ functionDeclarations: [{ name: 'weather' }] }],
+      inputAudioTranscription: {},
+      outputAudioTranscription: {},
+    });
+    for (const f of pcmFrames(pcmTone(600))) up.appendAudio(f);
+    up.commit();
+    const done = await ev.wait('response_done');
+    const inMs = Math.floor(resampledLength(600 * 24) / 16);
+    const user = 'gemini_item_1';
+    const ref = { responseId: done.responseId, itemKey: 'gemini_item_2', outputIndex: 0 };
+    t.same(
+      ev.all.filter((e) => e.type !== 'audio_delta'),
+      [
+        { type: 'input_committed', itemKey: user, previousKey: null },
+        { type: 'input_transcript_delta', itemKey: user, contentIndex: 0, delta: 'speech ' },
+        { type: 'input_transcript_delta', itemKey: user, contentIndex: 0, delta: `${inMs} ms` },
+        { type: 'input_transcript_completed', itemKey: user, contentIndex: 0, transcript: `speech ${inMs} ms` },
+        { type: 'response_created', responseId: done.responseId },
+        { type: 'output_item_added', ...ref, item: { type: 'message', role: 'assistant', status: 'in_progress', content: [] } },
+        { type: 'content_part_added', ...ref, contentIndex: 0, part: { type: 'output_audio', transcript: '' } },
+        { type: 'audio_transcript_delta', ...ref, contentIndex: 0, delta: 'a tone ' },
+        { type: 'audio_transcript_delta', ...ref, contentIndex: 0, delta: 'of a second' },
+        { type: 'audio_done', responseId: ref.responseId, itemKey: ref.itemKey, outputIndex: 0, contentIndex: 0 },
+        { type: 'audio_transcript_done', ...ref, contentIndex: 0, transcript: 'a tone of a second' },
+        { type: 'content_part_done', ...ref, contentIndex: 0, part: { type: 'output_audio', transcript: 'a tone of a second' } },
+        {
+          type: 'output_item_done',
+          ...ref,
+          item: {
+            type: 'message',
+            role: 'assistant',
+            status: 'completed',
+            content: [{ type: 'output_audio', transcript: 'a tone of a second' }],
+          },
+        },
+        { ...done },
+      ],
+    );
+    t.ok(
+      ev.all.every((e) => e.type !== 'audio_delta' || (e.itemKey === ref.itemKey && e.outputIndex === 0 && e.contentIndex === 0)),
+      'audio deltas are placed in the item',
+    );
+    t.same(done.tokens, { ...fakeGeminiTokens(inMs, 1000), transcribedMs: 600 }, 'the transcribed audio is counted');
+  },
+);
+
+t.test('gemini: tool round trip — a text turn, a function call under a gateway call id, the output, the spoken result', async (t) => {
+  const { fake, ev, up } = await open(t, { apiKey: 'k' }, AGENT);
+  up.createItem(
+    'item_user1',
+    { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'call weather {"city":"Paris"}' }] },
+    null,
+  );
+  await ev.wait('item_done');
+  t.same(fake.messages.length, 1, 'a text item waits for the response');
+  up.createResponse();
+  const callDone = await ev.wait('function_call_arguments_done');
+  t.match(callDone.callId, /^call_[0-9A-Za-z]{20}$/, "the gateway's call id, not Gemini's");
+  t.equal(callDone.name, 'weather');
+  t.equal(callDone.arguments, '{"city":"Paris"}');
+  const first = await ev.wait('response_done');
+  t.equal(first.status, 'completed');
+  t.same(
+    first.tokens,
+    { inputAudioTokens: 0, inputTextTokens: 0, cachedInputTokens: 0, outputAudioTokens: 0, outputTextTokens: 0, transcribedMs: 0 },
+    'reported with the turn that continues it',
+  );
+  t.match(
+    ev.all.find((e) => e.type === 'output_item_done'),
+    { item: { type: 'function_call', status: 'completed', callId: callDone.callId, name: 'weather', arguments: '{"city":"Paris"}' } },
+  );
+  t.same(fake.messages.slice(1), [
+    { clientContent: { turns: [{ role: 'user', parts: [{ text: 'call weather {"city":"Paris"}' }] }], turnComplete: false } },
+    { clientContent: { turnComplete: true } },
+  ]);
+
+  const mark = ev.all.length;
+  up.createItem('item_out1', { type: 'function_call_output', callId: callDone.callId, output: '{"sky":"clear"}' }, callDone.itemKey);
+  t.match(await ev.wait('item_added', () => true, mark), {
+    itemKey: 'item_out1',
+    previousKey: callDone.itemKey,
+    item: { type: 'function_call_output', callId: callDone.callId },
+  });
+  up.createResponse();
+  const second = await ev.wait('response_done', (e) => e.responseId !== first.responseId);
+  t.same(
+    fake.messages.at(-1),
+    { toolResponse: { functionResponses: [{ id: 'fc_1', name: 'weather', response: { sky: 'clear' } }] } },
+    "Gemini's id and name",
+  );
+  const transcript = await ev.wait('audio_transcript_done', (e) => e.responseId === second.responseId);
+  t.equal(transcript.transcript, '{"sky":"clear"}', 'the result, spoken');
+  t.same(second.tokens, {
+    inputAudioTokens: 0,
+    inputTextTokens: FAKE_GEMINI_PROMPT_TEXT_TOKENS + textTokens('{"sky":"clear"}'),
+    cachedInputTokens: 0,
+    outputAudioTokens: geminiTokens(1000),
+    outputTextTokens: 0,
+    transcribedMs: 0,
+  });
+});
+
+t.test('gemini: text output — text deltas in an output_text part, billed as text', async (t) => {
+  const { fake, ev, up } = await open(t, { apiKey: 'k' }, { providerModel: 'm', outputModalities: ['text'] });
+  t.same(fake.messages[0]!.setup!.generationConfig, { responseModalities: ['TEXT'] });
+  up.createItem('item_a', { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hello there' }] }, null);
+  up.createResponse();
+  const done = await ev.wait('response_done');
+  t.same(
+    ev.all.filter((e) => e.type === 'text_delta').map((e) => e.type === 'text_delta' && e.delta),
+    ['hello ', 'there'],
+  );
+  t.match(await ev.wait('text_done'), { text: 'hello there', contentIndex: 0 });
+  t.match(await ev.wait('output_item_done'), {
+    item: { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'hello there' }] },
+  });
+  t.notOk(
+    ev.all.some((e) => e.type === 'audio_delta' || e.type === 'audio_done'),
+    'no audio',
+  );
+  t.same(done.tokens, {
+    inputAudioTokens: 0,
+    inputTextTokens: FAKE_GEMINI_PROMPT_TEXT_TOKENS + textTokens('hello there'),
+    cachedInputTokens: 0,
+    outputAudioTokens: 0,
+    outputTextTokens: textTokens('hello there'),
+    transcribedMs: 0,
+  });
+});
+
+t.test('gemini: items it cannot place or answer are refused, and nothing goes upstream', async (t) => {
+  const { fake, ev, up } = await open(t, { apiKey: 'k' }, AGENT);
+  up.createItem('item_x', { type: 'function_call_output', callId: 'call_unknown', output: '1' }, null);
+  t.match(await ev.wait('error'), { fatal: false, request: 'create_item' });
+  up.createItem('item_y', { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] }, 'item_elsewhere');
+  await ev.wait('error', (e) => e.message.includes('appends'));
+  up.createItem('item_z', { type: 'message', role: 'system', content: [{ type: 'input_text', text: 'be terse' }] }, null);
+  await ev.wait('error', (e) => e.message.includes('user text'));
+  t.equal(fake.messages.length, 1, 'only the setup');
+  t.notOk(ev.all.some((e) => e.type === 'item_added'));
 });
