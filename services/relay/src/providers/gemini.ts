@@ -395,8 +395,7 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     if (turn.message) return turn.message;
     const ref: OutputRef = { responseId: turn.responseId, itemKey: this.newKey(), outputIndex: turn.outputs++ };
     turn.message = { ref, kind, text: '' };
-    this.lastKey = ref.itemKey;
-    this.emit({ type: 'output_item_added', ...ref, item: { type: 'message', role: 'assistant', status: 'in_progress', content: [] } });
+    this.outputItemAdded(ref, { type: 'message', role: 'assistant', status: 'in_progress', content: [] });
     const part: ContentPart = kind === 'output_audio' ? { type: 'output_audio', transcript: '' } : { type: 'output_text', text: '' };
     this.emit({ type: 'content_part_added', ...ref, contentIndex: 0, part });
     return turn.message;
@@ -418,7 +417,20 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     }
     this.emit({ type: 'content_part_done', ...m.ref, contentIndex: 0, part });
     const status = turn.cancelled ? 'incomplete' : 'completed';
-    this.emit({ type: 'output_item_done', ...m.ref, item: { type: 'message', role: 'assistant', status, content: [part] } });
+    this.outputItemDone(m.ref, { type: 'message', role: 'assistant', status, content: [part] });
+  }
+
+  /** An output item joins the response and the conversation (both events, as OpenAI sends them). */
+  private outputItemAdded(ref: OutputRef, item: ItemBody): void {
+    const previousKey = this.lastKey;
+    this.lastKey = ref.itemKey;
+    this.emit({ type: 'output_item_added', ...ref, item });
+    this.emit({ type: 'item_added', itemKey: ref.itemKey, previousKey, item });
+  }
+
+  private outputItemDone(ref: OutputRef, item: ItemBody): void {
+    this.emit({ type: 'output_item_done', ...ref, item });
+    this.emit({ type: 'item_done', itemKey: ref.itemKey, item });
   }
 
   /** Function calls: one function_call item each, under our call ids; the response ends with them. */
@@ -433,19 +445,10 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
         if (this.calls.size > MAX_TRACKED_CALLS) this.calls.delete(this.calls.keys().next().value!);
         const args = JSON.stringify(call?.args ?? {});
         const ref: OutputRef = { responseId: turn.responseId, itemKey: this.newKey(), outputIndex: turn.outputs++ };
-        this.lastKey = ref.itemKey;
-        this.emit({
-          type: 'output_item_added',
-          ...ref,
-          item: { type: 'function_call', status: 'in_progress', callId, name, arguments: '' },
-        });
+        this.outputItemAdded(ref, { type: 'function_call', status: 'in_progress', callId, name, arguments: '' });
         this.emit({ type: 'function_call_arguments_delta', ...ref, callId, delta: args });
         this.emit({ type: 'function_call_arguments_done', ...ref, callId, name, arguments: args });
-        this.emit({
-          type: 'output_item_done',
-          ...ref,
-          item: { type: 'function_call', status: 'completed', callId, name, arguments: args },
-        });
+        this.outputItemDone(ref, { type: 'function_call', status: 'completed', callId, name, arguments: args });
       }
     }
     turn.toolCall = true;
@@ -484,6 +487,9 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     const previousKey = this.lastKey;
     this.lastKey = u.key;
     this.emit({ type: 'input_committed', itemKey: u.key, previousKey });
+    const item: ItemBody = { type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript: null }] };
+    this.emit({ type: 'item_added', itemKey: u.key, previousKey, item });
+    this.emit({ type: 'item_done', itemKey: u.key, item });
     if (!this.settings.inputTranscription) return;
     if (u.transcript !== '') this.emit({ type: 'input_transcript_delta', itemKey: u.key, contentIndex: 0, delta: u.transcript });
     if (u.finished) this.completeTranscript(u);

@@ -378,32 +378,39 @@ t.test(
     const done = await ev.wait('response_done');
     const inMs = Math.floor(resampledLength(600 * 24) / 16);
     const user = 'gemini_item_1';
+    const userItem = { type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript: null }] };
+    const assistantItem = {
+      type: 'message',
+      role: 'assistant',
+      status: 'completed',
+      content: [{ type: 'output_audio', transcript: 'a tone of a second' }],
+    };
     const ref = { responseId: done.responseId, itemKey: 'gemini_item_2', outputIndex: 0 };
     t.same(
       ev.all.filter((e) => e.type !== 'audio_delta'),
       [
         { type: 'input_committed', itemKey: user, previousKey: null },
+        { type: 'item_added', itemKey: user, previousKey: null, item: userItem },
+        { type: 'item_done', itemKey: user, item: userItem },
         { type: 'input_transcript_delta', itemKey: user, contentIndex: 0, delta: 'speech ' },
         { type: 'input_transcript_delta', itemKey: user, contentIndex: 0, delta: `${inMs} ms` },
         { type: 'input_transcript_completed', itemKey: user, contentIndex: 0, transcript: `speech ${inMs} ms` },
         { type: 'response_created', responseId: done.responseId },
         { type: 'output_item_added', ...ref, item: { type: 'message', role: 'assistant', status: 'in_progress', content: [] } },
+        {
+          type: 'item_added',
+          itemKey: ref.itemKey,
+          previousKey: user,
+          item: { type: 'message', role: 'assistant', status: 'in_progress', content: [] },
+        },
         { type: 'content_part_added', ...ref, contentIndex: 0, part: { type: 'output_audio', transcript: '' } },
         { type: 'audio_transcript_delta', ...ref, contentIndex: 0, delta: 'a tone ' },
         { type: 'audio_transcript_delta', ...ref, contentIndex: 0, delta: 'of a second' },
         { type: 'audio_done', responseId: ref.responseId, itemKey: ref.itemKey, outputIndex: 0, contentIndex: 0 },
         { type: 'audio_transcript_done', ...ref, contentIndex: 0, transcript: 'a tone of a second' },
         { type: 'content_part_done', ...ref, contentIndex: 0, part: { type: 'output_audio', transcript: 'a tone of a second' } },
-        {
-          type: 'output_item_done',
-          ...ref,
-          item: {
-            type: 'message',
-            role: 'assistant',
-            status: 'completed',
-            content: [{ type: 'output_audio', transcript: 'a tone of a second' }],
-          },
-        },
+        { type: 'output_item_done', ...ref, item: assistantItem },
+        { type: 'item_done', itemKey: ref.itemKey, item: assistantItem },
         { ...done },
       ],
     );
