@@ -75,9 +75,9 @@ export function geminiModelName(providerModel: string): string {
  * The settings → `setup`. Everything is fixed here for the whole connection except the system instruction and
  * the tools (`contextUpdate`); `geminiRefusal` says what this cannot express, and nothing is dropped silently.
  * Output transcription is always on in audio mode: it is the text of what the model said (the gateway's
- * `output_audio` transcript), as OpenAI always provides it.
+ * `output_audio` transcript), as OpenAI always provides it. `resumeHandle` resumes a session on a new connection.
  */
-export function geminiSetup(config: GeminiSessionConfig): { setup: LiveClientSetup } {
+export function geminiSetup(config: GeminiSessionConfig, resumeHandle?: string): { setup: LiveClientSetup } {
   const text = config.outputModalities?.[0] === 'text';
   const setup: LiveClientSetup = {
     model: geminiModelName(config.providerModel),
@@ -93,6 +93,10 @@ export function geminiSetup(config: GeminiSessionConfig): { setup: LiveClientSet
       ? { inputAudioTranscription: config.inputTranscription.language ? { languageCodes: [config.inputTranscription.language] } : {} }
       : {}),
     ...(text ? {} : { outputAudioTranscription: {} }),
+    // Gemini issues resumption handles (a connection lasts about 10 minutes; the session goes on on the next),
+    // and compresses the context rather than end an audio session at its 15-minute limit.
+    sessionResumption: resumeHandle !== undefined ? { handle: resumeHandle } : {},
+    contextWindowCompression: { slidingWindow: {} },
   };
   return { setup } satisfies LiveClientMessage;
 }

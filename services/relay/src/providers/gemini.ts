@@ -33,6 +33,14 @@ export const GEMINI_TOKEN_RATIO = Object.freeze({ inputMsPerToken: 1000 / 32, ou
 const INPUT_MIME = 'audio/pcm;rate=16000';
 /** After turnComplete (or a tool call), how long to wait for a usageMetadata message that may follow it. */
 const USAGE_GRACE_MS = 300;
+/** Resumption after a goAway or a lost connection: attempts, backoff base, and the wait for setupComplete. */
+const RESUME_ATTEMPTS = 3;
+const RESUME_BACKOFF_MS = 100;
+const RESUME_SETUP_TIMEOUT_MS = 5000;
+/** A planned switch happens this long before goAway's deadline at the latest (an answer in flight is cut). */
+const SWITCH_MARGIN_MS = 1000;
+/** Frames kept since the latest resumption handle (about 2 minutes of input audio); beyond, a resumption loses them. */
+const MAX_REPLAY_BYTES = 4 * 1024 * 1024;
 /** Tool calls remembered for their outputs (a session's calls rarely go beyond a few). */
 const MAX_TRACKED_CALLS = 256;
 
@@ -96,8 +104,10 @@ export class GeminiLiveAdapter implements ProviderAdapter {
   async connect(config: UpstreamSessionConfig, onEvent: (event: UpstreamEvent) => void, signal: AbortSignal): Promise<UpstreamConnection> {
     // A setting the setup cannot express is refused, never dropped (the relay refuses it earlier when it can).
     if (geminiRefusal(config)) throw new UpstreamError(this.name, 'rejected');
-    const ws = await openUpstreamSocket({ provider: this.name, url: this.url, headers: { 'x-goog-api-key': this.apiKey }, signal });
-    const connection = new GeminiLiveConnection(this.name, ws, onEvent, config);
+    const open = (signal: AbortSignal) =>
+      openUpstreamSocket({ provider: this.name, url: this.url, headers: { 'x-goog-api-key': this.apiKey }, signal });
+    const ws = await open(signal);
+    const connection = new GeminiLiveConnection(this.name, ws, onEvent, config, open);
     await connection.configure(signal);
     return connection;
   }
@@ -174,9 +184,28 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     onEvent: (event: UpstreamEvent) => void,
     /** The settings the setup fixed (a later update is checked against them). */
     private settings: GeminiSessionConfig,
+    /** Opens another socket to the same endpoint (session resumption). */
+    private readonly reopen: (signal: AbortSignal) => Promise<WebSocket>,
   ) {
     super(provider, ws, onEvent);
   }
+
+  // ---- session resumption (docs/providers.md, "Connection lifetime") ----
+
+  /** The latest handle Gemini said the session can be resumed from. */
+  private resumeHandle: string | null = null;
+  /** Frames held while a resumed connection is being set up; null when none is. */
+  private held: LiveClientMessage[] | null = null;
+  /** Frames sent since the latest handle: a resumed session has not seen them, so they are sent again. */
+  private sinceHandle: string[] = [];
+  private sinceHandleBytes = 0;
+  /** More was sent since the latest handle than is kept: a resumption would lose it. */
+  private sinceHandleOverflow = false;
+  private resumeAbort: AbortController | null = null;
+  /** Waiting for the resumed connection's setupComplete. */
+  private resumed: { resolve: () => void; reject: () => void } | null = null;
+  /** goAway came: switch at the end of the turn in flight, or at this timer (the deadline's margin). */
+  private switchTimer: NodeJS.Timeout | null = null;
 
   private get manualTurns(): boolean {
     return this.settings.turnDetection === null;
@@ -184,6 +213,102 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
 
   configure(signal: AbortSignal): Promise<void> {
     return this.awaitSetup(geminiSetup(this.settings), signal);
+  }
+
+  override close(): Promise<void> {
+    this.resumeAbort?.abort();
+    this.resumed?.reject();
+    if (this.switchTimer) clearTimeout(this.switchTimer);
+    this.switchTimer = null;
+    // Closed under a resumption: no socket is left to hear a close from.
+    if (this.phase === 'open' && this.ws.readyState === this.ws.CLOSED) {
+      this.closingByUs = true;
+      this.phase = 'closed';
+      return Promise.resolve();
+    }
+    return super.close();
+  }
+
+  /**
+   * Gemini ends connections (about every 10 minutes) with a goAway and its `timeLeft`. With a resumption
+   * handle, the adapter moves to a new connection resuming the same session at the first quiet moment (no
+   * answer in flight, nothing sent since the latest handle), at the latest SWITCH_MARGIN_MS before the
+   * deadline. The relay sees nothing.
+   */
+  private onGoAway(timeLeft: string | undefined): void {
+    if (!this.resumeHandle || this.held || this.switchTimer) return; // without a handle, the close ends the session
+    const ms = Math.max(0, durationMs(timeLeft) - SWITCH_MARGIN_MS);
+    this.switchTimer = setTimeout(() => void this.resume(), ms);
+    this.switchTimer.unref();
+    this.switchIfQuiet();
+  }
+
+  /** A planned switch goes ahead once nothing would be lost or cut by it. */
+  private switchIfQuiet(): void {
+    if (this.switchTimer && !this.turn && !this.pendingDone && this.sinceHandle.length === 0) queueMicrotask(() => void this.resume());
+  }
+
+  /**
+   * Opens a new connection resuming the session from the last handle (bounded attempts with backoff). Input
+   * meanwhile is held and sent once it is set up; an answer in flight is lost (reported failed, billed by ratio).
+   * When no attempt succeeds, the session fails as on any lost upstream.
+   */
+  private async resume(): Promise<void> {
+    if (this.held || this.phase !== 'open' || !this.resumeHandle) return;
+    if (this.switchTimer) clearTimeout(this.switchTimer);
+    this.switchTimer = null;
+    this.held = [];
+    this.abandonTurn();
+    const abort = new AbortController();
+    this.resumeAbort = abort;
+    for (let attempt = 0; attempt < RESUME_ATTEMPTS && !abort.signal.aborted; attempt++) {
+      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, RESUME_BACKOFF_MS * 2 ** (attempt - 1)).unref());
+      if (abort.signal.aborted) break;
+      const ws = await this.reopen(abort.signal).catch(() => null);
+      if (!ws) continue;
+      if (abort.signal.aborted) {
+        ws.terminate();
+        break;
+      }
+      this.replaceSocket(ws);
+      const ok = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), RESUME_SETUP_TIMEOUT_MS);
+        timer.unref();
+        this.resumed = {
+          resolve: () => (clearTimeout(timer), resolve(true)),
+          reject: () => (clearTimeout(timer), resolve(false)),
+        };
+        ws.send(JSON.stringify(geminiSetup(this.settings, this.resumeHandle ?? undefined)));
+      });
+      this.resumed = null;
+      if (ok) {
+        const held = this.held;
+        this.held = null;
+        this.resumeAbort = null;
+        // What the resumed session has not seen: everything since its handle, then what came meanwhile.
+        for (const frame of this.sinceHandle) ws.send(frame);
+        for (const frame of held) this.sendFrame(frame);
+        return;
+      }
+    }
+    this.held = null;
+    this.resumeAbort = null;
+    if (abort.signal.aborted || this.closingByUs) return;
+    this.emit({ type: 'error', message: `provider ${this.provider} could not resume the session`, fatal: true });
+    this.emit({ type: 'closed', unexpected: true });
+    this.phase = 'closed';
+    this.ws.terminate();
+  }
+
+  /** The connection under a turn in flight went away: the turn ends failed (its usage will never come). */
+  private abandonTurn(): void {
+    this.flushPendingDone();
+    const turn = this.turn;
+    if (!turn) return;
+    this.turn = null;
+    turn.cancelled = true;
+    this.closeMessage(turn);
+    this.emit({ type: 'response_done', responseId: turn.responseId, status: 'failed', tokens: null });
   }
 
   appendAudio(pcm: Buffer): void {
@@ -314,9 +439,18 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     this.sendFrame({ realtimeInput: { audioStreamEnd: true } });
   }
 
-  /** Every frame to Gemini is a LiveClientMessage of the published SDK types. */
+  /** Every frame to Gemini is a LiveClientMessage of the published SDK types; held while a resumption sets up. */
   private sendFrame(frame: LiveClientMessage): void {
-    this.send(frame as Record<string, unknown>);
+    if (this.held) return void this.held.push(frame);
+    const json = JSON.stringify(frame);
+    if (this.resumeHandle !== null && !this.sinceHandleOverflow) {
+      this.sinceHandleBytes += json.length;
+      if (this.sinceHandleBytes > MAX_REPLAY_BYTES) {
+        this.sinceHandleOverflow = true;
+        this.sinceHandle = [];
+      } else this.sinceHandle.push(json);
+    }
+    if (this.phase === 'open' && this.ws.readyState === this.ws.OPEN) this.ws.send(json);
   }
 
   protected onMessage(raw: Record<string, unknown> | null): void {
@@ -324,7 +458,20 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     const msg = raw as ServerFrame;
     if (msg.setupComplete !== undefined) {
       this.configured?.resolve();
+      this.resumed?.resolve();
       return;
+    }
+    const update = msg.sessionResumptionUpdate;
+    if (update?.resumable === true && typeof update.newHandle === 'string' && update.newHandle !== '') {
+      this.resumeHandle = update.newHandle;
+      // The session as of this handle includes what was sent so far; not so for a handle of a session being
+      // resumed, which has not yet been given what it missed.
+      if (!this.held) {
+        this.sinceHandle = [];
+        this.sinceHandleBytes = 0;
+        this.sinceHandleOverflow = false;
+        this.switchIfQuiet();
+      }
     }
     if (this.phase !== 'open') return;
     const content = msg.serverContent && typeof msg.serverContent === 'object' ? msg.serverContent : null;
@@ -338,7 +485,7 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     const tokens = msg.usageMetadata !== undefined ? geminiTokenReport(msg.usageMetadata) : null;
     if (tokens) this.onUsage(tokens);
     if (completes) this.completeTurn();
-    if (msg.goAway !== undefined) this.onGoAway();
+    if (msg.goAway !== undefined) this.onGoAway(msg.goAway.timeLeft);
   }
 
   private onContent(content: LiveServerContent): void {
@@ -577,6 +724,8 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
   }
 
   private finish(turn: Turn): void {
+    // A planned switch waits for the answer in flight: now it has ended.
+    this.switchIfQuiet();
     const status: ResponseStatus = turn.cancelled ? 'cancelled' : 'completed';
     // A turn ended by a tool call reported nothing yet: Gemini's report comes with the turn that continues
     // after the tool response (it covers the whole context again), so no ratio is invented for this one.
@@ -586,20 +735,16 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     this.emit({ type: 'response_done', responseId: turn.responseId, status, tokens });
   }
 
-  /** Gemini announces the end of the connection; the relay reconnects rather than lose it mid-answer. */
-  private onGoAway(): void {
-    this.flushPendingDone();
-    this.emit({ type: 'closed', unexpected: true });
-    this.phase = 'closed';
-    this.ws.close(1000);
-  }
-
   protected onClose(code: number, reason: Buffer): void {
     if (this.configured) {
       this.configured.reject(new UpstreamError(this.provider, setupRefusal(code, reason.toString('utf8')), { status: code }));
       return;
     }
     if (this.phase === 'closed') return;
+    if (this.resumed) return this.resumed.reject(); // a resumption attempt failed: the next one follows
+    if (this.held && !this.closingByUs) return; // the connection being left closed: the resumption goes on
+    // A connection lost (or ended after goAway) while the session can be resumed: it goes on on a new one.
+    if (!this.closingByUs && this.resumeHandle) return void this.resume();
     this.flushPendingDone();
     const unexpected = !this.closingByUs;
     if (unexpected && code !== 1000) {
@@ -612,6 +757,12 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
 
 /** A server message as it travels: the SDK's LiveServerMessage without its convenience getters. */
 type ServerFrame = Omit<LiveServerMessage, 'text' | 'data'>;
+
+/** A protobuf JSON Duration (`"10s"`, `"0.5s"`) in ms; 0 when absent or malformed. */
+function durationMs(value: string | undefined): number {
+  const m = typeof value === 'string' ? /^(\d+(?:\.\d+)?)s$/.exec(value) : null;
+  return m ? Math.floor(Number(m[1]) * 1000) : 0;
+}
 
 /** A tool output for Gemini's `response` object: parsed when it is a JSON object, else under `output`. */
 function toolResponse(output: string): Record<string, unknown> {

@@ -99,15 +99,34 @@ export abstract class WsUpstreamConnection {
   protected phase: 'configuring' | 'open' | 'closed' = 'configuring';
   protected closingByUs = false;
   protected configured: SetupWaiter | null = null;
+  private readonly onData = (data: WebSocket.RawData) => this.onMessage(parseUpstreamJson(data));
+  private readonly onSocketClose = (code: number, reason: Buffer) => this.onClose(code, reason);
 
   constructor(
     protected readonly provider: string,
-    protected readonly ws: WebSocket,
+    protected ws: WebSocket,
     private readonly onEvent: (event: UpstreamEvent) => void,
   ) {
-    ws.on('message', (data) => this.onMessage(parseUpstreamJson(data)));
-    ws.on('close', (code, reason) => this.onClose(code, reason));
+    this.listen(ws);
+  }
+
+  private listen(ws: WebSocket): void {
+    ws.on('message', this.onData);
+    ws.on('close', this.onSocketClose);
     ws.on('error', () => {}); // a socket error is always followed by 'close', handled there
+  }
+
+  /**
+   * Moves the connection to a new socket (a provider's session resumption): from now on messages and the
+   * close come from `next`; the previous socket is closed without being heard.
+   */
+  protected replaceSocket(next: WebSocket): void {
+    const previous = this.ws;
+    previous.off('message', this.onData);
+    previous.off('close', this.onSocketClose);
+    if (previous.readyState === previous.OPEN || previous.readyState === previous.CONNECTING) previous.close(1000);
+    this.ws = next;
+    this.listen(next);
   }
 
   protected abstract onMessage(msg: Record<string, unknown> | null): void;

@@ -41,6 +41,11 @@ export interface FakeGeminiOptions {
   refuse?: 'close' | 'http';
   /** Send usageMetadata in the turnComplete message (default), in a message after it, or never. */
   usage?: 'with-turn-complete' | 'after' | 'none';
+  /**
+   * Honour `setup.sessionResumption`: a resumable handle after setupComplete and after every completed turn,
+   * and a setup carrying a handle resumes (the handles are only recorded). Off by default.
+   */
+  resumption?: boolean;
 }
 
 export interface FakeGemini {
@@ -56,6 +61,12 @@ export interface FakeGemini {
   /** Sends a message to every client (binary frame, as Gemini does). */
   broadcast(message: GeminiServerFrame): void;
   drop(): void;
+  /** Announces the end of every connection (`goAway` with `timeLeft`), then closes them (1001) when it is up. */
+  goAway(timeLeftMs: number): void;
+  /** From now on, new connections are refused with HTTP 503 (an outage), or accepted again. */
+  setRefusing(refusing: boolean): void;
+  /** The handle each resuming setup carried, in order. */
+  resumedWith: string[];
   close(): Promise<void>;
 }
 
@@ -105,11 +116,15 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
   const wss = new WebSocketServer({ noServer: true });
   const server = createServer((_req, res) => res.writeHead(404).end());
   let turns = 0;
+  let handles = 0;
+  let refusing = false;
+  const resumedWith: string[] = [];
 
   server.on('upgrade', (req, socket: Socket, head) => {
     const url = new URL(req.url ?? '/', 'http://x');
     const key = req.headers['x-goog-api-key'];
     handshakes.push({ apiKeyHeader: typeof key === 'string' ? key : undefined, search: url.search });
+    if (refusing) return void socket.end('HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n');
     if (url.pathname !== FAKE_GEMINI_PATH) return void socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n');
     const authorized = key === opts.apiKey;
     if (!authorized && opts.refuse === 'http') {
@@ -136,7 +151,10 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
       if (msg.setup) {
         if (!authorized) return ws.close(1008, 'API key not valid. Please pass a valid API key.');
         setup = msg.setup;
-        return send({ setupComplete: {} });
+        const handle = setup.sessionResumption?.handle;
+        if (handle !== undefined) resumedWith.push(handle);
+        send({ setupComplete: {} });
+        return resumable();
       }
       if (msg.clientContent) {
         for (const turn of msg.clientContent.turns ?? []) for (const part of turn.parts ?? []) pendingText += part.text ?? '';
@@ -172,6 +190,12 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
         reply(inMs);
       }
     });
+
+    /** A new resumption handle, when the setup asked for them and the fake honours them. */
+    function resumable(): void {
+      if (opts.resumption && setup.sessionResumption)
+        send({ sessionResumptionUpdate: { newHandle: `handle_${++handles}`, resumable: true } });
+    }
 
     /** `call <name> <JSON args>` for a declared tool is answered with that function call; other text with itself. */
     function answerText(): void {
@@ -239,6 +263,7 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
           send({ usageMetadata });
         } else if (opts.usage === 'none') send({ serverContent: { turnComplete: true } });
         else send({ serverContent: { turnComplete: true }, usageMetadata } satisfies GeminiServerFrame);
+        resumable();
       };
       const finish = () => {
         for (const p of parts.slice(1)) sendPart(p);
@@ -276,6 +301,18 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
     audio: () => Buffer.concat(chunks),
     broadcast: (m) => {
       for (const ws of wss.clients) ws.send(Buffer.from(JSON.stringify(m)));
+    },
+    resumedWith,
+    goAway: (timeLeftMs) => {
+      const clients = [...wss.clients];
+      for (const ws of clients)
+        ws.send(Buffer.from(JSON.stringify({ goAway: { timeLeft: `${timeLeftMs / 1000}s` } } satisfies GeminiServerFrame)));
+      setTimeout(() => {
+        for (const ws of clients) ws.close(1001, 'session time limit');
+      }, timeLeftMs).unref();
+    },
+    setRefusing: (r) => {
+      refusing = r;
     },
     drop: () => {
       for (const ws of wss.clients) ws.terminate();

@@ -112,6 +112,8 @@ t.test('setup: every setting maps into the setup, nothing is dropped', async (t)
         },
         inputAudioTranscription: { languageCodes: ['de'] },
         outputAudioTranscription: {},
+        sessionResumption: {},
+        contextWindowCompression: { slidingWindow: {} },
       },
     },
   );
@@ -129,10 +131,16 @@ t.test('setup: every setting maps into the setup, nothing is dropped', async (t)
         generationConfig: { responseModalities: ['TEXT'] },
         realtimeInputConfig: { automaticActivityDetection: { disabled: true } },
         inputAudioTranscription: {},
+        sessionResumption: {},
+        contextWindowCompression: { slidingWindow: {} },
       },
     },
     'text output: no voice, no output transcription; manual turns disable activity detection',
   );
+});
+
+t.test('setup: a resumed session carries its handle', async (t) => {
+  t.same(geminiSetup({ providerModel: 'm' }, 'handle_7').setup.sessionResumption, { handle: 'handle_7' });
 });
 
 t.test('refusals: what the setup cannot express, and what cannot change mid-session', async (t) => {

@@ -60,9 +60,11 @@ adapterSuite(t, {
           },
           realtimeInputConfig: { automaticActivityDetection: { disabled: false } },
           outputAudioTranscription: {},
+          sessionResumption: {},
+          contextWindowCompression: { slidingWindow: {} },
         },
       },
-      'setup; an unknown voice maps to Puck; the spoken output is transcribed',
+      'setup; an unknown voice maps to Puck; the spoken output is transcribed; resumable, compressed context',
     );
   },
   checkInputAudio(t, h, sent) {
@@ -199,7 +201,8 @@ t.test(
     t.same(await ev.wait('speech_started'), { type: 'speech_started', audioStartMs: 220 });
     t.equal(done.status, 'cancelled');
     t.same(done.tokens, fakeGeminiTokens(200, 200), 'what Gemini reported for the turn');
-    fake.broadcast({ goAway: { timeLeft: '10s' } });
+    // Without a resumption handle, the end Gemini announces is the end of the session.
+    fake.goAway(0);
     t.same(await ev.wait('closed'), { type: 'closed', unexpected: true });
   },
 );
@@ -516,4 +519,92 @@ t.test('gemini: items it cannot place or answer are refused, and nothing goes up
   await ev.wait('error', (e) => e.message.includes('user text'));
   t.equal(fake.messages.length, 1, 'only the setup');
   t.notOk(ev.all.some((e) => e.type === 'item_added'));
+});
+
+t.test(
+  'gemini: goAway with a resumption handle moves the session to a new connection at a quiet moment; the relay sees nothing',
+  async (t) => {
+    const { fake, ev, up } = await open(t, { apiKey: 'k', resumption: true });
+    for (const f of pcmFrames(pcmTone(300))) up.appendAudio(f);
+    up.commit();
+    await ev.wait('response_done');
+    fake.goAway(5000);
+    // Sent before the adapter hears of the goAway: the old connection answers it, then the switch happens.
+    const second = pcmTone(400);
+    for (const f of pcmFrames(second)) up.appendAudio(f);
+    up.commit();
+    const done = await ev.wait('response_done', (e) => e.responseId === 'gemini_resp_2');
+    t.equal(done.status, 'completed');
+    while (fake.resumedWith.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    t.same(fake.resumedWith, ['handle_3'], 'resumed from the handle given after the second turn');
+    t.equal(fake.handshakes.length, 2, 'one new connection');
+    const third = pcmTone(200);
+    for (const f of pcmFrames(third)) up.appendAudio(f);
+    up.commit();
+    t.equal((await ev.wait('response_done', (e) => e.responseId === 'gemini_resp_3')).status, 'completed', 'the session goes on');
+    t.notOk(
+      ev.all.some((e) => e.type === 'closed' || e.type === 'error'),
+      'no close, no error',
+    );
+    t.ok(fake.audio().equals(resampleWhole(Buffer.concat([pcmTone(300), second, third]))), 'every input byte arrived once, in order');
+    t.equal(up.usage().audio_in_ms, 900);
+  },
+);
+
+t.test('gemini: goAway during an answer: the answer is finished first, then the switch', async (t) => {
+  const { fake, ev, up } = await open(t, { apiKey: 'k', resumption: true, paced: true });
+  for (const f of pcmFrames(pcmTone(300))) up.appendAudio(f);
+  up.commit();
+  await ev.wait('audio_delta');
+  fake.goAway(5000);
+  const done = await ev.wait('response_done');
+  t.equal(done.status, 'completed', 'not cut');
+  t.same(done.tokens, fakeGeminiTokens(300, 1000));
+  t.ok(ev.deltas(done.responseId).equals(FAKE_GEMINI_REPLY), 'the whole answer');
+  while (fake.resumedWith.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  t.same(fake.resumedWith, ['handle_2']);
+});
+
+t.test('gemini: a lost connection is resumed; the answer in flight is reported failed, its input sent again', async (t) => {
+  const { fake, ev, up } = await open(t, { apiKey: 'k', resumption: true, paced: true });
+  const first = pcmTone(300);
+  for (const f of pcmFrames(first)) up.appendAudio(f);
+  up.commit();
+  await ev.wait('audio_delta');
+  fake.drop();
+  // Sent while the adapter has not yet noticed: it must not be lost either.
+  const more = pcmTone(100);
+  for (const f of pcmFrames(more)) up.appendAudio(f);
+  const failed = await ev.wait('response_done');
+  t.equal(failed.status, 'failed');
+  t.equal(failed.tokens, null);
+  t.same(failed.metered, {
+    audio_in_ms: 400,
+    audio_out_ms: 200,
+    input_audio_tokens: geminiTokens(400),
+    output_audio_tokens: geminiTokens(200),
+  });
+  // The resumed session (as of the handle given at setup) gets the turn's input again, and answers it.
+  const again = await ev.wait('response_done', (e) => e.responseId !== failed.responseId);
+  t.equal(again.status, 'completed');
+  t.same(fake.resumedWith, ['handle_1']);
+  const firstUp = resampleWhole(first);
+  t.ok(
+    fake
+      .audio()
+      .subarray(firstUp.length, 2 * firstUp.length)
+      .equals(firstUp),
+    'the first turn, sent again on the new connection',
+  );
+  t.notOk(ev.all.some((e) => e.type === 'closed' || e.type === 'error'));
+});
+
+t.test('gemini: when the session cannot be resumed, it fails like any lost upstream', async (t) => {
+  const { fake, ev } = await open(t, { apiKey: 'k', resumption: true });
+  fake.setRefusing(true);
+  fake.drop();
+  const closed = await ev.wait('closed');
+  t.same(closed, { type: 'closed', unexpected: true });
+  t.same(ev.all, [{ type: 'error', message: 'provider gemini could not resume the session', fatal: true }, closed]);
+  t.equal(fake.handshakes.length, 4, 'three attempts after the first connection');
 });
