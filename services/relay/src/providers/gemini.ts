@@ -166,6 +166,8 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
   private staleUsage = false;
   /** The last turn ended with a tool call: a `turnComplete` without output that follows belongs to it. */
   private afterToolCall = false;
+  /** Gemini signalled the start of the user's speech (voiceActivity) and not yet its end. */
+  private speaking = false;
   /** The user audio not yet an item, and the last one that is, while its transcript may still grow. */
   private user: UserAudio | null = null;
   private transcribing: UserAudio | null = null;
@@ -477,6 +479,9 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     const content = msg.serverContent && typeof msg.serverContent === 'object' ? msg.serverContent : null;
     if (content) this.onContent(content);
     if (msg.toolCall && Array.isArray(msg.toolCall.functionCalls)) this.onToolCall(msg.toolCall.functionCalls);
+    const activity = msg.voiceActivity?.voiceActivityType;
+    if (activity === 'ACTIVITY_START') this.speechStarted(true);
+    else if (activity === 'ACTIVITY_END') this.speechStopped();
     const completes = content?.turnComplete === true;
     // A turn completed without any output (the model chose silence) is still a response: its prompt was
     // processed and is billed as reported. After a tool call, a bare turnComplete belongs to that turn.
@@ -503,10 +508,27 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     if (content.inputTranscription) this.onInputTranscript(content.inputTranscription.text, content.inputTranscription.finished === true);
     if (content.interrupted === true) {
       // Gemini stopped its answer because it heard the user: that is the start of speech for the relay.
-      this.emit({ type: 'speech_started', audioStartMs: Math.floor(this.inputBytes / BYTES_PER_MS) });
+      this.speechStarted(false);
       if (this.turn) this.turn.cancelled = true;
     }
     if (content.generationComplete === true && this.turn) this.endOutput(this.turn);
+  }
+
+  /**
+   * The user started speaking: Gemini's voice activity signal, or its interruption of an answer. Once per
+   * utterance when Gemini signals activity (an interruption then follows the same start of speech).
+   */
+  private speechStarted(fromActivity: boolean): void {
+    if (this.speaking) return;
+    if (fromActivity) this.speaking = true;
+    this.emit({ type: 'speech_started', audioStartMs: Math.floor(this.inputBytes / BYTES_PER_MS) });
+  }
+
+  /** Gemini's activity detection ended the utterance: it becomes the user's item, as server VAD commits it. */
+  private speechStopped(): void {
+    this.speaking = false;
+    this.emit({ type: 'speech_stopped', audioEndMs: Math.floor(this.inputBytes / BYTES_PER_MS) });
+    this.commitUser();
   }
 
   private get textMode(): boolean {

@@ -1,3 +1,4 @@
+import { VoiceActivityType } from '@google/genai';
 import t, { type Test } from 'tap';
 import { pcmFrames, pcmTone } from '@s2s/local-provider';
 import {
@@ -607,4 +608,21 @@ t.test('gemini: when the session cannot be resumed, it fails like any lost upstr
   t.same(closed, { type: 'closed', unexpected: true });
   t.same(ev.all, [{ type: 'error', message: 'provider gemini could not resume the session', fatal: true }, closed]);
   t.equal(fake.handshakes.length, 4, 'three attempts after the first connection');
+});
+
+t.test("gemini: Gemini's voice activity signals are speech_started / speech_stopped, and the utterance becomes an item", async (t) => {
+  const { fake, ev, up } = await open(t, { apiKey: 'k' });
+  for (const f of pcmFrames(pcmTone(200))) up.appendAudio(f);
+  fake.broadcast({ voiceActivity: { voiceActivityType: VoiceActivityType.ACTIVITY_START } });
+  await ev.wait('speech_started');
+  // An interruption during the same utterance is no second start of speech.
+  fake.broadcast({ serverContent: { interrupted: true } });
+  fake.broadcast({ voiceActivity: { voiceActivityType: VoiceActivityType.ACTIVITY_END } });
+  await ev.wait('item_done');
+  t.same(
+    ev.all.map((e) => e.type),
+    ['speech_started', 'speech_stopped', 'input_committed', 'item_added', 'item_done'],
+  );
+  t.same(ev.all[1], { type: 'speech_stopped', audioEndMs: 200 });
+  t.match(ev.all[2], { type: 'input_committed', itemKey: 'gemini_item_1', previousKey: null });
 });
