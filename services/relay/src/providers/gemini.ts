@@ -203,6 +203,8 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
   private sinceHandleBytes = 0;
   /** More was sent since the latest handle than is kept: a resumption would lose it. */
   private sinceHandleOverflow = false;
+  /** Since the latest handle, Gemini was asked to answer (end of input, a text turn's end, tool outputs). */
+  private sinceHandleAsked = false;
   private resumeAbort: AbortController | null = null;
   /** Waiting for the resumed connection's setupComplete. */
   private resumed: { resolve: () => void; reject: () => void } | null = null;
@@ -245,9 +247,13 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     this.switchIfQuiet();
   }
 
-  /** A planned switch goes ahead once nothing would be lost or cut by it. */
+  /**
+   * A planned switch goes ahead once nothing would be cut or answered twice: no answer in flight, and no input
+   * Gemini was asked to answer since the latest handle (its handle follows the answer). Input merely streamed
+   * since then (a microphone's) is sent again to the new connection.
+   */
   private switchIfQuiet(): void {
-    if (this.switchTimer && !this.turn && !this.pendingDone && this.sinceHandle.length === 0) queueMicrotask(() => void this.resume());
+    if (this.switchTimer && !this.turn && !this.pendingDone && !this.sinceHandleAsked) queueMicrotask(() => void this.resume());
   }
 
   /**
@@ -445,6 +451,8 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
   private sendFrame(frame: LiveClientMessage): void {
     if (this.held) return void this.held.push(frame);
     const json = JSON.stringify(frame);
+    const rt = frame.realtimeInput;
+    if (rt?.audioStreamEnd || rt?.activityEnd || frame.clientContent?.turnComplete || frame.toolResponse) this.sinceHandleAsked = true;
     if (this.resumeHandle !== null && !this.sinceHandleOverflow) {
       this.sinceHandleBytes += json.length;
       if (this.sinceHandleBytes > MAX_REPLAY_BYTES) {
@@ -472,6 +480,7 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
         this.sinceHandle = [];
         this.sinceHandleBytes = 0;
         this.sinceHandleOverflow = false;
+        this.sinceHandleAsked = false;
         this.switchIfQuiet();
       }
     }

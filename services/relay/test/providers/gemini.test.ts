@@ -626,3 +626,24 @@ t.test("gemini: Gemini's voice activity signals are speech_started / speech_stop
   t.same(ev.all[1], { type: 'speech_stopped', audioEndMs: 200 });
   t.match(ev.all[2], { type: 'input_committed', itemKey: 'gemini_item_1', previousKey: null });
 });
+
+t.test('gemini: audio merely streaming (no answer asked) does not hold a planned switch back; it is sent again', async (t) => {
+  const { fake, ev, up } = await open(t, { apiKey: 'k', resumption: true });
+  for (const f of pcmFrames(pcmTone(300))) up.appendAudio(f);
+  up.commit();
+  await ev.wait('response_done');
+  const streamed = pcmTone(200, { frequencyHz: 300 });
+  const resampler = new Resampler24kTo16k();
+  resampler.push(pcmTone(300));
+  const streamedUp = resampler.push(streamed);
+  for (const f of pcmFrames(streamed)) up.appendAudio(f);
+  fake.goAway(5000);
+  while (fake.resumedWith.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  t.same(fake.resumedWith, ['handle_2']);
+  while (fake.audio().length < resampleWhole(pcmTone(300)).length + 2 * streamedUp.length)
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  t.ok(fake.audio().subarray(-streamedUp.length).equals(streamedUp), 'the streamed audio, sent again to the new connection');
+  t.notOk(
+    ev.all.some((e) => e.type === 'closed' || e.type === 'error' || (e.type === 'response_created' && e.responseId === 'gemini_resp_2')),
+  );
+});
