@@ -647,3 +647,31 @@ t.test('gemini: audio merely streaming (no answer asked) does not hold a planned
     ev.all.some((e) => e.type === 'closed' || e.type === 'error' || (e.type === 'response_created' && e.responseId === 'gemini_resp_2')),
   );
 });
+
+t.test(
+  'gemini live API (GEMINI_API_KEY): instructions, a text turn, transcripts, usage by modality',
+  { skip: !process.env.GEMINI_API_KEY && 'GEMINI_API_KEY is not set' },
+  async (t) => {
+    const ev = new Events();
+    const up = await new ProviderBase(new GeminiLiveAdapter({ apiKey: process.env.GEMINI_API_KEY! }), { connectTimeoutMs: 15_000 }).open(
+      {
+        providerModel: process.env.GEMINI_LIVE_MODEL ?? 'gemini-live-2.5-flash-preview',
+        instructions: 'Answer in one short sentence.',
+        inputTranscription: {},
+      },
+      ev.push,
+      new AbortController().signal,
+    );
+    t.teardown(() => up.close());
+    up.createItem('item_live1', { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Say hello.' }] }, null);
+    up.createResponse();
+    const done = await ev.wait('response_done');
+    t.equal(done.status, 'completed');
+    t.ok(done.tokens && done.tokens.inputTextTokens + done.tokens.cachedInputTokens > 0, 'instructions and the text turn are text input');
+    t.ok(done.tokens && done.tokens.outputAudioTokens > 0, 'a spoken answer');
+    t.ok(
+      ev.all.some((e) => e.type === 'audio_transcript_done'),
+      'with its transcript',
+    );
+  },
+);
