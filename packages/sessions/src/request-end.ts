@@ -2,6 +2,7 @@ import type { Bus } from '@s2s/bus';
 import type { EndCause, SessionStatus, TerminalStatus } from '@s2s/contract';
 import { AppError, expiryCause, terminalStatusFor } from '@s2s/core';
 import { withTransaction } from '@s2s/db';
+import { SPAN_ATTRS, SpanKind, gatewayTracer, inSessionSpan } from '@s2s/telemetry';
 import type { SessionsContext } from './context.js';
 
 interface LockedSession {
@@ -14,6 +15,7 @@ interface LockedSession {
   idle_timeout_seconds: number;
   max_ends_at: Date;
   db_now: Date;
+  trace_id: string;
 }
 
 const EXPIRY_CAUSES: ReadonlySet<EndCause> = new Set(['idle_timeout', 'max_duration']);
@@ -28,6 +30,8 @@ export interface EndRequest {
   cause: EndCause;
   terminalStatus: TerminalStatus;
   requestedAt: Date;
+  /** The session's trace (its create request's): the announcement is published in it. */
+  traceId: string | null;
   /** False when an earlier end request (whose cause wins) was already recorded. */
   first: boolean;
 }
@@ -50,14 +54,14 @@ export async function requestEnd({
   const decided = await withTransaction(ctx, async (tx) => {
     const { rows } = await tx.query<LockedSession>(
       `SELECT status, end_requested_at, end_cause, terminal_status, settled_at,
-              last_activity_at, idle_timeout_seconds, max_ends_at, now() AS db_now
+              last_activity_at, idle_timeout_seconds, max_ends_at, now() AS db_now, trace_id
          FROM voice_sessions WHERE id = $1 FOR UPDATE`,
       [sessionId],
     );
     const s = rows[0];
     if (!s) return null;
     if (s.end_requested_at && s.end_cause && s.terminal_status) {
-      return { cause: s.end_cause, terminalStatus: s.terminal_status, requestedAt: s.end_requested_at, first: false };
+      return { cause: s.end_cause, terminalStatus: s.terminal_status, requestedAt: s.end_requested_at, traceId: s.trace_id, first: false };
     }
     if (s.settled_at) return null;
     // An expiry decided from an earlier read must still hold under the lock: activity may have moved it.
@@ -70,26 +74,39 @@ export async function requestEnd({
     );
     const row = updated.rows[0];
     if (!row) throw new AppError('internal_error', 'end request lost its row');
-    return { cause, terminalStatus, requestedAt: row.end_requested_at, first: true };
+    return { cause, terminalStatus, requestedAt: row.end_requested_at, traceId: s.trace_id, first: true };
   });
   if (!decided) return null;
   await announceEnd({ ctx, input: { sessionId, ...decided } });
   return { sessionId, ...decided };
 }
 
-/** Publishes `session.end_requested`; its Msg-Id is fixed per session, so a repeat is a duplicate. */
+const tracer = gatewayTracer('sessions');
+
+/**
+ * Publishes `session.end_requested` in a producer span of the session's trace (so billing's settlement
+ * lands there too); its Msg-Id is fixed per session, so a repeat is a duplicate.
+ */
 export async function announceEnd({ ctx, input }: { ctx: { bus: Bus }; input: Omit<EndRequest, 'first'> }): Promise<void> {
   const { bus } = ctx;
-  await bus.publish(
-    bus.subjects.endRequested(input.sessionId),
-    {
-      type: 'session.end_requested',
-      version: 1,
-      session_id: input.sessionId,
-      cause: input.cause,
-      terminal_status: input.terminalStatus,
-      requested_at: input.requestedAt.getTime(),
-    },
-    `end:${input.sessionId}`,
+  const attributes = {
+    [SPAN_ATTRS.messagingSystem]: 'nats',
+    [SPAN_ATTRS.messagingOperation]: 'publish',
+    [SPAN_ATTRS.sessionId]: input.sessionId,
+    [SPAN_ATTRS.endCause]: input.cause,
+  };
+  await inSessionSpan(tracer, 'publish session.end_requested', input.traceId, { kind: SpanKind.PRODUCER, attributes }, () =>
+    bus.publish(
+      bus.subjects.endRequested(input.sessionId),
+      {
+        type: 'session.end_requested',
+        version: 1,
+        session_id: input.sessionId,
+        cause: input.cause,
+        terminal_status: input.terminalStatus,
+        requested_at: input.requestedAt.getTime(),
+      },
+      `end:${input.sessionId}`,
+    ),
   );
 }

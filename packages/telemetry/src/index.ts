@@ -1,6 +1,6 @@
 export { startTelemetry } from './sdk.js';
 export type { InstrumentationName, Telemetry, TelemetryOptions } from './sdk.js';
-export { createMetrics, PROMETHEUS_CONTENT_TYPE } from './metrics.js';
+export { createMetrics, disabledMetrics, PROMETHEUS_CONTENT_TYPE } from './metrics.js';
 export type { Metrics, StandaloneMetrics } from './metrics.js';
 export {
   ALL_METRICS,

@@ -121,7 +121,8 @@ export const BILLING_METRICS = {
   }),
   deadLettered: def({
     name: 's2s.billing.dead_lettered',
-    kind: 'counter',
+    // The worker's own count, observed at collection time.
+    kind: 'observablecounter',
     unit: '{message}',
     description: 'Bus messages moved to the dead-letter subject after max_deliver attempts.',
   }),

@@ -5,23 +5,27 @@ import {
   deadLetterTo,
   decodeMessage,
   ensureDurableConsumer,
+  inConsumerBatchSpans,
+  inConsumerSpan,
+  messageContext,
   nanos,
   pullSource,
   supportsMultipleFilters,
-  withMessageContext,
   type Bus,
   type Decoded,
+  type Item,
   type WorkerMsg,
   type WorkerStats,
 } from '@s2s/bus';
 import type { SessionEndRequested, UsageCheckpoint } from '@s2s/contract';
 import { isStoreUnavailableError, type DbHandle } from '@s2s/db';
-import type { Logger } from '@s2s/telemetry';
+import { disabledMetrics, type Context, type Logger, type Metrics } from '@s2s/telemetry';
 import { watchBus, watchStore, type Availability } from './availability.js';
 import type { BillingConfig } from './config.js';
 import { newCounters, type BillingContext, type BillingCounters, type BillingFaults } from './handlers/context.js';
 import { foldCheckpointBatch } from './handlers/fold-checkpoints.js';
 import { settleEndRequest } from './handlers/settle-end-request.js';
+import { BillingTelemetry } from './telemetry.js';
 
 export const DURABLE_NAME = 'billing';
 
@@ -36,6 +40,8 @@ export interface BillingDeps {
   /** Outage clocks; by default the store is probed every STORE_PROBE_MS and the bus connection followed. */
   store?: Availability;
   busLink?: Availability;
+  /** The process's metrics (startTelemetry().metrics); none recorded when absent. */
+  metrics?: Metrics;
 }
 
 /** Counters of one consumer process: the worker's and the handlers'. */
@@ -98,7 +104,15 @@ export function createBillingConsumer(deps: BillingDeps): BillingConsumer {
   const counters = newCounters();
   const store = deps.store ?? watchStore(db, config.STORE_PROBE_MS);
   const busLink = deps.busLink ?? watchBus(bus.nc);
+  const telemetry = new BillingTelemetry((deps.metrics ?? disabledMetrics()).meter, {
+    deadLettered: () => worker.stats.deadLettered,
+    pending: async () => {
+      const info = await bus.jsm.consumers.info(bus.subjects.stream, DURABLE_NAME);
+      return info.num_pending + info.num_ack_pending;
+    },
+  });
   const ctx: BillingContext = {
+    telemetry,
     db,
     bus,
     log: logger,
@@ -121,10 +135,15 @@ export function createBillingConsumer(deps: BillingDeps): BillingConsumer {
     decode: billingDecoder(bus, counters, logger),
     handlers: {
       checkpoint: {
-        batch: async (items) => {
-          await foldCheckpointBatch({ ctx, input: { checkpoints: items.map((i) => i.value.checkpoint) } });
-          return items.map(() => ({ kind: 'ack' }));
-        },
+        batch: (items) =>
+          inConsumerBatchSpans(
+            items.map((i) => i.msg),
+            async () => {
+              const input = { checkpoints: items.map((i) => i.value.checkpoint), traceOf: sessionTraces(items) };
+              await foldCheckpointBatch({ ctx, input });
+              return items.map(() => ({ kind: 'ack' }) as const);
+            },
+          ),
       },
       end: {
         each: (item) =>
@@ -146,7 +165,7 @@ export function createBillingConsumer(deps: BillingDeps): BillingConsumer {
     nakBaseMs: config.NAK_BASE_MS,
     nakMaxMs: config.NAK_MAX_MS,
     isOutage: isStoreUnavailableError,
-    inMessageContext: (msg, fn) => withMessageContext(msg.headers, fn),
+    inMessageContext: (msg, fn) => inConsumerSpan(msg, fn),
     log: logger,
   });
   return {
@@ -162,5 +181,15 @@ export function createBillingConsumer(deps: BillingDeps): BillingConsumer {
       store.stop();
       busLink.stop();
     },
+  };
+}
+
+/** Each session's trace as its newest checkpoint in the batch carries it (the relay's attachment span). */
+function sessionTraces(items: Item<{ kind: 'checkpoint'; checkpoint: UsageCheckpoint }>[]): (sessionId: string) => Context | undefined {
+  const bySession = new Map<string, WorkerMsg>();
+  for (const i of items) bySession.set(i.value.checkpoint.session_id, i.msg);
+  return (sessionId) => {
+    const msg = bySession.get(sessionId);
+    return msg ? messageContext(msg.headers) : undefined;
   };
 }

@@ -1,13 +1,15 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 
 export interface HealthChecks {
   /** True while the process should receive no new work (draining). */
   draining(): boolean;
   /** Resolves when the database and the bus answer; rejects otherwise. */
   ready(): Promise<void>;
+  /** The Prometheus scrape handler, served at /metrics. */
+  metrics?(req: IncomingMessage, res: ServerResponse): void;
 }
 
-/** /healthz (the process is up) and /readyz (its dependencies answer) for orchestrator probes. */
+/** /healthz (the process is up), /readyz (its dependencies answer) for orchestrator probes, and /metrics. */
 export function startHealthServer(port: number, host: string, checks: HealthChecks): Promise<Server> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
@@ -16,6 +18,7 @@ export function startHealthServer(port: number, host: string, checks: HealthChec
       res.end(JSON.stringify(body));
     };
     if (path === '/healthz') return answer(200, { status: 'ok' });
+    if (path === '/metrics' && checks.metrics) return checks.metrics(req, res);
     if (path !== '/readyz') return answer(404, { status: 'not_found' });
     if (checks.draining()) return answer(503, { status: 'draining' });
     checks.ready().then(

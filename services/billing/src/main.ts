@@ -3,7 +3,7 @@ import { loadConfig } from './config.js';
 import { startBilling } from './service.js';
 
 const telemetry = startTelemetry({ serviceName: 'billing', instrumentations: ['pg'] });
-const billing = await startBilling(loadConfig(process.env));
+const billing = await startBilling(loadConfig(process.env), { metrics: telemetry.metrics });
 
 let draining = false;
 async function drain(): Promise<void> {

@@ -1,6 +1,6 @@
 import { connectBus } from '@s2s/bus';
 import { createDb } from '@s2s/db';
-import { createLogger } from '@s2s/telemetry';
+import { createLogger, type Metrics } from '@s2s/telemetry';
 import type { BillingConfig } from './config.js';
 import { createBillingConsumer, type BillingStats } from './consumer.js';
 import type { BillingFaults } from './handlers/context.js';
@@ -14,7 +14,10 @@ export interface RunningBilling {
 }
 
 /** Builds and starts one billing process: database, bus, consumer, sweeper and the health server. */
-export async function startBilling(config: BillingConfig, extras: { faults?: BillingFaults } = {}): Promise<RunningBilling> {
+export async function startBilling(
+  config: BillingConfig,
+  extras: { faults?: BillingFaults; metrics?: Metrics } = {},
+): Promise<RunningBilling> {
   const logger = createLogger({ service: 'billing', level: config.LOG_LEVEL });
   const db = createDb(config.DATABASE_URL, {
     max: config.DB_POOL_SIZE,
@@ -31,6 +34,7 @@ export async function startBilling(config: BillingConfig, extras: { faults?: Bil
       ? undefined
       : await startHealthServer(config.HEALTH_PORT, config.HOST, {
           draining: () => draining,
+          ...(extras.metrics ? { metrics: extras.metrics.handler } : {}),
           ready: async () => {
             if (bus.nc.isClosed()) throw new Error('bus closed');
             await db.pool.query('SELECT 1');

@@ -12,7 +12,7 @@ export interface Settlement {
 }
 
 export type SettleOutcome =
-  | { outcome: 'settled'; settlement: Settlement; usage: Usage }
+  | { outcome: 'settled'; settlement: Settlement; usage: Usage; endRequestedAt: Date }
   | { outcome: 'already_settled'; settlement: Settlement }
   | { outcome: 'not_found' }
   | { outcome: 'not_requested' };
@@ -156,7 +156,8 @@ export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; inp
     );
     const settledAt = updated.rows[0]?.settled_at;
     if (!settledAt) throw new AppError('internal_error', 'settled session row vanished');
-    return { outcome: 'settled', settlement: { sessionId, status: plan.status, billedCents: plan.billedCents, settledAt }, usage };
+    const settlement = { sessionId, status: plan.status, billedCents: plan.billedCents, settledAt };
+    return { outcome: 'settled', settlement, usage, endRequestedAt: s.end_requested_at };
   });
 }
 

@@ -69,8 +69,14 @@ export function createSweeper(deps: { db: DbHandle; bus: Bus; config: BillingCon
   }
 
   async function reannounce(): Promise<number> {
-    const { rows } = await db.pool.query<{ id: string; end_cause: EndCause; terminal_status: TerminalStatus; end_requested_at: Date }>(
-      `SELECT id, end_cause, terminal_status, end_requested_at
+    const { rows } = await db.pool.query<{
+      id: string;
+      end_cause: EndCause;
+      terminal_status: TerminalStatus;
+      end_requested_at: Date;
+      trace_id: string;
+    }>(
+      `SELECT id, end_cause, terminal_status, end_requested_at, trace_id
          FROM voice_sessions
         WHERE settled_at IS NULL AND end_requested_at IS NOT NULL AND end_cause IS NOT NULL AND terminal_status IS NOT NULL
           AND end_requested_at <= now() - make_interval(secs => $1::float8 / 1000)
@@ -83,7 +89,13 @@ export function createSweeper(deps: { db: DbHandle; bus: Bus; config: BillingCon
       try {
         await announceEnd({
           ctx: { bus },
-          input: { sessionId: r.id, cause: r.end_cause, terminalStatus: r.terminal_status, requestedAt: r.end_requested_at },
+          input: {
+            sessionId: r.id,
+            cause: r.end_cause,
+            terminalStatus: r.terminal_status,
+            requestedAt: r.end_requested_at,
+            traceId: r.trace_id,
+          },
         });
         n++;
       } catch (err) {

@@ -22,6 +22,8 @@ export function buildApp(deps: AppDeps): Express {
   // Every answer is per-caller and uncacheable; hashing each body for an ETag would be wasted work.
   app.set('etag', false);
 
+  // Scrapes are neither logged nor traced (the HTTP instrumentation ignores /metrics).
+  app.get('/metrics', (req, res) => ctx.metrics.handler(req, res));
   app.use(requestContext(ctx.log));
   // Before refuseOptions: an allowed origin's preflight is answered here; any other OPTIONS stays 404.
   app.use(publicCors(ctx.config.CORS_ALLOWED_ORIGINS));

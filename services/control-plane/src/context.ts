@@ -1,8 +1,9 @@
 import type { Bus } from '@s2s/bus';
 import type { DbHandle } from '@s2s/db';
 import type { SessionSettings } from '@s2s/sessions';
-import type { Logger } from '@s2s/telemetry';
+import { disabledMetrics, type Logger, type Metrics } from '@s2s/telemetry';
 import type { Config } from './config.js';
+import { ControlPlaneTelemetry } from './telemetry.js';
 
 /** What buildApp is made from; main.ts builds the real ones, tests their own. */
 export interface AppDeps {
@@ -12,6 +13,8 @@ export interface AppDeps {
   logger: Logger;
   /** Wall clock used for expiry decisions; tests move it forward. */
   now?: () => Date;
+  /** The process's metrics (startTelemetry().metrics), served at /metrics; none recorded when absent. */
+  metrics?: Metrics;
 }
 
 /** The `ctx` every domain function receives (a SessionsContext too). */
@@ -21,6 +24,8 @@ export interface AppContext {
   bus: Bus;
   log: Logger;
   now: () => Date;
+  metrics: Metrics;
+  telemetry: ControlPlaneTelemetry;
 }
 
 /** What every session this control plane creates snapshots (decisions.md, "Time" and "Money"). */
@@ -35,11 +40,14 @@ export function sessionSettingsOf(config: Config): SessionSettings {
 }
 
 export function createContext(deps: AppDeps): AppContext {
+  const metrics = deps.metrics ?? disabledMetrics();
   return {
     config: deps.config,
     db: deps.db,
     bus: deps.bus,
     log: deps.logger,
     now: deps.now ?? (() => new Date()),
+    metrics,
+    telemetry: new ControlPlaneTelemetry(metrics.meter),
   };
 }

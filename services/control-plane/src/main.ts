@@ -20,7 +20,7 @@ const db = createDb(config.DATABASE_URL, {
   onPoolError: (err) => logger.warn({ err }, 'idle database connection failed'),
 });
 const bus = await connectBus({ url: config.NATS_URL, prefix: config.BUS_PREFIX, name: 'control-plane', waitOnFirstConnect: true });
-const deps = { config, db, bus, logger };
+const deps = { config, db, bus, logger, metrics: telemetry.metrics };
 if (config.SEED_CATALOG) {
   const { inserted } = await seedCatalog({ ctx: createContext(deps) });
   if (inserted.length > 0) logger.info({ models: inserted }, 'default catalog seeded');

@@ -2,6 +2,7 @@ import type { Bus } from '@s2s/bus';
 import type { DbHandle } from '@s2s/db';
 import type { Logger } from '@s2s/telemetry';
 import type { Availability } from '../availability.js';
+import type { BillingTelemetry } from '../telemetry.js';
 
 /** Counters of billing's handlers; logged, and read by tests and the benchmark. */
 export interface BillingCounters {
@@ -65,5 +66,6 @@ export interface BillingContext {
   /** This process's view of the store's and the bus's outages (the lease rule and the live wait bound). */
   store: Availability;
   busLink: Availability;
+  telemetry: BillingTelemetry;
   faults?: BillingFaults;
 }

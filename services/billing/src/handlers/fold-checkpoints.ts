@@ -1,5 +1,6 @@
 import type { UsageCheckpoint } from '@s2s/contract';
 import { isStoreUnavailableError } from '@s2s/db';
+import { context, type Context } from '@s2s/telemetry';
 import { foldCheckpoints } from '../fold.js';
 import { storeCheckpoints } from '../usage-store.js';
 import type { BillingContext } from './context.js';
@@ -15,12 +16,17 @@ export async function foldCheckpointBatch({
   input,
 }: {
   ctx: BillingContext;
-  input: { checkpoints: UsageCheckpoint[] };
+  input: {
+    checkpoints: UsageCheckpoint[];
+    /** The trace a session's checkpoints came in (its attachment's): a settlement they cause is traced there. */
+    traceOf?: (sessionId: string) => Context | undefined;
+  };
 }): Promise<void> {
   ctx.counters.checkpoints += input.checkpoints.length;
   const newest = foldCheckpoints(input.checkpoints);
   const stored = await storeCheckpoints({ ctx, input: { newest: newest.values() } });
   ctx.faults?.afterFoldCommit?.();
+  ctx.telemetry.checkpointsFolded(input.checkpoints.length);
   ctx.counters.advanced += stored.advanced;
   for (const c of newest.values()) {
     if (stored.unknownSessions.has(c.session_id)) {
@@ -44,7 +50,7 @@ export async function foldCheckpointBatch({
   }
   for (const sessionId of stored.readyToSettle) {
     try {
-      await settleAndAnnounce({ ctx, input: { sessionId } });
+      await context.with(input.traceOf?.(sessionId) ?? context.active(), () => settleAndAnnounce({ ctx, input: { sessionId } }));
     } catch (err) {
       if (isStoreUnavailableError(err)) throw err;
       // The end message is still pending and settles it on its next delivery.

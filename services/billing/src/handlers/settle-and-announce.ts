@@ -12,7 +12,10 @@ export async function settleAndAnnounce({
   ctx: BillingContext;
   input: { sessionId: string };
 }): Promise<{ result: SettleOutcome; announced: boolean }> {
-  const { sessionId } = input;
+  return ctx.telemetry.settle(input.sessionId, () => settleIn(ctx, input.sessionId));
+}
+
+async function settleIn(ctx: BillingContext, sessionId: string): Promise<{ result: SettleOutcome; announced: boolean }> {
   const result = await settleSession({ ctx, input: { sessionId } });
   if (result.outcome === 'not_found' || result.outcome === 'not_requested') return { result, announced: true };
   if (result.outcome === 'settled') {

@@ -1,6 +1,7 @@
-import { Router } from 'express';
+import { Router, type Request, type Response } from 'express';
 import { CreateSessionRequest } from '@s2s/contract';
 import { bearerToken, errors, hashApiKey, isApiKeyShaped, newTraceId, toVoiceSession } from '@s2s/core';
+import { toAppError } from '@s2s/http-errors';
 import { authenticateKey, createSession, getSession } from '@s2s/sessions';
 import { activeTraceId } from '@s2s/telemetry';
 import { sessionSettingsOf, type AppContext } from '../context.js';
@@ -14,7 +15,7 @@ export function sessionsRouter(ctx: AppContext): Router {
   const settings = sessionSettingsOf(config);
 
   // Checks, in order: key (401), Idempotency-Key replay or conflict (replay / 409), model (404), wallet (402).
-  router.post('/', async (req, res) => {
+  async function create(req: Request, res: Response): Promise<void> {
     const authorization = req.headers.authorization;
     const secret = bearerToken(authorization);
     if (secret === null || !isApiKeyShaped(secret)) throw errors.invalidKey();
@@ -34,7 +35,17 @@ export function sessionsRouter(ctx: AppContext): Router {
       input: { key: { secretHash: hashApiKey(secret) }, request: body, idempotencyKey, traceId, settings },
     });
     if (replayed) res.setHeader('Idempotent-Replayed', 'true');
+    else ctx.telemetry.created(session);
     res.status(201).json(toVoiceSession(session, config.REALTIME_PUBLIC_URL));
+  }
+
+  router.post('/', async (req, res) => {
+    try {
+      await create(req, res);
+    } catch (err) {
+      ctx.telemetry.refused(toAppError(err).code);
+      throw err;
+    }
   });
 
   router.get('/:id', async (req, res) => {
