@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from '@s2s/telemetry';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
-import { ClientEvent, DEFAULT_REPLY_CHUNK_INTERVAL_MS, type ServerEvent } from './protocol.js';
+import { ClientEvent, DEFAULT_REPLY_CHUNK_INTERVAL_MS, type ServerEventBody } from './protocol.js';
 import { SimulatedSession } from './session.js';
 
 export const REALTIME_PATH = '/v1/realtime';
@@ -29,6 +29,19 @@ export interface LocalProviderOptions {
   onClientEvent?: (received: ReceivedClientEvent) => void;
   /** Called for every upgrade request that reaches the simulator, accepted or not. */
   onHandshake?: (handshake: { path: string; model: string | null; authorized: boolean }) => void;
+  /**
+   * Maximum length of one connection in ms (absent: none). At the cap the simulator ends the connection
+   * as OpenAI does at its 60-minute cap: an `error` event `session_expired`, then close 1001 with
+   * OpenAI's reason text.
+   */
+  maxConnectionMs?: number | null;
+  /**
+   * Announce the cap this long before it, as Gemini's `goAway` does: an `error` event `session_expiring`
+   * whose message gives the time left (`... ends in <ms> ms.`). Absent: no warning (OpenAI's behaviour).
+   */
+  capWarningMs?: number | null;
+  /** Refuse every new connection with 503 before the upgrade, as a provider outage would. */
+  refuseConnections?: boolean;
 }
 
 export interface LocalProvider {
@@ -39,6 +52,8 @@ export interface LocalProvider {
   connections(): number;
   /** Drops every live connection without a close frame, as a crashed upstream would. */
   terminateConnections(): void;
+  /** Starts (true) or stops (false) refusing new connections; live connections are not touched. */
+  refuseConnections(refuse: boolean): void;
   /** Stops accepting, closes live connections with 1001 and resolves when the server is closed. */
   close(): Promise<void>;
 }
@@ -60,6 +75,8 @@ export async function startLocalProvider(opts: LocalProviderOptions): Promise<Lo
     res.end(JSON.stringify(status === 200 ? { status: 'ok' } : errorBody('not_found', 'Not found.')));
   });
   let connectionSeq = 0;
+  let refusing = opts.refuseConnections ?? false;
+  const cap = connectionCap(opts.maxConnectionMs ?? null, opts.capWarningMs ?? null);
 
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -69,12 +86,13 @@ export async function startLocalProvider(opts: LocalProviderOptions): Promise<Lo
     if (url.pathname !== REALTIME_PATH) return refuse(socket, 404, 'not_found', 'Unknown path.');
     if (!authorized) return refuse(socket, 401, 'invalid_api_key', 'Incorrect or missing API key.');
     if (!model) return refuse(socket, 400, 'missing_model', 'The model query parameter is required.');
+    if (refusing) return refuse(socket, 503, 'service_unavailable', 'The service is temporarily unavailable.', 'server_error');
     wss.handleUpgrade(req, socket, head, (ws) => accept(ws, model));
   });
 
   function accept(ws: WebSocket, model: string): void {
     const connection = ++connectionSeq;
-    const send = (event: ServerEvent) => {
+    const send = (event: ServerEventBody & { event_id: string }) => {
       if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(event));
     };
     const session = new SimulatedSession(String(connection), model, send, interval);
@@ -101,7 +119,9 @@ export async function startLocalProvider(opts: LocalProviderOptions): Promise<Lo
       opts.onClientEvent?.({ connection, model, event: parsed.data });
       session.handle(parsed.data);
     });
+    const timers = cap ? cap.arm(session, ws) : [];
     ws.on('close', () => {
+      for (const timer of timers) clearTimeout(timer);
       session.close();
       log?.debug({ connection }, 'local provider connection closed');
     });
@@ -126,6 +146,9 @@ export async function startLocalProvider(opts: LocalProviderOptions): Promise<Lo
     connections: () => wss.clients.size,
     terminateConnections: () => {
       for (const ws of wss.clients) ws.terminate();
+    },
+    refuseConnections: (refuse: boolean) => {
+      refusing = refuse;
     },
     close: async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -160,15 +183,57 @@ function sameSecret(header: string | undefined, expected: Buffer): boolean {
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
-function errorBody(code: string, message: string) {
-  return { error: { type: 'invalid_request_error', code, message, param: null, event_id: null } };
+/**
+ * The connection cap: a warning `capWarningMs` ahead (Gemini-like announcement), then OpenAI's own ending:
+ * `error` `session_expired` and close 1001 "Your session hit the maximum duration of …".
+ */
+function connectionCap(maxMs: number | null, warningMs: number | null) {
+  if (maxMs === null || maxMs <= 0) return null;
+  const reason = `Your session hit the maximum duration of ${durationText(maxMs)}.`;
+  return {
+    arm(session: SimulatedSession, ws: WebSocket): NodeJS.Timeout[] {
+      const timers: NodeJS.Timeout[] = [];
+      if (warningMs !== null && warningMs > 0) {
+        const lead = Math.min(warningMs, maxMs);
+        timers.push(
+          setTimeout(
+            () =>
+              session.notify(
+                'session_expiring',
+                `Your session reaches its maximum duration of ${durationText(maxMs)} and ends in ${lead} ms.`,
+              ),
+            maxMs - lead,
+          ),
+        );
+      }
+      timers.push(
+        setTimeout(() => {
+          session.notify('session_expired', reason);
+          session.close();
+          ws.close(1001, reason);
+        }, maxMs),
+      );
+      return timers;
+    },
+  };
 }
 
-const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found' };
+/** "60 minutes", as OpenAI words its cap; a cap that is not whole minutes in seconds or ms. */
+function durationText(ms: number): string {
+  if (ms % 60_000 === 0) return `${ms / 60_000} minute${ms === 60_000 ? '' : 's'}`;
+  if (ms % 1000 === 0) return `${ms / 1000} second${ms === 1000 ? '' : 's'}`;
+  return `${ms} ms`;
+}
+
+function errorBody(code: string, message: string, type = 'invalid_request_error') {
+  return { error: { type, code, message, param: null, event_id: null } };
+}
+
+const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 503: 'Service Unavailable' };
 
 /** Answers an upgrade request with a plain HTTP error, as the real API does before the handshake. */
-function refuse(socket: Socket, status: number, code: string, message: string): void {
-  const body = JSON.stringify(errorBody(code, message));
+function refuse(socket: Socket, status: number, code: string, message: string, type?: string): void {
+  const body = JSON.stringify(errorBody(code, message, type));
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\nContent-Type: application/json\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,

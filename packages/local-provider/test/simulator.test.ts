@@ -93,10 +93,18 @@ t.test('server VAD: speech then 500 ms of silence ends the turn and the speech i
       'input_audio_buffer.speech_started',
       'input_audio_buffer.speech_stopped',
       'input_audio_buffer.committed',
+      'conversation.item.added',
+      'conversation.item.done',
       'response.created',
       'response.output_item.added',
+      'conversation.item.added',
+      'response.content_part.added',
+      'response.output_audio_transcript.delta',
       'response.output_audio.done',
+      'response.output_audio_transcript.done',
+      'response.content_part.done',
       'response.output_item.done',
+      'conversation.item.done',
       'response.done',
     ],
   );
@@ -112,10 +120,21 @@ t.test('server VAD: speech then 500 ms of silence ends the turn and the speech i
     total_tokens: 37,
     input_tokens: 17,
     output_tokens: 20,
-    input_token_details: { text_tokens: 0, audio_tokens: 17, cached_tokens: 0 },
+    input_token_details: {
+      text_tokens: 0,
+      audio_tokens: 17,
+      image_tokens: 0,
+      cached_tokens: 0,
+      cached_tokens_details: { text_tokens: 0, audio_tokens: 0, image_tokens: 0 },
+    },
     output_token_details: { text_tokens: 0, audio_tokens: 20 },
   });
-  t.equal(done.response.id, evs[3]!.response.id);
+  t.equal(done.response.id, evs.find((e) => e.type === 'response.created')!.response.id);
+  t.equal(
+    evs.find((e) => e.type === 'response.output_audio_transcript.delta')!.delta,
+    'speech 1000 ms',
+    'the echo is transcribed as its speech',
+  );
   t.equal(deltas[0]!.response_id, done.response.id);
 });
 
@@ -179,14 +198,20 @@ t.test('response.create commits what is buffered and answers at once (server VAD
   await c.next('input_audio_buffer.speech_started');
   c.send({ type: 'response.create' });
   const evs = await c.until('response.done');
-  t.same(types(evs).slice(0, 2), ['input_audio_buffer.committed', 'response.created']);
+  t.same(types(evs).slice(0, 4), ['input_audio_buffer.committed', 'conversation.item.added', 'conversation.item.done', 'response.created']);
   t.ok(deltaBytes(evs).equals(tone), 'silence before the speech is not echoed');
   t.equal(evs[evs.length - 1]!.response.usage.input_tokens, 7, 'all 700 ms of input count');
 
   c.send({ type: 'response.create' });
   const empty = await c.until('response.done');
   t.equal(deltaBytes(empty).length, 0, 'nothing buffered: an empty reply');
-  t.equal(empty[empty.length - 1]!.response.usage.total_tokens, 0);
+  // The whole context is billed again: the user item (7) repeats the previous response's input (cached),
+  // the assistant's 400 ms of audio is new input (4).
+  t.match(empty[empty.length - 1]!.response.usage, {
+    total_tokens: 11,
+    input_tokens: 11,
+    input_token_details: { audio_tokens: 11, cached_tokens: 7, cached_tokens_details: { audio_tokens: 7 } },
+  });
 });
 
 t.test('response.cancel stops the reply; truncate cuts the item at what was played', async (t) => {
@@ -200,8 +225,8 @@ t.test('response.cancel stops the reply; truncate cuts the item at what was play
   const first = await c.next('response.output_audio.delta');
   c.send({ type: 'response.cancel' });
   const evs = await c.until('response.done');
-  t.same(types(evs), ['response.output_item.done', 'response.done'], 'no more audio, no audio.done');
-  const done = evs[1]!;
+  t.same(types(evs), ['response.output_item.done', 'conversation.item.done', 'response.done'], 'no more audio, no audio.done');
+  const done = evs[2]!;
   t.equal(done.response.status, 'cancelled');
   t.same(done.response.status_details, { type: 'cancelled', reason: 'client_cancelled' });
   t.equal(done.response.usage.output_token_details.audio_tokens, 2, '100 ms sent → 2 tokens');
@@ -226,8 +251,8 @@ t.test('speech during a reply interrupts it (server VAD)', async (t) => {
   await c.next('response.output_audio.delta');
   sendAll(c, pcmTone(100));
   const evs = await c.until('response.done');
-  t.same(types(evs), ['input_audio_buffer.speech_started', 'response.output_item.done', 'response.done']);
-  t.same(evs[2]!.response.status_details, { type: 'cancelled', reason: 'turn_detected' });
+  t.same(types(evs), ['input_audio_buffer.speech_started', 'response.output_item.done', 'conversation.item.done', 'response.done']);
+  t.same(evs[3]!.response.status_details, { type: 'cancelled', reason: 'turn_detected' });
 });
 
 t.test('echo-stream: every appended frame comes straight back as one delta, no VAD', async (t) => {

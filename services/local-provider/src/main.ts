@@ -1,17 +1,11 @@
 import { startLocalProvider } from '@s2s/local-provider';
 import { createLogger } from '@s2s/telemetry';
-import { loadConfig } from './config.js';
+import { loadConfig, providerOptions } from './config.js';
 
 const config = loadConfig(process.env);
 const logger = createLogger({ service: 'local-provider', level: config.LOG_LEVEL });
 
-const provider = await startLocalProvider({
-  port: config.LOCAL_PROVIDER_PORT,
-  host: config.LOCAL_PROVIDER_HOST,
-  apiKey: config.LOCAL_PROVIDER_API_KEY,
-  replyChunkIntervalMs: config.LOCAL_PROVIDER_REPLY_INTERVAL_MS,
-  logger,
-});
+const provider = await startLocalProvider({ ...providerOptions(config), logger });
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {
