@@ -1,11 +1,11 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { REALTIME_PROTOCOL } from '@s2s/contract';
 import { errors, newId, type AppError } from '@s2s/core';
 import { httpErrorAnswer, isServerError, newRequestId, toAppError } from '@s2s/http-errors';
 import { activeTraceId, context } from '@s2s/telemetry';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { authorizeAttach, type AttachTarget } from './domain/authorize.js';
+import { checkOrigin, negotiate } from './domain/handshake.js';
 import { recordAttachment } from '@s2s/sessions';
 import { Relay, type RelayDeps } from './relay.js';
 import type { UpgradeTelemetry } from './telemetry.js';
@@ -40,9 +40,11 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
     maxPayload: config.maxEventBytes,
     perMessageDeflate: false,
     clientTracking: false,
-    handleProtocols: () => REALTIME_PROTOCOL,
+    // The protocol negotiate() chose for this request; false sends none (a client that offered nothing).
+    handleProtocols: (_offered, req) => negotiatedProtocols.get(req) ?? false,
   });
   const upgradeHeaders = new WeakMap<IncomingMessage, string[]>();
+  const negotiatedProtocols = new WeakMap<IncomingMessage, string>();
   wss.on('headers', (headers, req) => headers.push(...(upgradeHeaders.get(req) ?? [])));
   const authCtx = {
     db: deps.db,
@@ -96,12 +98,17 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
     let legacySessionId: string | null = null;
     try {
       const target = checkHandshake(req);
-      if (relay.draining) throw draining();
-      const { session, legacy } = await authorizeAttach({
-        ctx: authCtx,
-        input: { authorization: req.headers.authorization, target },
+      checkOrigin(req.headers.origin, config.allowedOrigins);
+      const negotiated = negotiate({
+        offered: req.headers['sec-websocket-protocol'],
+        authorization: req.headers.authorization,
+        legacyPath: 'model' in target,
       });
-      if (legacy) legacySessionId = session.id;
+      if (relay.draining) throw draining();
+      const { session, legacy: created } = await authorizeAttach({ ctx: authCtx, input: { credential: negotiated.credential, target } });
+      if (created) legacySessionId = session.id;
+      // The legacy alias's sessions and those minted by POST /v1/realtime/client_secrets end with their socket.
+      const legacy = created || session.endsWithSocket;
       const attachmentId = newId('att');
       const recorded = await recordAttachment({ ctx: deps, input: { sessionId: session.id, attachmentId, relayId: config.relayId } });
       if (!recorded) throw errors.sessionExpired();
@@ -109,7 +116,8 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
       upgrade.session(session.id, attachmentId);
 
       if (relay.draining) throw draining();
-      upgradeHeaders.set(req, [`X-Request-Id: ${requestId}`, ...(legacy ? ['Deprecation: true'] : [])]);
+      upgradeHeaders.set(req, [`X-Request-Id: ${requestId}`, ...('model' in target ? ['Deprecation: true'] : [])]);
+      if (negotiated.protocol !== null) negotiatedProtocols.set(req, negotiated.protocol);
       let ws: WebSocket | undefined;
       // Synchronous when it succeeds; a socket that closed meanwhile is destroyed without the callback.
       wss.handleUpgrade(req, socket, head, (w) => {
@@ -130,9 +138,19 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
         startedAt: recorded.startedAt,
         prior: recorded.prior,
         legacy,
+        dialect: negotiated.dialect,
         requestId,
       });
-      log.info({ session_id: session.id, attachment_id: attachmentId, legacy }, 'attached');
+      log.info(
+        {
+          session_id: session.id,
+          attachment_id: attachmentId,
+          legacy,
+          dialect: negotiated.dialect,
+          credential: negotiated.credential.kind,
+        },
+        'attached',
+      );
     } catch (err) {
       const appError = toAppError(err);
       if (isServerError(appError)) log.error({ err: appError.cause ?? appError }, 'attach failed');
@@ -182,10 +200,6 @@ function checkHandshake(req: IncomingMessage): AttachTarget {
   if (sessionId !== null && sessionId.length > 0) target = { sessionId };
   else if (model !== null && model.length > 0 && sessionId === null) target = { model };
   else throw errors.invalidRequest('The query parameter session_id is required.');
-  const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
-  if (!offered.includes(REALTIME_PROTOCOL)) {
-    throw errors.invalidRequest(`The ${REALTIME_PROTOCOL} subprotocol is required (Sec-WebSocket-Protocol).`);
-  }
   return target;
 }
 

@@ -6,6 +6,7 @@ import type { WebSocket } from 'ws';
 import type { Checkpointer } from './checkpoints.js';
 import type { ClientCodec } from './codec/model.js';
 import type { Config } from './config.js';
+import type { Dialect } from './domain/handshake.js';
 import type { AttachmentTelemetry, RelayTelemetry, UpgradeTelemetry } from './telemetry.js';
 import type { UpstreamOpener } from './upstream.js';
 
@@ -31,7 +32,10 @@ export interface AttachmentInit {
   attachmentId: string;
   startedAt: Date;
   prior: Usage;
+  /** The session ends (client_closed) when this socket closes: the legacy alias, client-secret sessions. */
   legacy: boolean;
+  /** The wire dialect negotiated before the upgrade; the client codec is chosen by it. */
+  dialect: Dialect;
   requestId: string;
   /** The upgrade request's span, which the attachment's span links to. */
   upgrade?: UpgradeTelemetry;

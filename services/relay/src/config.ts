@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { CommonEnv, KeyLimitsEnv, commonConfig, envInt, envPort, keyLimitsConfig, parseEnv, z } from '@s2s/core';
+import { CommonEnv, KeyLimitsEnv, commonConfig, envInt, envOriginList, envPort, keyLimitsConfig, parseEnv, z } from '@s2s/core';
 
 const optionalSecret = z
   .string()
@@ -65,6 +65,9 @@ export const RelayConfig = CommonEnv.extend({
   SESSION_PREAUTH_MINUTES: envInt(10, { min: 1, max: 24 * 60 }),
   // The legacy alias creates sessions, so it applies the same per-key limits as the control plane.
   ...KeyLimitsEnv,
+  // Browser origins that may open realtime sockets (comma-separated, or *); unset: any origin, since a
+  // client secret already scopes its session. A request without Origin (not a browser) always passes.
+  REALTIME_ALLOWED_ORIGINS: envOriginList(),
   // Connections in the PostgreSQL pool.
   DB_POOL_SIZE: envInt(8, { min: 1, max: 200 }),
 })
@@ -104,6 +107,7 @@ export const RelayConfig = CommonEnv.extend({
       keyLimits: keyLimitsConfig(e),
     },
     dbPoolSize: e.DB_POOL_SIZE,
+    allowedOrigins: e.REALTIME_ALLOWED_ORIGINS,
   }));
 
 export type Config = z.output<typeof RelayConfig>;

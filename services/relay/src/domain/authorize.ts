@@ -2,8 +2,16 @@ import type { Bus } from '@s2s/bus';
 import { SESSION_MODE } from '@s2s/contract';
 import { errors, isTerminal, newTraceId, type SessionRecord } from '@s2s/core';
 import type { DbHandle } from '@s2s/db';
-import { authenticateKey, createSession, expireIfDue, loadOwnedSession, type SessionSettings } from '@s2s/sessions';
+import {
+  authenticateClientSecret,
+  authenticateKey,
+  createSession,
+  expireIfDue,
+  loadOwnedSession,
+  type SessionSettings,
+} from '@s2s/sessions';
 import type { Logger } from '@s2s/telemetry';
+import type { Credential } from './handshake.js';
 
 export interface AuthorizeContext {
   db: DbHandle;
@@ -18,28 +26,42 @@ export type AttachTarget = { sessionId: string } | { model: string };
 
 export interface AuthorizedAttach {
   session: SessionRecord;
+  /** The legacy alias created this session (answered with `Deprecation: true`). */
   legacy: boolean;
 }
 
 /**
- * Everything decided before the upgrade (api-v1 §4 rule 5): the key (401), the session and its owner
- * (404/401), whether it can still be attached (410); or, on the legacy alias, a new session created exactly
- * like `POST /v1/voice/sessions` (401/404/402). An invalid key gets past nothing, so it creates nothing.
+ * Everything decided before the upgrade (api-v1 §4 rule 5): the credential (401), the session and its owner
+ * (404/401), whether it can still be attached (410); or, on the legacy alias with an API key, a new session
+ * created exactly like `POST /v1/voice/sessions` (401/404/402). An invalid credential gets past nothing, so it
+ * creates nothing. A client secret attaches only the session it was minted for (on the legacy alias, the
+ * `model` must be that session's) and creates nothing.
  */
 export async function authorizeAttach({
   ctx,
   input,
 }: {
   ctx: AuthorizeContext;
-  input: { authorization: string | undefined; target: AttachTarget };
+  input: { credential: Credential; target: AttachTarget };
 }): Promise<AuthorizedAttach> {
-  const key = await authenticateKey({ ctx, input: { authorization: input.authorization } });
-  if ('model' in input.target) {
+  const { credential, target } = input;
+  if (credential.kind === 'client_secret') {
+    const minted = await authenticateClientSecret({ ctx, input: { secret: credential.secret, now: ctx.now() } });
+    if ('sessionId' in target && target.sessionId !== minted.sessionId) throw errors.invalidClientSecret();
+    const session = await attachable(ctx, minted.sessionId, minted.keyId);
+    if ('model' in target && target.model !== session.modelId) {
+      throw errors.invalidRequest('The model is not the one of the session this client secret was minted for.');
+    }
+    return { session, legacy: false };
+  }
+
+  const key = await authenticateKey({ ctx, input: { authorization: credential.authorization } });
+  if ('model' in target) {
     const { session } = await createSession({
       ctx,
       input: {
         key,
-        request: { model: input.target.model, mode: SESSION_MODE },
+        request: { model: target.model, mode: SESSION_MODE },
         legacy: true,
         traceId: ctx.traceId() ?? newTraceId(),
         settings: ctx.sessionSettings,
@@ -47,8 +69,12 @@ export async function authorizeAttach({
     });
     return { session, legacy: true };
   }
+  return { session: await attachable(ctx, target.sessionId, key.keyId), legacy: false };
+}
 
-  const session = await loadOwnedSession({ ctx, input: { sessionId: input.target.sessionId, keyId: key.keyId } });
+/** The session `keyId` owns, if it can still be attached (410 otherwise). */
+async function attachable(ctx: AuthorizeContext, sessionId: string, keyId: string): Promise<SessionRecord> {
+  const session = await loadOwnedSession({ ctx, input: { sessionId, keyId } });
   if (isTerminal(session.status) || session.settledAt !== null || session.endRequestedAt !== null) {
     throw errors.sessionExpired();
   }
@@ -59,5 +85,5 @@ export async function authorizeAttach({
     return null;
   });
   if (outcome === null || outcome.due !== null) throw errors.sessionExpired();
-  return { session, legacy: false };
+  return session;
 }
