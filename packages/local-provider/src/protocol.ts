@@ -75,7 +75,7 @@ export const TurnDetection = z.discriminatedUnion('type', [ServerVad, SemanticVa
 export type TurnDetection = z.infer<typeof TurnDetection>;
 
 const Transcription = z.object({ model: z.string().optional(), language: z.string().optional(), prompt: z.string().optional() });
-const NoiseReduction = z.object({ type: z.enum(['near_field', 'far_field']) });
+const NoiseReduction = z.object({ type: z.enum(['near_field', 'far_field']) }).nullable();
 
 export const FunctionTool = z.object({
   type: z.literal('function'),
@@ -112,7 +112,7 @@ export const SessionUpdate = z.object({
           .object({
             format: AudioFormat.optional(),
             turn_detection: TurnDetection.optional(),
-            transcription: Transcription.optional(),
+            transcription: Transcription.nullable().optional(),
             noise_reduction: NoiseReduction.optional(),
           })
           .optional(),
@@ -226,6 +226,22 @@ export type ClientEvent = z.infer<typeof ClientEvent>;
  */
 type Conforms<Parsed, Vendor> = [Parsed] extends [Vendor] ? true : false;
 type OfType<T extends ClientEvent['type']> = Extract<ClientEvent, { type: T }>;
+/**
+ * The API turns input transcription and noise reduction off with `null` (as its reference says), which the
+ * SDK's types leave out: those two nulls are the only difference allowed from its `session.update`.
+ */
+type SessionUpdateParsed = OfType<'session.update'>;
+type AudioInputParsed = NonNullable<NonNullable<SessionUpdateParsed['session']['audio']>['input']>;
+type SessionUpdateChecked = Omit<SessionUpdateParsed, 'session'> & {
+  session: Omit<SessionUpdateParsed['session'], 'audio'> & {
+    audio?: Omit<NonNullable<SessionUpdateParsed['session']['audio']>, 'input'> & {
+      input?: Omit<AudioInputParsed, 'transcription' | 'noise_reduction'> & {
+        transcription?: NonNullable<AudioInputParsed['transcription']>;
+        noise_reduction?: NonNullable<AudioInputParsed['noise_reduction']>;
+      };
+    };
+  };
+};
 export const CLIENT_EVENTS_CONFORM = {
   'session.update': true,
   'input_audio_buffer.commit': true,
@@ -238,7 +254,7 @@ export const CLIENT_EVENTS_CONFORM = {
   'conversation.item.delete': true,
   'conversation.item.retrieve': true,
 } as const satisfies {
-  'session.update': Conforms<OfType<'session.update'>, SessionUpdateEvent>;
+  'session.update': Conforms<SessionUpdateChecked, SessionUpdateEvent>;
   'input_audio_buffer.commit': Conforms<OfType<'input_audio_buffer.commit'>, InputAudioBufferCommitEvent>;
   'input_audio_buffer.clear': Conforms<OfType<'input_audio_buffer.clear'>, InputAudioBufferClearEvent>;
   'output_audio_buffer.clear': Conforms<OfType<'output_audio_buffer.clear'>, OutputAudioBufferClearEvent>;

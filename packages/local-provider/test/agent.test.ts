@@ -289,6 +289,21 @@ t.test('input_audio items are turns; out-of-band responses stay out of the conve
   const inBand = await c.until('response.done');
   t.ok(deltaBytes(inBand).equals(audio), 'the turn is still pending for the conversation');
   t.match(inBand.at(-1)!.response.usage, { input_tokens: 2, input_token_details: { audio_tokens: 2, cached_tokens: 0 } });
+
+  // null turns transcription (and noise reduction) off, as the API reference says.
+  c.send({ type: 'session.update', session: { type: 'realtime', audio: { input: { transcription: null, noise_reduction: null } } } });
+  const off = await c.next('session.updated');
+  t.notOk('transcription' in off.session.audio.input, 'no transcription');
+  c.send({
+    type: 'conversation.item.create',
+    item: { type: 'message', role: 'user', content: [{ type: 'input_audio', audio: audio.toString('base64') }] },
+  });
+  c.send({ type: 'response.create' });
+  const untranscribed = await c.until('response.done');
+  t.notOk(
+    untranscribed.some((e) => e.type.startsWith('conversation.item.input_audio_transcription')),
+    'no transcript',
+  );
 });
 
 t.test('session.update is atomic and refuses what it cannot do, naming the field', async (t) => {
