@@ -8,6 +8,8 @@ import { connectBus, type Bus } from '@s2s/bus';
 import { createTestDatabase, type TestDatabase } from '@s2s/db/testing';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+// The services' `--import @s2s/telemetry/register`, by path: the root has no @s2s/telemetry of its own.
+const TELEMETRY_REGISTER = new URL('../../packages/telemetry/src/register.ts', import.meta.url).href;
 export const ADMIN_TOKEN = 'e2e-admin-token-0123456789abcdef';
 
 export interface Teardown {
@@ -42,7 +44,8 @@ function start(t: Teardown, name: string, script: string, env: Record<string, st
   return spawnService(t, {
     name,
     node: process.execPath,
-    args: ['--import', 'tsx', script],
+    // With telemetry on, as the services run: the loader hook lets express and pg be instrumented.
+    args: ['--import', 'tsx', ...(env.OTEL_SDK_DISABLED === 'false' ? ['--import', TELEMETRY_REGISTER] : []), script],
     cwd: ROOT,
     env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', OTEL_SDK_DISABLED: 'true', ...env },
     listening,
@@ -99,7 +102,12 @@ export function spawnService(t: Teardown, { name, node, args, cwd, env, listenin
 
 export async function startStack(
   t: Teardown,
-  env: { relay?: Record<string, string>; billing?: Record<string, string>; controlPlane?: Record<string, string> } = {},
+  env: {
+    relay?: Record<string, string>;
+    billing?: Record<string, string>;
+    controlPlane?: Record<string, string>;
+    provider?: Record<string, string>;
+  } = {},
 ): Promise<Stack> {
   const db = await createTestDatabase(t);
   const prefix = `e2e_${randomBytes(4).toString('hex')}`;
@@ -114,7 +122,7 @@ export async function startStack(
     t,
     'local-provider',
     'services/local-provider/src/main.ts',
-    { LOCAL_PROVIDER_PORT: '0' },
+    { LOCAL_PROVIDER_PORT: '0', ...env.provider },
     'local provider listening',
   );
   const relay = await start(

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { Logger } from '@s2s/telemetry';
+import { SpanKind, extractHeaders, gatewayTracer, type Logger } from '@s2s/telemetry';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { ClientEvent, DEFAULT_REPLY_CHUNK_INTERVAL_MS, type ServerEventBody } from './protocol.js';
 import { SimulatedSession } from './session.js';
@@ -62,6 +62,8 @@ export interface LocalProvider {
  * Starts the deterministic upstream simulator: a WebSocket server speaking the OpenAI Realtime (GA) subset
  * the relay's `openai` adapter uses, at `/v1/realtime?model=<name>`. See README.md for its behaviour.
  */
+const tracer = gatewayTracer('local-provider');
+
 export async function startLocalProvider(opts: LocalProviderOptions): Promise<LocalProvider> {
   const host = opts.host ?? '127.0.0.1';
   const log = opts.logger;
@@ -87,6 +89,13 @@ export async function startLocalProvider(opts: LocalProviderOptions): Promise<Lo
     if (!authorized) return refuse(socket, 401, 'invalid_api_key', 'Incorrect or missing API key.');
     if (!model) return refuse(socket, 400, 'missing_model', 'The model query parameter is required.');
     if (refusing) return refuse(socket, 503, 'service_unavailable', 'The service is temporarily unavailable.', 'server_error');
+    // One span per upstream session, a child of the relay's connect span when it sent its trace context.
+    const span = tracer.startSpan(
+      'local-provider realtime session',
+      { kind: SpanKind.SERVER, attributes: { 'gen_ai.provider.name': 'local', 'gen_ai.request.model': model } },
+      extractHeaders(req.headers),
+    );
+    socket.once('close', () => span.end());
     wss.handleUpgrade(req, socket, head, (ws) => accept(ws, model));
   });
 

@@ -1,7 +1,9 @@
 import { startLocalProvider } from '@s2s/local-provider';
-import { createLogger } from '@s2s/telemetry';
+import { createLogger, startTelemetry } from '@s2s/telemetry';
 import { loadConfig, providerOptions } from './config.js';
 
+// Spans of its upstream sessions (children of the relay's connect spans) when OTEL_* configures an export.
+const telemetry = startTelemetry({ serviceName: 'local-provider', instrumentations: [] });
 const config = loadConfig(process.env);
 const logger = createLogger({ service: 'local-provider', level: config.LOG_LEVEL });
 
@@ -15,6 +17,7 @@ async function shutdown(signal: string): Promise<void> {
   // Bounded: a stuck close must not keep the process past the supervisor's patience.
   setTimeout(() => process.exit(1), 5000).unref();
   await provider.close();
+  await telemetry.shutdown();
   logger.info('local provider stopped');
   process.exit(0);
 }

@@ -233,7 +233,8 @@ export class AttachmentTelemetry {
       this.context,
     );
     try {
-      const up = await open();
+      // In the connect span: an adapter that propagates the trace (the simulator's) sends its traceparent.
+      const up = await context.with(trace.setSpan(this.context, span), open);
       this.relay.upstreamConnected((performance.now() - started) / 1000, this.providerAttrs);
       return up;
     } catch (err) {

@@ -8,6 +8,6 @@ import { OpenAIRealtimeAdapter } from './openai.js';
  */
 export class LocalAdapter extends OpenAIRealtimeAdapter {
   constructor(opts: { url: string; apiKey?: string | null }) {
-    super({ name: 'local', url: opts.url, apiKey: opts.apiKey ?? null, tokenRatio: { ...LOCAL_TOKEN_RATIO } });
+    super({ name: 'local', url: opts.url, apiKey: opts.apiKey ?? null, tokenRatio: { ...LOCAL_TOKEN_RATIO }, propagateTrace: true });
   }
 }

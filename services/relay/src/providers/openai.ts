@@ -1,4 +1,5 @@
 import { BYTES_PER_MS, REFERENCE_TOKENS } from '@s2s/core';
+import { traceHeaders } from '@s2s/telemetry';
 import type {
   ConversationItemDeleteEvent,
   ConversationItemTruncateEvent,
@@ -70,6 +71,8 @@ export interface OpenAIRealtimeOptions {
   apiKey?: string | null;
   /** Token ratio when a response reports no usage; default: input 1 token / 100 ms, output 1 / 50 ms. */
   tokenRatio?: { inputMsPerToken: number; outputMsPerToken: number };
+  /** Send the W3C trace context on the upgrade request (our own simulator; never a vendor). */
+  propagateTrace?: boolean;
 }
 
 /**
@@ -82,8 +85,10 @@ export class OpenAIRealtimeAdapter implements ProviderAdapter {
   readonly supports = OPENAI_CAPABILITIES;
   private readonly url: string;
   private readonly apiKey: string | null;
+  private readonly propagateTrace: boolean;
 
   constructor(opts: OpenAIRealtimeOptions = {}) {
+    this.propagateTrace = opts.propagateTrace ?? false;
     this.name = opts.name ?? 'openai';
     this.url = opts.url ?? OPENAI_REALTIME_URL;
     this.apiKey = opts.apiKey ?? null;
@@ -93,7 +98,10 @@ export class OpenAIRealtimeAdapter implements ProviderAdapter {
   async connect(config: UpstreamSessionConfig, onEvent: (event: UpstreamEvent) => void, signal: AbortSignal): Promise<UpstreamConnection> {
     const url = new URL(this.url);
     url.searchParams.set('model', config.providerModel);
-    const headers: Record<string, string> = this.apiKey ? { Authorization: `Bearer ${this.apiKey}` } : {};
+    const headers: Record<string, string> = {
+      ...(this.propagateTrace ? traceHeaders() : {}),
+      ...(this.apiKey ? { Authorization: `Bearer ${this.apiKey}` } : {}),
+    };
     const ws = await openUpstreamSocket({ provider: this.name, url: url.toString(), headers, signal });
     const connection = new OpenAIRealtimeConnection(this.name, ws, onEvent);
     await connection.configure(config, signal);
