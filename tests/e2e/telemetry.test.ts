@@ -61,7 +61,9 @@ t.test('one session, one trace: spans of every service, trace context on the bus
   // Every message on the gateway's subjects, with its headers (JetStream publishes reach core subscribers).
   const seen: { subject: string; traceparent: string | undefined }[] = [];
   const sub = stack.bus.nc.subscribe(`${stack.prefix}.>`, {
-    callback: (_err, msg) => seen.push({ subject: msg.subject, traceparent: msg.headers?.get('traceparent') || undefined }),
+    callback: (_err, msg) => {
+      seen.push({ subject: msg.subject, traceparent: msg.headers?.get('traceparent') || undefined });
+    },
   });
   t.teardown(() => sub.unsubscribe());
 
