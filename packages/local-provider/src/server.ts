@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { SpanKind, extractHeaders, gatewayTracer, type Logger } from '@s2s/telemetry';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
@@ -23,6 +23,8 @@ export interface LocalProviderOptions {
   /** When set, `Authorization: Bearer <apiKey>` is required; anything else is refused 401 before the upgrade. */
   apiKey?: string | null;
   logger?: Logger;
+  /** The process's Prometheus scrape handler, served at /metrics (the service passes its telemetry's). */
+  metrics?: (req: IncomingMessage, res: ServerResponse) => void;
   /** Pause between two reply deltas (default 10 ms; 0 sends them back to back). */
   replyChunkIntervalMs?: number;
   /** Called with every well-formed client event, before the simulator acts on it. */
@@ -71,6 +73,7 @@ export async function startLocalProvider(opts: LocalProviderOptions): Promise<Lo
   const expectedAuth = opts.apiKey ? Buffer.from(`Bearer ${opts.apiKey}`) : null;
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_EVENT_BYTES, perMessageDeflate: false });
   const server: Server = createServer((req, res) => {
+    if (req.url === '/metrics' && opts.metrics) return opts.metrics(req, res);
     // Ready as soon as it listens: it has no dependencies.
     const status = req.url === '/healthz' || req.url === '/readyz' ? 200 : 404;
     res.writeHead(status, { 'content-type': 'application/json' });

@@ -7,7 +7,7 @@ const telemetry = startTelemetry({ serviceName: 'local-provider', instrumentatio
 const config = loadConfig(process.env);
 const logger = createLogger({ service: 'local-provider', level: config.LOG_LEVEL });
 
-const provider = await startLocalProvider({ ...providerOptions(config), logger });
+const provider = await startLocalProvider({ ...providerOptions(config), logger, metrics: telemetry.metrics.handler });
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {

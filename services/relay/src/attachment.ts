@@ -105,12 +105,13 @@ export class Attachment implements MeteredSource {
     this.send({ type: 'conversation.created', conversationId: newId('conv') });
 
     this.opening = this.trace
-      .upstreamOpen(() =>
+      .upstreamOpen((onRetry) =>
         this.ctx.providers.open(
           this.session.provider,
           { providerModel: this.session.providerModel },
           this.onUpstreamEvent,
           this.openAbort.signal,
+          { onRetry },
         ),
       )
       .then(

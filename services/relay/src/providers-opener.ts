@@ -16,11 +16,11 @@ export function createProviderOpener(config: Config, logger: Logger): UpstreamOp
     logger,
   });
   return {
-    open(provider, sessionConfig, onEvent, signal) {
+    open(provider, sessionConfig, onEvent, signal, hooks) {
       const base = registry.get(provider);
       // A catalog model routed to a provider this relay has no credentials for: an upstream failure.
       if (!base) return Promise.reject(new Error(`provider ${provider} is not configured on this relay`));
-      return base.open(sessionConfig, onEvent, signal);
+      return base.open(sessionConfig, onEvent, signal, hooks?.onRetry ? { onRetry: hooks.onRetry } : {});
     },
   };
 }

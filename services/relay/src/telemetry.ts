@@ -221,8 +221,11 @@ export class AttachmentTelemetry {
     return { [METRIC_ATTRS.provider]: this.session.provider };
   }
 
-  /** Wraps the opening of the upstream in a client span and the connect-duration histogram. */
-  async upstreamOpen<T>(open: () => Promise<T>): Promise<T> {
+  /**
+   * Wraps the opening of the upstream in a client span and the connect-duration histogram; `open` gets the
+   * callback to call when it connects again after a failed attempt (an upstream reconnect).
+   */
+  async upstreamOpen<T>(open: (onRetry: () => void) => Promise<T>): Promise<T> {
     const started = performance.now();
     const span = this.relay.tracer.startSpan(
       's2s.relay.upstream.connect',
@@ -234,7 +237,11 @@ export class AttachmentTelemetry {
     );
     try {
       // In the connect span: an adapter that propagates the trace (the simulator's) sends its traceparent.
-      const up = await context.with(trace.setSpan(this.context, span), open);
+      const onRetry = () => {
+        this.relay.reconnects.add(1, this.providerAttrs);
+        span.addEvent('upstream.reconnect');
+      };
+      const up = await context.with(trace.setSpan(this.context, span), () => open(onRetry));
       this.relay.upstreamConnected((performance.now() - started) / 1000, this.providerAttrs);
       return up;
     } catch (err) {
@@ -245,12 +252,6 @@ export class AttachmentTelemetry {
     } finally {
       span.end();
     }
-  }
-
-  /** The upstream connection was re-opened during the session. */
-  reconnected(): void {
-    this.relay.reconnects.add(1, this.providerAttrs);
-    this.span.addEvent('upstream.reconnected');
   }
 
   /** The user's turn ended (commit, response.create, speech stopped): the time to first audio counts from here. */

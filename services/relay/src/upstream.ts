@@ -11,5 +11,6 @@ export interface UpstreamOpener {
     config: UpstreamSessionConfig,
     onEvent: (event: UpstreamEvent) => void,
     signal: AbortSignal,
+    hooks?: { onRetry?: () => void },
   ): Promise<MeteredUpstream>;
 }

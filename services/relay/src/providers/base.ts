@@ -31,7 +31,10 @@ export interface ProviderBaseOptions {
   logger?: Logger;
 }
 
-export type OpenOptions = Pick<ProviderBaseOptions, 'connectTimeoutMs' | 'retries'>;
+export type OpenOptions = Pick<ProviderBaseOptions, 'connectTimeoutMs' | 'retries'> & {
+  /** Called before each new connection attempt after a failed one (the relay counts upstream reconnects). */
+  onRetry?: () => void;
+};
 
 type TokenRatio = ProviderAdapter['tokenRatio'];
 
@@ -87,6 +90,7 @@ export class ProviderBase {
         { provider: this.name, attempt: attempt + 1, kind: err.kind, status: err.status, network_code: err.networkCode },
         'upstream connect failed, retrying',
       );
+      opts.onRetry?.();
       const backoff = Math.min(this.backoffMs * 2 ** attempt * (0.5 + Math.random() / 2), deadline - Date.now());
       // The deadline passing during the backoff ends it with the failure that caused the wait.
       if (backoff <= 0 || !(await sleep(backoff, signal))) throw signal.aborted ? new UpstreamError(this.name, 'aborted') : err;
