@@ -260,7 +260,8 @@ async function main() {
   const helm = ensureHelm();
   ensureModels();
   const { parseAllDocuments } = await import(pathToFileURL(join(cache, 'node_modules/yaml/dist/index.js')).href);
-  const summary = { scenarios: {}, refused: 0, compose: 'skipped' };
+  // routes: each Ingress rule as `host path (pathType) -> service:port`; realtimeUrls: REALTIME_PUBLIC_URL by Deployment.
+  const summary = { scenarios: {}, routes: {}, realtimeUrls: {}, refused: 0, compose: 'skipped' };
 
   // helm runs in parallel (each is a process of its own); the checks of their output follow in order.
   const rendered = await Promise.all(
@@ -277,12 +278,30 @@ async function main() {
       continue;
     }
     const kinds = [];
+    const routes = [];
+    const realtimeUrls = {};
     for (const doc of parseAllDocuments(out.stdout)) {
       if (doc.errors.length > 0) fail(`${name}: YAML: ${doc.errors[0].message}`);
       const obj = doc.toJS();
       if (!obj) continue;
       const id = `${obj.kind}/${obj.metadata?.name}`;
       kinds.push(id);
+      if (obj.kind === 'Ingress') {
+        for (const rule of obj.spec?.rules ?? []) {
+          for (const p of rule.http?.paths ?? []) {
+            const backend = p.backend?.service;
+            routes.push(
+              `${rule.host ?? '*'} ${p.path} (${p.pathType}) -> ${backend?.name}:${backend?.port?.name ?? backend?.port?.number}`,
+            );
+          }
+        }
+      }
+      if (obj.kind === 'Deployment') {
+        for (const c of obj.spec?.template?.spec?.containers ?? []) {
+          const url = (c.env ?? []).find((e) => e.name === 'REALTIME_PUBLIC_URL');
+          if (url) realtimeUrls[obj.metadata.name] = url.value;
+        }
+      }
       const Model = await modelFor(obj.apiVersion, obj.kind);
       if (!Model) {
         fail(`${name}: ${id}: no schema for ${obj.apiVersion} ${obj.kind}`);
@@ -291,6 +310,8 @@ async function main() {
       for (const problem of validateStrict(Model, obj)) fail(`${name}: ${id}: ${problem}`);
     }
     summary.scenarios[name] = kinds;
+    summary.routes[name] = routes;
+    summary.realtimeUrls[name] = realtimeUrls;
     log(`ok ${name}: ${kinds.length} objects`);
   }
 
@@ -315,6 +336,7 @@ async function main() {
   // Files compose mounts must exist.
   for (const f of [
     'deploy/otel-collector/config.yaml',
+    'deploy/nginx/edge.conf',
     'deploy/prometheus/prometheus.yml',
     'deploy/grafana/provisioning',
     'deploy/helm/s2s-gateway/dashboards/s2s-gateway.json',

@@ -2,6 +2,9 @@
 // `npm start`: runs the whole gateway on one machine. Uses DATABASE_URL / NATS_URL when set, else the
 // local PostgreSQL and NATS when they answer, else starts its own; migrates; runs every service; prints
 // where it listens, the development admin token and a ready-made demo key.
+// One public origin (decisions.md, "Running it"): the edge (services/edge, http-proxy-3) listens on HTTP_PORT
+// and sends /v1/realtime to the relays (RELAY_COUNT of them), everything else to the control plane; with
+// TLS_CERT_FILE and TLS_KEY_FILE it serves https and wss.
 // Knobs (for tests and crowded machines): S2S_START_PG_PROBE_PORT, S2S_START_NATS_PROBE_PORT (where to look
 // for running servers), S2S_EMBEDDED_PG_PORT, S2S_EMBEDDED_NATS_PORT (where to start ours), S2S_DATA_DIR.
 import { spawn, spawnSync } from 'node:child_process';
@@ -156,9 +159,15 @@ async function main() {
 
   const httpPort = Number(env.HTTP_PORT ?? 8080);
   const relayPort = Number(env.RELAY_PORT ?? 8081);
+  const controlPlanePort = Number(env.CONTROL_PLANE_PORT ?? 8083);
   const providerPort = Number(env.LOCAL_PROVIDER_PORT ?? 8090);
+  const relayCount = Math.max(1, Number(env.RELAY_COUNT ?? 1));
+  // Relay i listens on RELAY_PORT + 100 * i, clear of the other services' defaults.
+  const relayPorts = Array.from({ length: relayCount }, (_, i) => relayPort + 100 * i);
+  const tls = Boolean(env.TLS_CERT_FILE && env.TLS_KEY_FILE);
+  if (Boolean(env.TLS_CERT_FILE) !== Boolean(env.TLS_KEY_FILE)) throw new Error('TLS_CERT_FILE and TLS_KEY_FILE go together');
   if (!env.ADMIN_TOKEN && env.NODE_ENV !== 'production') env.ADMIN_TOKEN = 'dev-admin-token';
-  env.REALTIME_PUBLIC_URL ??= `ws://127.0.0.1:${relayPort}/v1/realtime`;
+  env.REALTIME_PUBLIC_URL ??= `${tls ? 'wss' : 'ws'}://127.0.0.1:${httpPort}/v1/realtime`;
   env.LOCAL_PROVIDER_URL ??= `ws://127.0.0.1:${providerPort}/v1/realtime`;
 
   say('migrating the database');
@@ -171,14 +180,23 @@ async function main() {
 
   runService('local-provider', { LOCAL_PROVIDER_PORT: String(providerPort) });
   runService('billing', { HEALTH_PORT: String(Number(env.BILLING_HEALTH_PORT ?? 8082)) });
-  runService('relay', { RELAY_PORT: String(relayPort) });
-  runService('control-plane', { HTTP_PORT: String(httpPort) });
+  relayPorts.forEach((port, i) => runService('relay', { RELAY_PORT: String(port), RELAY_ID: `relay-${i + 1}-${process.pid}` }));
+  runService('control-plane', { HTTP_PORT: String(controlPlanePort) });
+  runService('edge', {
+    HTTP_PORT: String(httpPort),
+    CONTROL_PLANE_URL: `http://127.0.0.1:${controlPlanePort}`,
+    RELAY_URLS: relayPorts.map((p) => `http://127.0.0.1:${p}`).join(','),
+  });
 
-  const base = `http://127.0.0.1:${httpPort}`;
+  // Readiness is read from the services themselves (a self-signed certificate would stop fetch at the edge).
+  const internal = `http://127.0.0.1:${controlPlanePort}`;
+  const base = `${tls ? 'https' : 'http'}://127.0.0.1:${httpPort}`;
   await waitFor(
     async () => {
       try {
-        return (await fetch(`${base}/readyz`)).ok && (await fetch(`http://127.0.0.1:${relayPort}/readyz`)).ok;
+        if (!(await fetch(`${internal}/readyz`)).ok) return false;
+        for (const port of relayPorts) if (!(await fetch(`http://127.0.0.1:${port}/readyz`)).ok) return false;
+        return await answers('127.0.0.1', httpPort);
       } catch {
         return false;
       }
@@ -187,17 +205,17 @@ async function main() {
     60_000,
   );
 
-  const res = await fetch(`${base}/admin/v1/keys`, {
+  const res = await fetch(`${internal}/admin/v1/keys`, {
     method: 'POST',
     headers: { authorization: `Bearer ${env.ADMIN_TOKEN}`, 'content-type': 'application/json' },
     body: JSON.stringify({ balance_cents: 10_000, label: 'npm start demo key' }),
   });
   const demo = res.ok ? await res.json() : null;
   say('');
-  say(`gateway ready: HTTP API ${base}  (realtime: ws://127.0.0.1:${relayPort}/v1/realtime)`);
+  say(`gateway ready: HTTP API ${base}  (realtime: ${env.REALTIME_PUBLIC_URL}, ${relayCount} relay${relayCount > 1 ? 's' : ''})`);
   if (env.NODE_ENV !== 'production') say(`admin token (development): ${env.ADMIN_TOKEN}`);
   if (demo) say(`demo key (shown once, wallet ${demo.wallet_id} with ${demo.balance_cents} cents): ${demo.key}`);
-  say(`try: curl ${base}/v1/models`);
+  say(`try: curl ${tls ? '-k ' : ''}${base}/v1/models`);
   say(`     S2S_API_KEY=<demo key> npm run demo -- --out answer.wav`);
   say('Ctrl-C stops everything.');
 }

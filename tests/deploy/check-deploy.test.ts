@@ -9,6 +9,8 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 interface Summary {
   scenarios: Record<string, string[]>;
+  routes: Record<string, string[]>;
+  realtimeUrls: Record<string, Record<string, string>>;
   refused: number;
   failures: string[];
 }
@@ -41,6 +43,21 @@ t.test('the chart lints, renders and validates strictly; wrong shapes are refuse
   for (const id of ['ServiceMonitor/s2s-s2s-gateway', 'ConfigMap/s2s-s2s-gateway-dashboard', 'Deployment/s2s-s2s-gateway-local-provider', 'HorizontalPodAutoscaler/s2s-s2s-gateway-billing']) {
     t.ok(all.includes(id), id);
   }
+});
+
+// One public origin (decisions.md, "Running it"): the Ingress sends /v1/realtime to the relays and everything
+// else to the control plane, on the same host, and realtime.url names that host.
+t.test('the rendered Ingress routes /v1/realtime to the relay and the rest to the control plane', async (t) => {
+  const { summary } = await check();
+  const tls = summary.routes['chart-made secret, TLS, OTLP export'] ?? [];
+  t.ok(tls.includes('voice.example.com /v1/realtime (Prefix) -> s2s-s2s-gateway-relay:http'), '/v1/realtime to the relay');
+  t.ok(tls.includes('voice.example.com / (Prefix) -> s2s-s2s-gateway-control-plane:http'), '/ to the control plane');
+  t.notOk(tls.some((r) => / \/v1\/realtime .*control-plane/.test(r)), 'realtime never to the control plane');
+  t.same(new Set(tls.map((r) => r.split(' ')[0])), new Set(['voice.example.com']), 'one host: one public origin');
+  const urls = summary.realtimeUrls['chart-made secret, TLS, OTLP export'] ?? {};
+  t.equal(urls['s2s-s2s-gateway-control-plane'], 'wss://voice.example.com/v1/realtime', 'realtime.url names the same origin (wss with TLS)');
+  t.equal(urls['s2s-s2s-gateway-relay'], 'wss://voice.example.com/v1/realtime');
+  t.equal(summary.realtimeUrls['existing secret (minimal)']?.['s2s-s2s-gateway-control-plane'], 'ws://voice.example.com/v1/realtime');
 });
 
 t.test('an unknown field in a rendered object fails the check', async (t) => {

@@ -1,9 +1,13 @@
 // `npm start` where no PostgreSQL and no NATS answer: it starts an embedded PostgreSQL and nats-server,
-// runs the gateway on them, stops every process on Ctrl-C, and finds its data again on the next start.
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// runs the gateway on them behind one public origin, stops every process on Ctrl-C, and finds its data
+// again on the next start (that one with TLS and two relays).
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
+import WebSocket from 'ws';
 import { ADMIN_TOKEN, answers, portsFrom, startScript, stop } from './npm-start.js';
 
 // Whole-gateway starts from cold sources take tens of seconds on a loaded machine.
@@ -18,23 +22,28 @@ t.test(`npm start as ${asRoot ? 'root' : 'an ordinary user'}: embedded servers, 
 
   const first = startScript(t, ports, dataDir);
   await first.waitFor(/gateway ready/);
-  const [, walletId] = await first.waitFor(/demo key \(shown once, wallet (\S+) with 10000 cents\)/);
+  const [, walletId, demoKey] = await first.waitFor(/demo key \(shown once, wallet (\S+) with 10000 cents\): (\S+)/);
   t.match(first.output(), `starting an embedded one on ${ports.pg}`);
   t.match(first.output(), `NATS: starting`);
   t.ok(existsSync(join(dataDir, 'postgres', 'PG_VERSION')), 'the cluster lives in the data dir');
+  await oneOrigin(t, `http://127.0.0.1:${ports.http}`, demoKey!, {});
   t.equal(await stop(first), 0, 'Ctrl-C stops it cleanly');
   t.notOk(await answers(ports.pg), 'the embedded PostgreSQL stopped');
   t.notOk(await answers(ports.nats), 'nats-server stopped');
   t.notOk(await answers(ports.http), 'the control plane stopped');
   t.notOk(existsSync(join(dataDir, 'postgres', 'postmaster.pid')), 'PostgreSQL shut down, not killed');
 
-  const second = startScript(t, ports, dataDir);
-  await second.waitFor(/gateway ready/);
-  const res = await fetch(`http://127.0.0.1:${ports.http}/admin/v1/wallets/${walletId}`, {
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  const tls = selfSignedCertificate(dataDir);
+  const second = startScript(t, ports, dataDir, {}, { TLS_CERT_FILE: tls.cert, TLS_KEY_FILE: tls.key, RELAY_COUNT: '2' });
+  await second.waitFor(/gateway ready: HTTP API https:/);
+  const [, secondKey] = await second.waitFor(/demo key \(shown once, [^)]*\): (\S+)/);
+  const ca = readFileSync(tls.cert);
+  const wallet = await httpsJson(`https://127.0.0.1:${ports.http}/admin/v1/wallets/${walletId}`, ca, {
+    authorization: `Bearer ${ADMIN_TOKEN}`,
   });
-  t.equal(res.status, 200, 'the first start’s wallet is still there');
-  t.match(await res.json(), { id: walletId, balance_cents: 10_000 });
+  t.equal(wallet.status, 200, 'the first start’s wallet is still there (over https)');
+  t.match(wallet.body, { id: walletId, balance_cents: 10_000 });
+  await oneOrigin(t, `https://127.0.0.1:${ports.http}`, secondKey!, { ca });
   t.equal(await stop(second), 0);
   t.notOk(await answers(ports.pg), 'the embedded PostgreSQL stopped again');
 });
@@ -57,4 +66,77 @@ function tempDir(t: { teardown(fn: () => unknown): void }): string {
   chmodSync(dir, 0o755);
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
+}
+
+/** A certificate for 127.0.0.1 made with openssl, in `dir`. */
+function selfSignedCertificate(dir: string): { cert: string; key: string } {
+  const cert = join(dir, 'cert.pem');
+  const key = join(dir, 'key.pem');
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ],
+    { stdio: 'ignore' },
+  );
+  return { cert, key };
+}
+
+/** One request over http or https (trusting `ca`), JSON in and out. */
+function httpsJson(
+  url: string,
+  ca: Buffer | undefined,
+  headers: Record<string, string>,
+  body?: unknown,
+): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      url,
+      { method: body === undefined ? 'GET' : 'POST', ca, headers: { ...headers, 'content-type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+      },
+    );
+    req.on('error', reject);
+    req.end(body === undefined ? undefined : JSON.stringify(body));
+  });
+}
+
+/** The HTTP API and the realtime socket on one origin: the session names it, and attaching there works. */
+async function oneOrigin(t: Test, base: string, key: string, opts: { ca?: Buffer }): Promise<void> {
+  const headers = { authorization: `Bearer ${key}` };
+  const body = { model: 'local/echo-1', mode: 'speech_to_speech' };
+  const created = base.startsWith('https')
+    ? await httpsJson(`${base}/v1/voice/sessions`, opts.ca, headers, body)
+    : await fetch(`${base}/v1/voice/sessions`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }).then(async (r) => ({ status: r.status, body: await r.json() }));
+  t.equal(created.status, 201, `${base}: a session`);
+  const url = new URL(created.body.realtime.url);
+  t.equal(url.origin.replace(/^ws/, 'http'), base, `${base}: realtime.url names the same origin`);
+  const ws = new WebSocket(url, 'svc-realtime-v1', { headers, ca: opts.ca });
+  const first = await new Promise<any>((resolve, reject) => {
+    ws.once('message', (data) => resolve(JSON.parse(String(data))));
+    ws.once('error', reject);
+  });
+  t.match(first, { type: 'session.created', session: { id: created.body.id } }, `${base}: attached through the edge`);
+  ws.close();
 }

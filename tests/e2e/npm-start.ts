@@ -8,7 +8,7 @@ import type { Teardown } from './stack.js';
 const START = fileURLToPath(new URL('../../scripts/start.mjs', import.meta.url));
 export const ADMIN_TOKEN = 'dev-admin-token';
 
-/** Eight consecutive ports from `base`: probes, embedded servers, services. */
+/** Ten consecutive ports from `base`: probes, embedded servers, services (a second relay at relay + 100). */
 export function portsFrom(base: number) {
   return {
     pgProbe: base,
@@ -19,6 +19,7 @@ export function portsFrom(base: number) {
     relay: base + 5,
     provider: base + 6,
     billing: base + 7,
+    controlPlane: base + 8,
   };
 }
 export type Ports = ReturnType<typeof portsFrom>;
@@ -49,7 +50,13 @@ export interface Run {
  * Starts `node scripts/start.mjs` in its own process group (every process it starts is in that group),
  * as `identity` when given; the teardown kills the whole group if anything is left.
  */
-export function startScript(t: Teardown, ports: Ports, dataDir: string, identity: { uid?: number; gid?: number } = {}): Run {
+export function startScript(
+  t: Teardown,
+  ports: Ports,
+  dataDir: string,
+  identity: { uid?: number; gid?: number } = {},
+  extraEnv: Record<string, string> = {},
+): Run {
   const env: Record<string, string | undefined> = {
     ...process.env,
     DATABASE_URL: undefined,
@@ -68,8 +75,13 @@ export function startScript(t: Teardown, ports: Ports, dataDir: string, identity
     RELAY_PORT: String(ports.relay),
     LOCAL_PROVIDER_PORT: String(ports.provider),
     BILLING_HEALTH_PORT: String(ports.billing),
+    CONTROL_PLANE_PORT: String(ports.controlPlane),
+    TLS_CERT_FILE: undefined,
+    TLS_KEY_FILE: undefined,
+    RELAY_COUNT: undefined,
     OTEL_SDK_DISABLED: 'true',
     LOG_LEVEL: 'warn',
+    ...extraEnv,
   };
   for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
   const child = spawn(process.execPath, [START], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'], ...identity });

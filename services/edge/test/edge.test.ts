@@ -1,0 +1,191 @@
+// The edge: one port for the HTTP API and /v1/realtime (WebSocket), plain or TLS (decisions.md, "Running it").
+import { execFileSync } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { createLogger } from '@s2s/telemetry';
+import WebSocket, { WebSocketServer } from 'ws';
+import { createEdge, type EdgeOptions } from '../src/edge.js';
+import { loadConfig } from '../src/config.js';
+
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+const logger = createLogger({ service: 'edge-test', level: 'silent' });
+
+async function listen(t: Teardown, server: http.Server): Promise<string> {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.teardown(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** A stand-in control plane: answers every request with what it saw. */
+function controlPlane(t: Teardown): Promise<string> {
+  return listen(
+    t,
+    http.createServer((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'x-request-id': 'req_backend' });
+      res.end(JSON.stringify({ from: 'control-plane', method: req.method, url: req.url, forwardedFor: req.headers['x-forwarded-for'] }));
+    }),
+  );
+}
+
+/** A stand-in relay: selects svc-realtime-v1 when offered and echoes each frame tagged with its name. */
+async function relay(t: Teardown, name: string): Promise<string> {
+  const server = http.createServer((_req, res) => {
+    res.writeHead(400, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ from: name }));
+  });
+  const wss = new WebSocketServer({ server, handleProtocols: (offered) => (offered.has('svc-realtime-v1') ? 'svc-realtime-v1' : false) });
+  wss.on('connection', (ws, req) => {
+    ws.send(JSON.stringify({ from: name, url: req.url, authorization: req.headers.authorization ?? null }));
+    ws.on('message', (data) => ws.send(`${name}:${String(data)}`));
+  });
+  t.teardown(() => wss.close());
+  return listen(t, server);
+}
+
+async function startEdge(t: Teardown, opts: Omit<EdgeOptions, 'logger'>): Promise<{ http: string; ws: string; port: number }> {
+  const edge = createEdge({ ...opts, logger });
+  edge.server.listen(0, '127.0.0.1');
+  await once(edge.server, 'listening');
+  t.teardown(() => edge.close());
+  const port = (edge.server.address() as AddressInfo).port;
+  const s = opts.tls ? 's' : '';
+  return { http: `http${s}://127.0.0.1:${port}`, ws: `ws${s}://127.0.0.1:${port}/v1/realtime`, port };
+}
+
+function open(url: string, opts: WebSocket.ClientOptions = {}): Promise<{ ws: WebSocket; hello: any }> {
+  const ws = new WebSocket(url, ['svc-realtime-v1'], { headers: { authorization: 'Bearer vr_sk_test' }, ...opts });
+  return new Promise((resolve, reject) => {
+    ws.once('message', (data) => resolve({ ws, hello: JSON.parse(String(data)) }));
+    ws.once('error', reject);
+    ws.once('unexpected-response', (_req, res) => reject(new Error(`refused ${res.statusCode}`)));
+  });
+}
+
+function roundTrip(ws: WebSocket, text: string): Promise<string> {
+  return new Promise((resolve) => {
+    ws.once('message', (data) => resolve(String(data)));
+    ws.send(text);
+  });
+}
+
+function refusal(url: string, opts: WebSocket.ClientOptions = {}): Promise<{ status: number; body: any; requestId: unknown }> {
+  const ws = new WebSocket(url, ['svc-realtime-v1'], opts);
+  return new Promise((resolve, reject) => {
+    ws.once('open', () => reject(new Error('upgraded')));
+    ws.on('error', () => {});
+    ws.once('unexpected-response', (_req, res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text), requestId: res.headers['x-request-id'] }));
+    });
+  });
+}
+
+t.test('one port: HTTP to the control plane, /v1/realtime upgrades to the relays in turn', async (t) => {
+  const edge = await startEdge(t, { controlPlane: await controlPlane(t), relays: [await relay(t, 'r1'), await relay(t, 'r2')] });
+
+  const res = await fetch(`${edge.http}/v1/voice/sessions/vs_1?x=1`, {
+    method: 'POST',
+    body: '{}',
+    headers: { 'content-type': 'application/json' },
+  });
+  t.equal(res.status, 200);
+  t.equal(res.headers.get('x-request-id'), 'req_backend', "the backend's request id passes through");
+  t.match(await res.json(), { from: 'control-plane', method: 'POST', url: '/v1/voice/sessions/vs_1?x=1', forwardedFor: /127\.0\.0\.1/ });
+  const secrets = await fetch(`${edge.http}/v1/realtime/client_secrets`, { method: 'POST' });
+  t.match(await secrets.json(), { from: 'control-plane' }, 'only /v1/realtime itself goes to a relay');
+
+  const seen: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    const { ws, hello } = await open(`${edge.ws}?session_id=vs_${i}`);
+    t.equal(ws.protocol, 'svc-realtime-v1', 'the subprotocol negotiation passes through');
+    t.equal(hello.url, `/v1/realtime?session_id=vs_${i}`);
+    t.equal(hello.authorization, 'Bearer vr_sk_test', 'headers pass through');
+    t.equal(await roundTrip(ws, `frame ${i}`), `${hello.from}:frame ${i}`, 'frames both ways');
+    seen.push(hello.from);
+    ws.close();
+  }
+  t.same(seen.sort(), ['r1', 'r1', 'r2', 'r2'], 'spread over both relays');
+  const plain = await fetch(`${edge.http}/v1/realtime`);
+  t.equal(plain.status, 400, "a plain GET /v1/realtime gets the relay's answer");
+});
+
+t.test('refusals at the edge: an upgrade elsewhere (404), no backend answering (503)', async (t) => {
+  const edge = await startEdge(t, { controlPlane: 'http://127.0.0.1:9', relays: ['http://127.0.0.1:9'] });
+  const elsewhere = await refusal(`ws://127.0.0.1:${edge.port}/v1/models`);
+  t.match(elsewhere, { status: 404, body: { error: { code: 'not_found', type: 'not_found_error' } } });
+  t.equal(elsewhere.body.error.request_id, elsewhere.requestId);
+  const down = await refusal(edge.ws);
+  t.match(down, { status: 503, body: { error: { code: 'service_unavailable' } } });
+  const res = await fetch(`${edge.http}/v1/models`);
+  t.equal(res.status, 503);
+  t.match(await res.json(), { error: { code: 'service_unavailable', type: 'service_unavailable_error' } });
+  t.equal(res.headers.get('retry-after'), '1');
+});
+
+t.test('TLS_CERT_FILE/TLS_KEY_FILE: https and wss on the same port', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 's2s-edge-tls-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const cert = join(dir, 'cert.pem');
+  const key = join(dir, 'key.pem');
+  // A self-signed certificate for 127.0.0.1, made here (openssl is part of every supported machine).
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ],
+    { stdio: 'ignore' },
+  );
+  const config = loadConfig({ TLS_CERT_FILE: cert, TLS_KEY_FILE: key });
+  t.equal(config.TLS_CERT_FILE, cert);
+  t.throws(() => loadConfig({ TLS_CERT_FILE: cert }), /TLS_CERT_FILE and TLS_KEY_FILE go together/);
+
+  const edge = await startEdge(t, {
+    controlPlane: await controlPlane(t),
+    relays: [await relay(t, 'r1')],
+    tls: { cert: readFileSync(cert), key: readFileSync(key) },
+  });
+  const ca = readFileSync(cert);
+  const body = await new Promise<string>((resolve, reject) => {
+    https
+      .get(`${edge.http}/v1/models`, { ca }, (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve(text));
+      })
+      .on('error', reject);
+  });
+  t.match(JSON.parse(body), { from: 'control-plane', url: '/v1/models' }, 'https');
+  const { ws, hello } = await open(`${edge.ws}?session_id=vs_tls`, { ca });
+  t.equal(hello.from, 'r1', 'wss');
+  t.equal(await roundTrip(ws, 'secure'), 'r1:secure');
+  ws.close();
+  await t.rejects(fetch(`http://127.0.0.1:${edge.port}/v1/models`), 'no plain HTTP on the TLS port');
+});
