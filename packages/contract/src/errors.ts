@@ -70,6 +70,13 @@ export const RealtimeErrorCode = z.enum([
   'internal_error',
   'input_audio_buffer_commit_empty',
   'response_cancel_not_active',
+  // Voice agents (decisions.md, "The full realtime event model"): each names the field in error.param.
+  'invalid_value',
+  'limit_exceeded',
+  'unsupported_parameter',
+  'item_not_found',
+  'call_id_not_found',
+  'upstream_refused',
 ]);
 export type RealtimeErrorCode = z.infer<typeof RealtimeErrorCode>;
 
@@ -81,6 +88,12 @@ export const REALTIME_ERROR_TYPE: Readonly<Record<RealtimeErrorCode, string>> = 
   internal_error: 'internal_error',
   input_audio_buffer_commit_empty: 'invalid_request_error',
   response_cancel_not_active: 'invalid_request_error',
+  invalid_value: 'invalid_request_error',
+  limit_exceeded: 'invalid_request_error',
+  unsupported_parameter: 'invalid_request_error',
+  item_not_found: 'invalid_request_error',
+  call_id_not_found: 'invalid_request_error',
+  upstream_refused: 'invalid_request_error',
 };
 
 /** WebSocket close codes (decisions.md, Realtime). */

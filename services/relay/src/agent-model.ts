@@ -138,3 +138,44 @@ export const DEFAULT_AGENT_LIMITS: Readonly<AgentLimits> = Object.freeze({
   maxTextPartBytes: 64 * 1024,
   maxItems: 4096,
 });
+
+/** The settings in force: every field set (`voice: null` = the provider's default voice). */
+export interface EffectiveSettings {
+  voice: string | null;
+  instructions: string;
+  tools: FunctionTool[];
+  toolChoice: ToolChoice;
+  outputModalities: [OutputModality];
+  maxOutputTokens: number | 'inf';
+  turnDetection: TurnDetection;
+  inputTranscription: InputTranscription | null;
+  noiseReduction: { type: 'near_field' | 'far_field' } | null;
+}
+
+/** A session's settings before any update: server VAD, audio out, no instructions, no tools. */
+export const DEFAULT_SETTINGS: Readonly<EffectiveSettings> = Object.freeze<EffectiveSettings>({
+  voice: null,
+  instructions: '',
+  tools: [],
+  toolChoice: 'auto',
+  outputModalities: ['audio'],
+  maxOutputTokens: 'inf',
+  turnDetection: { type: 'server_vad' },
+  inputTranscription: null,
+  noiseReduction: null,
+});
+
+/** The settings after an (atomic, already accepted) update: present fields replace, absent ones stay. */
+export function applySettings(current: Readonly<EffectiveSettings>, update: SessionSettings): EffectiveSettings {
+  const next: EffectiveSettings = { ...current };
+  if (update.voice !== undefined) next.voice = update.voice;
+  if (update.instructions !== undefined) next.instructions = update.instructions;
+  if (update.tools !== undefined) next.tools = update.tools;
+  if (update.toolChoice !== undefined) next.toolChoice = update.toolChoice;
+  if (update.outputModalities !== undefined) next.outputModalities = update.outputModalities;
+  if (update.maxOutputTokens !== undefined) next.maxOutputTokens = update.maxOutputTokens;
+  if (update.turnDetection !== undefined) next.turnDetection = update.turnDetection;
+  if (update.inputTranscription !== undefined) next.inputTranscription = update.inputTranscription;
+  if (update.noiseReduction !== undefined) next.noiseReduction = update.noiseReduction;
+  return next;
+}

@@ -3,6 +3,7 @@ import { activateSession } from '@s2s/sessions';
 import type { Logger } from '@s2s/telemetry';
 import { WebSocket, type RawData } from 'ws';
 import { AbuseWindow } from './abuse.js';
+import { AgentSession } from './agent-session.js';
 import { Activation } from './activation.js';
 import { settledWithin } from './backoff.js';
 import type { CheckpointTicket, MeteredSource } from './checkpoints.js';
@@ -25,9 +26,11 @@ const FINAL_BEFORE_CLOSE_MS = 2000;
 /** Events held while the upstream opens; beyond this they are refused (the open is bounded anyway). */
 const MAX_PENDING = 1000;
 
-const OPENING = 0;
-const OPEN = 1;
-const FINISHING = 2;
+/** No client event yet: the upstream opens at the first one, with the settings of a first session.update. */
+const IDLE = 0;
+const OPENING = 1;
+const OPEN = 2;
+const FINISHING = 3;
 
 /**
  * One live client socket bound to one upstream session: it routes decoded client events to the upstream
@@ -48,7 +51,8 @@ export class Attachment implements MeteredSource {
   private readonly meter: AttachmentMeter;
   private readonly tracker = new ResponseTracker(() => newId('resp'));
   private readonly abuse = new AbuseWindow();
-  private state = OPENING;
+  private readonly agent: AgentSession;
+  private state = IDLE;
   private upstream: MeteredUpstream | null = null;
   private opening: Promise<MeteredUpstream | null> | null = null;
   private readonly openAbort = new AbortController();
@@ -77,6 +81,11 @@ export class Attachment implements MeteredSource {
       ctx.checkpoints,
       this.ticket,
     );
+    this.agent = new AgentSession(ctx.providers.capabilities(init.session.provider), ctx.config.agentLimits, {
+      send: (e) => this.send(e),
+      refuse: (code, message, clientEventId, param) => this.refuse(code, message, clientEventId, param),
+      responseId: (upstreamId) => this.tracker.resolve(upstreamId).id,
+    });
     this.log = ctx.logger.child({ session_id: this.sessionId, attachment_id: this.attachmentId, request_id: init.requestId });
     this.activation = new Activation<UpstreamEvent>(init.session.status !== 'ready', {
       store: () => activateSession({ ctx, input: { sessionId: this.sessionId } }),
@@ -94,7 +103,7 @@ export class Attachment implements MeteredSource {
     return this.upstream ? this.upstream.usage() : ZERO_USAGE;
   }
 
-  /** Sends the session events and opens the upstream; client events meanwhile wait in order. */
+  /** Sends the session events; the upstream opens at the first client event (see openUpstream). */
   start(): void {
     const { ws } = this;
     ws.on('message', this.onMessage);
@@ -103,12 +112,19 @@ export class Attachment implements MeteredSource {
     ws.on('error', (err) => this.log.debug({ err }, 'client socket error'));
     this.send({ type: 'session.created', session: toVoiceSession(this.session, this.ctx.config.realtimePublicUrl) });
     this.send({ type: 'conversation.created', conversationId: newId('conv') });
+  }
 
+  /**
+   * Opens the upstream with the client's settings so far (a first session.update is folded into the
+   * opening configuration, so the provider never starts on other settings); events meanwhile wait in order.
+   */
+  private openUpstream(stagedUpdate: boolean): void {
+    this.state = OPENING;
     this.opening = this.trace
       .upstreamOpen((onRetry) =>
         this.ctx.providers.open(
           this.session.provider,
-          { providerModel: this.session.providerModel },
+          { providerModel: this.session.providerModel, ...this.agent.opening() },
           this.onUpstreamEvent,
           this.openAbort.signal,
           { onRetry },
@@ -119,6 +135,7 @@ export class Attachment implements MeteredSource {
           if (this.state === FINISHING) return up; // finish() closes it
           this.upstream = up;
           this.state = OPEN;
+          this.agent.opened(stagedUpdate);
           const queued = this.pending;
           this.pending = [];
           for (const e of queued) if (this.state === OPEN) this.apply(e);
@@ -139,9 +156,13 @@ export class Attachment implements MeteredSource {
     this.ctx.telemetry.frameIn();
     try {
       const e = this.ctx.codec.decode(data as Buffer, isBinary);
-      if (e.type === 'refusal') return this.refuse(e.code, e.message, e.eventId);
+      if (e.type === 'refusal') return this.refuse(e.code, e.message, e.eventId, undefined, e.wireParam);
       if (e.type === 'audio.append') this.activation.inputAccepted();
       if (this.state === OPEN) return this.apply(e);
+      if (this.state === IDLE) {
+        if (e.type === 'session.update') return this.agent.stageOpening(e) ? this.openUpstream(true) : undefined;
+        this.openUpstream(false);
+      }
       if (this.pending.length >= MAX_PENDING) return this.refuse(REQUEST_ERRORS.notReady.code, REQUEST_ERRORS.notReady.message, e.eventId);
       this.pending.push(e);
     } catch (err) {
@@ -163,8 +184,6 @@ export class Attachment implements MeteredSource {
         if (state === 'reached') this.exhaustBudget();
         return;
       }
-      case 'session.update':
-        return up.updateSession(e.update);
       case 'input.commit':
         // An empty buffer is answered here: no upstream round trip, no response expected.
         if (!this.tracker.commit()) return this.refuse(REQUEST_ERRORS.commitEmpty.code, REQUEST_ERRORS.commitEmpty.message, e.eventId);
@@ -172,22 +191,32 @@ export class Attachment implements MeteredSource {
         return up.commit();
       case 'input.clear':
         this.tracker.cleared();
-        return up.clear();
+        up.clear();
+        return this.send({ type: 'input.cleared' });
       case 'response.create':
+        if (!this.agent.handle(e, up)) return;
         this.tracker.createRequested();
         this.trace.turnEnded();
-        return up.createResponse();
+        return;
       case 'response.cancel': {
         const target = this.tracker.cancel();
         if (target === null) return this.refuse(REQUEST_ERRORS.cancelNotActive.code, REQUEST_ERRORS.cancelNotActive.message, e.eventId);
         return up.cancelResponse(target.upstreamId, target.playedMs);
       }
+      default:
+        this.agent.handle(e, up);
     }
   }
 
   /** An error event for one client event; the socket stays open unless the client keeps doing it. */
-  private refuse(code: Extract<InternalServerEvent, { type: 'error' }>['code'], message: string, clientEventId: string | undefined): void {
-    this.send({ type: 'error', code, message, clientEventId });
+  private refuse(
+    code: Extract<InternalServerEvent, { type: 'error' }>['code'],
+    message: string,
+    clientEventId: string | undefined,
+    param?: string,
+    wireParam?: string,
+  ): void {
+    this.send({ type: 'error', code, message, clientEventId, param, wireParam });
     if (this.abuse.record(Date.now())) {
       this.log.info('closing abusive client');
       void this.finish('abuse');
@@ -207,18 +236,22 @@ export class Attachment implements MeteredSource {
   private handleUpstream(e: UpstreamEvent): void {
     switch (e.type) {
       case 'audio_delta': {
-        const r = this.tracker.delta(e.responseId, e.pcm.length);
+        this.tracker.delta(e.responseId, e.pcm.length);
+        const place = this.agent.audioPlace(e);
         if (this.state !== FINISHING && this.ws.readyState === WebSocket.OPEN) {
-          this.ws.send(this.ctx.codec.encode({ type: 'response.audio.delta', responseId: r.id, pcm: e.pcm }), TEXT_FRAME);
+          this.ws.send(this.ctx.codec.encode({ type: 'response.audio.delta', ...place, pcm: e.pcm }), TEXT_FRAME);
           this.ctx.telemetry.frameOut();
-          this.trace.audioOut(r.id);
+          this.trace.audioOut(place.responseId);
         }
         return this.usageChanged();
       }
+      case 'audio_done':
+        return this.send({ type: 'response.audio.done', ...this.agent.audioPlace(e) });
       case 'error':
         // The provider's own text may name the provider, a model or a URL: it goes to the log only.
         this.log.warn({ fatal: e.fatal, upstream_message: e.message }, 'upstream error');
         if (e.fatal) return this.fail('upstream_failure');
+        if (this.agent.upstreamRefused(e)) return;
         this.tracker.requestFailed();
         this.send({ type: 'error', ...REQUEST_ERRORS.upstreamRefused });
         if (!this.tracker.expectingResponse) this.waiter.release();
@@ -230,6 +263,7 @@ export class Attachment implements MeteredSource {
         }
         return this.waiter.release();
       default: {
+        if (this.agent.isAgentUpstreamEvent(e)) return this.agent.upstream(e);
         const event = this.tracker.clientEventFor(e);
         if (event) this.send(event);
         if (event?.type === 'speech.stopped') this.trace.turnEnded();

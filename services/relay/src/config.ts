@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import type { AgentLimits } from './agent-model.js';
 import { CommonEnv, KeyLimitsEnv, commonConfig, envInt, envOriginList, envPort, keyLimitsConfig, parseEnv, z } from '@s2s/core';
 
 const optionalSecret = z
@@ -70,6 +71,16 @@ export const RelayConfig = CommonEnv.extend({
   REALTIME_ALLOWED_ORIGINS: envOriginList(),
   // Connections in the PostgreSQL pool.
   DB_POOL_SIZE: envInt(8, { min: 1, max: 200 }),
+  // Voice-agent limits (decisions.md): instructions size in bytes (UTF-8) …
+  AGENT_MAX_INSTRUCTIONS_BYTES: envInt(64 * 1024, { min: 1, max: 1_048_576 }),
+  // … tools in one session.update or response.create …
+  AGENT_MAX_TOOLS: envInt(128, { min: 0, max: 1024 }),
+  // … one tool's parameters JSON Schema, in bytes …
+  AGENT_MAX_TOOL_SCHEMA_BYTES: envInt(16 * 1024, { min: 16, max: 1_048_576 }),
+  // … one text part (or function call output), in bytes …
+  AGENT_MAX_TEXT_PART_BYTES: envInt(64 * 1024, { min: 1, max: 1_048_576 }),
+  // … and items in one conversation.
+  AGENT_MAX_ITEMS: envInt(4096, { min: 1, max: 100_000 }),
 })
   .superRefine((e, ctx) => {
     if (e.RELAY_LEASE_TTL_MS < 2 * e.RELAY_LEASE_RENEW_MS) {
@@ -108,6 +119,13 @@ export const RelayConfig = CommonEnv.extend({
     },
     dbPoolSize: e.DB_POOL_SIZE,
     allowedOrigins: e.REALTIME_ALLOWED_ORIGINS,
+    agentLimits: {
+      maxInstructionsBytes: e.AGENT_MAX_INSTRUCTIONS_BYTES,
+      maxTools: e.AGENT_MAX_TOOLS,
+      maxToolSchemaBytes: e.AGENT_MAX_TOOL_SCHEMA_BYTES,
+      maxTextPartBytes: e.AGENT_MAX_TEXT_PART_BYTES,
+      maxItems: e.AGENT_MAX_ITEMS,
+    } satisfies AgentLimits,
   }));
 
 export type Config = z.output<typeof RelayConfig>;

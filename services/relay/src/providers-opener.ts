@@ -1,7 +1,7 @@
 import type { Logger } from '@s2s/telemetry';
 import type { Config } from './config.js';
 import { createProviderRegistry } from './providers/index.js';
-import type { UpstreamOpener } from './upstream.js';
+import { NO_CAPABILITIES, type UpstreamOpener } from './upstream.js';
 
 /** The configured providers (registry of ProviderBase-wrapped adapters) behind the relay's UpstreamOpener. */
 export function createProviderOpener(config: Config, logger: Logger): UpstreamOpener {
@@ -22,5 +22,6 @@ export function createProviderOpener(config: Config, logger: Logger): UpstreamOp
       if (!base) return Promise.reject(new Error(`provider ${provider} is not configured on this relay`));
       return base.open(sessionConfig, onEvent, signal, hooks?.onRetry ? { onRetry: hooks.onRetry } : {});
     },
+    capabilities: (provider) => registry.get(provider)?.adapter.supports ?? NO_CAPABILITIES,
   };
 }

@@ -113,8 +113,6 @@ export class ResponseTracker {
         return { type: 'speech.stopped', audioEndMs: e.audioEndMs };
       case 'response_created':
         return { type: 'response.created', responseId: this.created(e.responseId).id };
-      case 'audio_done':
-        return { type: 'response.audio.done', responseId: this.resolve(e.responseId).id };
       case 'response_done':
         return { type: 'response.done', responseId: this.done(e.responseId).id, status: e.status, usage: e.metered ?? ZERO_USAGE };
       default:

@@ -1,4 +1,4 @@
-import type { MeteredUpstream, UpstreamEvent, UpstreamSessionConfig } from './providers/types.js';
+import type { MeteredUpstream, ProviderCapabilities, UpstreamEvent, UpstreamSessionConfig } from './providers/types.js';
 
 /**
  * What the relay needs of the providers: open a metered upstream session for a catalog provider name.
@@ -13,4 +13,25 @@ export interface UpstreamOpener {
     signal: AbortSignal,
     hooks?: { onRetry?: () => void },
   ): Promise<MeteredUpstream>;
+  /** What the provider can do beyond audio (nothing, for a provider this relay does not have). */
+  capabilities(provider: string): Readonly<ProviderCapabilities>;
 }
+
+/** A provider that can do audio and nothing else. */
+export const NO_CAPABILITIES: Readonly<ProviderCapabilities> = Object.freeze({
+  inputTranscription: false,
+  outputTranscription: false,
+  textOutput: false,
+  tools: false,
+  semanticVad: false,
+  manualTurns: false,
+  noiseReduction: false,
+  sessionUpdate: false,
+  voiceChangeAfterAudio: false,
+  textInput: false,
+  audioItems: false,
+  systemAndAssistantItems: false,
+  itemDelete: false,
+  itemTruncate: false,
+  responseOptions: false,
+});

@@ -2,7 +2,15 @@ import fc from 'fast-check';
 import t from 'tap';
 import { InputAudioBufferAppendEvent, REALTIME_ERROR_TYPE, ServerEvent } from '@s2s/contract';
 import { decodePcmFrame } from '../src/codec/pcm-frame.js';
-import { EventIds, isAppendShape, isRefusal, parseControlEvent, serverEvents, SvcRealtimeV1Codec } from '../src/codec/svc-realtime-v1.js';
+import {
+  EventIds,
+  isAppendShape,
+  isRefusal,
+  parseControlEvent,
+  serverEvents,
+  audioDeltaPrefix,
+  SvcRealtimeV1Codec,
+} from '../src/codec/svc-realtime-v1.js';
 import type { InternalServerEvent } from '../src/codec/model.js';
 
 t.test('decodePcmFrame accepts raw aligned PCM16LE and nothing else', async (t) => {
@@ -83,7 +91,7 @@ t.test('isAppendShape is InputAudioBufferAppendEvent.safeParse', async (t) => {
 t.test('parseControlEvent: invalid_event, invalid_audio_format, or the event', async (t) => {
   const unknown = parseControlEvent({ type: 'conversation.item.create', event_id: 'e1' });
   t.ok(isRefusal(unknown));
-  t.match(unknown, { code: 'invalid_event', eventId: 'e1' });
+  t.match(unknown, { code: 'invalid_event', eventId: 'e1', wireParam: 'item' });
   t.match(parseControlEvent([1, 2]), { code: 'invalid_event', eventId: undefined });
   t.match(parseControlEvent({ type: 'input_audio_buffer.commit', extra: 1, event_id: 'e2' }), { code: 'invalid_event', eventId: 'e2' });
   const badFormat = parseControlEvent({
@@ -91,7 +99,7 @@ t.test('parseControlEvent: invalid_event, invalid_audio_format, or the event', a
     event_id: 'e3',
     session: { audio: { input: { format: { type: 'audio/pcm', encoding: 'pcm16le', sample_rate_hz: 16000, channels: 1 } } } },
   });
-  t.match(badFormat, { code: 'invalid_audio_format', eventId: 'e3' });
+  t.match(badFormat, { code: 'invalid_audio_format', eventId: 'e3', wireParam: 'session.audio.input.format' });
   t.match(parseControlEvent({ type: 'session.update', session: { audio: { output: { format: { type: 'audio/wav' } } } } }), {
     code: 'invalid_audio_format',
   });
@@ -114,10 +122,14 @@ t.test('server events are exact JSON', async (t) => {
   t.not(a, b);
   t.match(a, /^evt_[0-9A-Za-z]{10}[0-9a-z]+$/);
   const pcm = Buffer.from([1, 2, 3, 4]);
-  t.same(JSON.parse(serverEvents.audioDelta('evt_1', JSON.stringify('resp_x'), pcm).toString()), {
+  const prefix = audioDeltaPrefix({ responseId: 'resp_x', itemId: 'item_a', outputIndex: 1, contentIndex: 0 });
+  t.same(JSON.parse(serverEvents.audioDelta('evt_1', prefix, pcm).toString()), {
     type: 'response.output_audio.delta',
     event_id: 'evt_1',
     response_id: 'resp_x',
+    item_id: 'item_a',
+    output_index: 1,
+    content_index: 0,
     audio: pcm.toString('base64'),
   });
   t.same(JSON.parse(serverEvents.error('evt_2', 'invalid_event', 'm', 'c1')), {
@@ -144,7 +156,7 @@ t.test('svc-realtime-v1 decode: each client event into the internal model', asyn
   t.equal(append.eventId, 'a1');
   t.same(c.decode(text({ type: 'input_audio_buffer.commit', event_id: 'c1' }), false), { type: 'input.commit', eventId: 'c1' });
   t.same(c.decode(text({ type: 'input_audio_buffer.clear' }), false), { type: 'input.clear', eventId: undefined });
-  t.same(c.decode(text({ type: 'response.create' }), false), { type: 'response.create', eventId: undefined });
+  t.same(c.decode(text({ type: 'response.create' }), false), { type: 'response.create', eventId: undefined, options: undefined });
   t.same(c.decode(text({ type: 'response.cancel', event_id: 'x' }), false), { type: 'response.cancel', eventId: 'x' });
   t.same(
     c.decode(
@@ -210,6 +222,8 @@ t.test('svc-realtime-v1 decode never throws and answers only documented codes', 
   );
 });
 
+const place = { responseId: 'resp_1', itemId: 'item_1', outputIndex: 0, contentIndex: 0 };
+
 t.test('svc-realtime-v1 encode: every internal server event is a valid ServerEvent', async (t) => {
   const c = codec();
   const events: InternalServerEvent[] = [
@@ -217,9 +231,9 @@ t.test('svc-realtime-v1 encode: every internal server event is a valid ServerEve
     { type: 'speech.started', audioStartMs: 12.4 },
     { type: 'speech.stopped', audioEndMs: -3 },
     { type: 'response.created', responseId: 'resp_1' },
-    { type: 'response.audio.delta', responseId: 'resp_1', pcm: Buffer.from([1, 2]) },
-    { type: 'response.audio.delta', responseId: 'resp_"2', pcm: Buffer.from([3, 4]) },
-    { type: 'response.audio.done', responseId: 'resp_1' },
+    { type: 'response.audio.delta', ...place, pcm: Buffer.from([1, 2]) },
+    { type: 'response.audio.delta', ...place, responseId: 'resp_"2', pcm: Buffer.from([3, 4]) },
+    { type: 'response.audio.done', ...place },
     {
       type: 'response.done',
       responseId: 'resp_1',

@@ -37,14 +37,27 @@ t.test('a full turn with the simulator: VAD events, the answer equals the speech
   t.same(created.response, { id: responseId, status: 'in_progress' });
 
   const deltas: Buffer[] = [];
+  let itemId = '';
   for (;;) {
     const e = await client.next();
     t.ok(ServerEvent.safeParse(e).success, `${e.type} matches the contract`);
     if (e.type === 'response.output_audio.delta') {
       t.equal(e.response_id, responseId);
+      t.equal(e.item_id, itemId, 'the delta names the output item');
       deltas.push(Buffer.from(e.audio as string, 'base64'));
     } else if (e.type === 'response.output_audio.done') {
       t.equal(e.response_id, responseId);
+    } else if (e.type === 'response.output_item.added') {
+      itemId = (e.item as { id: string }).id;
+      t.match(itemId, /^item_[0-9A-Za-z]{24}$/, 'a gateway item id');
+    } else if (
+      e.type.startsWith('response.output_item.') ||
+      e.type.startsWith('response.content_part.') ||
+      e.type.startsWith('conversation.item.')
+    ) {
+      t.equal(e.response_id ?? responseId, responseId);
+    } else if (e.type === 'input_audio_buffer.committed') {
+      t.match(e.item_id, /^item_[0-9A-Za-z]{24}$/);
     } else if (e.type === 'response.done') {
       const done = ResponseDoneEvent.parse(e);
       t.equal(done.response.id, responseId);
@@ -66,7 +79,7 @@ t.test('a full turn with the simulator: VAD events, the answer equals the speech
   );
   t.match(final, { audio_in_ms: 1600, audio_out_ms: 1000, input_audio_tokens: 15, output_audio_tokens: 20, relay_id: env.config.relayId });
   const raw = JSON.stringify(client.events);
-  t.notMatch(raw, /event_\d|item_\d|sess_|127\.0\.0\.1:\d+\/v1\/realtime\?model|vad-1/, 'nothing upstream-specific reached the client');
+  t.notMatch(raw, /event_\d|"item_\d+"|sess_|127\.0\.0\.1:\d+\/v1\/realtime\?model|vad-1/, 'nothing upstream-specific reached the client');
 });
 
 t.test('barge-in: response.cancel mid-answer ends the response as cancelled, billed for what was played', async (t) => {

@@ -1,46 +1,100 @@
 import type { RealtimeErrorCode, ResponseUsage, VoiceSession } from '@s2s/contract';
+import type { ContentPart, ConversationItem, EffectiveSettings, NewItem, ResponseOptions, SessionSettings } from '../agent-model.js';
 import type { ResponseStatus } from '../providers/types.js';
 
 /**
  * The relay's own realtime event model. A wire dialect (svc-realtime-v1 today, an OpenAI-compatible one
  * later) is a ClientCodec that decodes its frames into these events and encodes these events into its
- * frames; the attachment, the response tracker and the adapters never see a wire format.
+ * frames; the attachment, the conversation, the response tracker and the adapters never see a wire format.
+ * Settings and items are the neutral voice-agent model of agent-model.ts.
+ *
+ * Params: an error names the offending field. A refusal made by the codec carries it in its own dialect
+ * (`wireParam`); one made by the relay carries a neutral path (`param`: `session.tools[2].parameters`,
+ * `item.callId`, `itemId` …), which the codec writes in its dialect.
  */
-
-/** Session settings a client may change mid-session, already validated by the codec. */
-export interface SessionUpdate {
-  voice?: string;
-  turnDetection?: { type: 'server_vad'; silenceDurationMs?: number };
-}
 
 export type InternalClientEvent =
   /** Raw PCM16LE 24 kHz mono, already checked (aligned, no WAV header, not empty). */
   | { type: 'audio.append'; pcm: Buffer; eventId: string | undefined }
-  | { type: 'session.update'; update: SessionUpdate; eventId: string | undefined }
+  | { type: 'session.update'; update: SessionSettings; eventId: string | undefined }
   | { type: 'input.commit'; eventId: string | undefined }
   | { type: 'input.clear'; eventId: string | undefined }
-  | { type: 'response.create'; eventId: string | undefined }
-  | { type: 'response.cancel'; eventId: string | undefined };
+  | { type: 'output.clear'; eventId: string | undefined }
+  | { type: 'response.create'; options: ResponseOptions | undefined; eventId: string | undefined }
+  | { type: 'response.cancel'; eventId: string | undefined }
+  /** `previousItemId`: undefined = at the end, `root` = at the start. */
+  | { type: 'item.create'; item: NewItem; previousItemId: string | undefined; eventId: string | undefined }
+  | { type: 'item.delete'; itemId: string; eventId: string | undefined }
+  | { type: 'item.retrieve'; itemId: string; eventId: string | undefined }
+  | { type: 'item.truncate'; itemId: string; contentIndex: number; audioEndMs: number; eventId: string | undefined };
 
 /** A client frame the codec refuses: answered with an error event, the socket stays open. */
 export interface Refusal {
   type: 'refusal';
-  code: Extract<RealtimeErrorCode, 'invalid_event' | 'invalid_audio_format'>;
+  code: Extract<RealtimeErrorCode, 'invalid_event' | 'invalid_audio_format' | 'invalid_value' | 'limit_exceeded'>;
   message: string;
   /** The client's event_id when the frame carried a valid one. */
   eventId: string | undefined;
+  /** The offending field, in the codec's dialect. */
+  wireParam?: string;
+}
+
+/** Where an output event sits. */
+export interface OutputPlace {
+  responseId: string;
+  itemId: string;
+  outputIndex: number;
+  contentIndex: number;
 }
 
 export type InternalServerEvent =
   | { type: 'session.created'; session: VoiceSession }
+  | { type: 'session.updated'; settings: EffectiveSettings }
   | { type: 'conversation.created'; conversationId: string }
   | { type: 'speech.started'; audioStartMs: number }
   | { type: 'speech.stopped'; audioEndMs: number }
+  | { type: 'input.committed'; itemId: string; previousItemId: string | null }
+  | { type: 'input.cleared' }
+  | { type: 'item.added'; item: ConversationItem; previousItemId: string | null }
+  | { type: 'item.done'; item: ConversationItem; previousItemId: string | null }
+  | { type: 'item.retrieved'; item: ConversationItem }
+  | { type: 'item.deleted'; itemId: string }
+  | { type: 'item.truncated'; itemId: string; contentIndex: number; audioEndMs: number }
+  | { type: 'transcript.delta'; itemId: string; contentIndex: number; delta: string }
+  | { type: 'transcript.completed'; itemId: string; contentIndex: number; transcript: string }
+  | { type: 'transcript.failed'; itemId: string; contentIndex: number; message: string }
   | { type: 'response.created'; responseId: string }
-  | { type: 'response.audio.delta'; responseId: string; pcm: Buffer }
-  | { type: 'response.audio.done'; responseId: string }
+  | { type: 'output_item.added'; responseId: string; outputIndex: number; item: ConversationItem }
+  | { type: 'output_item.done'; responseId: string; outputIndex: number; item: ConversationItem }
+  | ({ type: 'content_part.added'; part: ContentPart } & OutputPlace)
+  | ({ type: 'content_part.done'; part: ContentPart } & OutputPlace)
+  | ({ type: 'text.delta'; delta: string } & OutputPlace)
+  | ({ type: 'text.done'; text: string } & OutputPlace)
+  | ({ type: 'audio_transcript.delta'; delta: string } & OutputPlace)
+  | ({ type: 'audio_transcript.done'; transcript: string } & OutputPlace)
+  | { type: 'call_arguments.delta'; responseId: string; itemId: string; outputIndex: number; callId: string; delta: string }
+  | {
+      type: 'call_arguments.done';
+      responseId: string;
+      itemId: string;
+      outputIndex: number;
+      callId: string;
+      name: string;
+      arguments: string;
+    }
+  | ({ type: 'response.audio.delta'; pcm: Buffer } & OutputPlace)
+  | ({ type: 'response.audio.done' } & OutputPlace)
   | { type: 'response.done'; responseId: string; status: ResponseStatus; usage: ResponseUsage }
-  | { type: 'error'; code: RealtimeErrorCode; message: string; clientEventId?: string | undefined };
+  | {
+      type: 'error';
+      code: RealtimeErrorCode;
+      message: string;
+      clientEventId?: string | undefined;
+      /** A neutral path, written in the dialect by the codec. */
+      param?: string | undefined;
+      /** Already in the dialect (a codec refusal). */
+      wireParam?: string | undefined;
+    };
 
 /** One wire dialect of the client protocol: no I/O and no timers, so it is unit-tested without a socket. */
 export interface ClientCodec {

@@ -1,15 +1,29 @@
 import {
+  AUDIO_FORMAT,
   ClientEvent,
   isSupportedAudioFormat,
   REALTIME_ERROR_TYPE,
   REALTIME_PROTOCOL,
+  type ConversationItem as WireItem,
   type RealtimeErrorCode,
   type ResponseUsage,
+  type SessionSettingsView,
   type VoiceSession,
 } from '@s2s/contract';
 import { randomBase62 } from '@s2s/core';
+import type {
+  ContentPart,
+  ConversationItem,
+  EffectiveSettings,
+  FunctionTool,
+  NewItem,
+  ResponseOptions,
+  SessionSettings,
+  ToolChoice,
+  TurnDetection,
+} from '../agent-model.js';
 import type { ResponseStatus } from '../providers/types.js';
-import type { ClientCodec, InternalClientEvent, InternalServerEvent, Refusal } from './model.js';
+import type { ClientCodec, InternalClientEvent, InternalServerEvent, OutputPlace, Refusal } from './model.js';
 import { AUDIO_FRAME_MESSAGES, decodePcmFrame } from './pcm-frame.js';
 
 /** Client events other than append, which takes the fast path (see isAppendShape). */
@@ -26,8 +40,37 @@ export function eventIdOf(msg: unknown): string | undefined {
   return typeof msg === 'object' && msg !== null ? validEventId((msg as { event_id?: unknown }).event_id) : undefined;
 }
 
-function refuse(code: Refusal['code'], message: string, eventId: string | undefined): Refusal {
-  return { type: 'refusal', code, message, eventId };
+function refuse(code: Refusal['code'], message: string, eventId: string | undefined, wireParam?: string): Refusal {
+  return wireParam === undefined ? { type: 'refusal', code, message, eventId } : { type: 'refusal', code, message, eventId, wireParam };
+}
+
+/** A zod path as a param: `session.tools[2].name`. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const k of path) out += typeof k === 'number' ? `[${k}]` : out === '' ? String(k) : `.${String(k)}`;
+  return out;
+}
+
+type ZodIssue = NonNullable<ReturnType<typeof ClientEvent.safeParse>['error']>['issues'][number];
+
+function issueParam(issue: ZodIssue): string {
+  const path = [...issue.path];
+  // A discriminated union that matched no option names the discriminator itself.
+  if (issue.code === 'invalid_union' && 'discriminator' in issue && typeof issue.discriminator === 'string') path.push(issue.discriminator);
+  // An unknown key names that key.
+  if (issue.code === 'unrecognized_keys' && issue.keys.length > 0) path.push(issue.keys[0]!);
+  return formatPath(path);
+}
+
+/**
+ * A neutral param (agent-model paths: `session.inputTranscription`, `item.callId`, `itemId`) in this
+ * dialect's positions: snake_case, with transcription and noise reduction under `session.audio.input`.
+ */
+export function wireParamOf(param: string): string {
+  const snake = param.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+  return snake
+    .replace(/^session\.input_transcription/, 'session.audio.input.transcription')
+    .replace(/^session\.noise_reduction/, 'session.audio.input.noise_reduction');
 }
 
 /**
@@ -48,11 +91,17 @@ const KNOWN_TYPES = new Set<string>(ClientEvent.options.map((o) => o.shape.type.
 export function parseControlEvent(msg: unknown): ControlEvent | Refusal {
   const eventId = eventIdOf(msg);
   const type = typeof msg === 'object' && msg !== null ? (msg as { type?: unknown }).type : undefined;
-  if (typeof type !== 'string' || !KNOWN_TYPES.has(type)) return refuse('invalid_event', 'Unknown or missing event type.', eventId);
+  if (typeof type !== 'string' || !KNOWN_TYPES.has(type)) return refuse('invalid_event', 'Unknown or missing event type.', eventId, 'type');
   const parsed = ClientEvent.safeParse(msg);
   if (!parsed.success) {
-    const paths = [...new Set(parsed.error.issues.map((i) => i.path.join('.') || '(event)'))].slice(0, 5);
-    return refuse('invalid_event', `Invalid ${type} event: check ${paths.join(', ')}.`, eventId);
+    const params = [...new Set(parsed.error.issues.map((i) => issueParam(i) || '(event)'))];
+    const first = params[0]!;
+    return refuse(
+      'invalid_event',
+      `Invalid ${type} event: check ${params.slice(0, 5).join(', ')}.`,
+      eventId,
+      first === '(event)' ? undefined : first,
+    );
   }
   const event = parsed.data;
   // Only reached when the caller skipped the fast path; keep one contract for both.
@@ -60,9 +109,13 @@ export function parseControlEvent(msg: unknown): ControlEvent | Refusal {
   if (event.type === 'session.update') {
     const input = event.session.audio?.input?.format;
     const output = event.session.audio?.output?.format;
-    if ((input && !isSupportedAudioFormat(input)) || (output && !isSupportedAudioFormat(output))) {
-      return refuse('invalid_audio_format', 'Audio formats must be audio/pcm, pcm16le, 24000 Hz, 1 channel.', eventId);
-    }
+    const bad =
+      input && !isSupportedAudioFormat(input)
+        ? 'session.audio.input.format'
+        : output && !isSupportedAudioFormat(output)
+          ? 'session.audio.output.format'
+          : null;
+    if (bad) return refuse('invalid_audio_format', 'Audio formats must be audio/pcm, pcm16le, 24000 Hz, 1 channel.', eventId, bad);
   }
   return event;
 }
@@ -71,38 +124,209 @@ export function isRefusal(x: { type: string }): x is Refusal {
   return x.type === 'refusal';
 }
 
+type WireTool = NonNullable<Extract<ControlEvent, { type: 'session.update' }>['session']['tools']>[number];
+type WireToolChoice = NonNullable<Extract<ControlEvent, { type: 'session.update' }>['session']['tool_choice']>;
+type WireTurnDetection = Extract<ControlEvent, { type: 'session.update' }>['session']['turn_detection'];
+
+function toolsOf(tools: WireTool[]): FunctionTool[] {
+  return tools.map((t) => ({
+    name: t.name,
+    ...(t.description !== undefined ? { description: t.description } : {}),
+    parameters: t.parameters ?? { type: 'object', properties: {} },
+  }));
+}
+
+function toolChoiceOf(c: WireToolChoice): ToolChoice {
+  return typeof c === 'string' ? c : { type: 'function', name: c.name };
+}
+
+function turnDetectionOf(td: NonNullable<WireTurnDetection> | null): TurnDetection {
+  if (td === null) return null;
+  const common = {
+    ...(td.create_response !== undefined ? { createResponse: td.create_response } : {}),
+    ...(td.interrupt_response !== undefined ? { interruptResponse: td.interrupt_response } : {}),
+  };
+  if (td.type === 'semantic_vad')
+    return { type: 'semantic_vad', ...(td.eagerness !== undefined ? { eagerness: td.eagerness } : {}), ...common };
+  return {
+    type: 'server_vad',
+    ...(td.threshold !== undefined ? { threshold: td.threshold } : {}),
+    ...(td.prefix_padding_ms !== undefined ? { prefixPaddingMs: td.prefix_padding_ms } : {}),
+    ...(td.silence_duration_ms !== undefined ? { silenceDurationMs: td.silence_duration_ms } : {}),
+    ...common,
+  };
+}
+
+function settingsOf(s: Extract<ControlEvent, { type: 'session.update' }>['session']): SessionSettings {
+  const out: SessionSettings = {};
+  if (s.voice !== undefined) out.voice = s.voice;
+  if (s.instructions !== undefined) out.instructions = s.instructions;
+  if (s.tools !== undefined) out.tools = toolsOf(s.tools);
+  if (s.tool_choice !== undefined) out.toolChoice = toolChoiceOf(s.tool_choice);
+  if (s.output_modalities !== undefined) out.outputModalities = [...s.output_modalities];
+  if (s.max_output_tokens !== undefined) out.maxOutputTokens = s.max_output_tokens;
+  if (s.turn_detection !== undefined) out.turnDetection = turnDetectionOf(s.turn_detection);
+  const tr = s.audio?.input?.transcription;
+  if (tr !== undefined) {
+    out.inputTranscription =
+      tr === null
+        ? null
+        : {
+            ...(tr.model !== undefined ? { model: tr.model } : {}),
+            ...(tr.language !== undefined ? { language: tr.language } : {}),
+            ...(tr.prompt !== undefined ? { prompt: tr.prompt } : {}),
+          };
+  }
+  const nr = s.audio?.input?.noise_reduction;
+  if (nr !== undefined) out.noiseReduction = nr === null ? null : { type: nr.type };
+  return out;
+}
+
+function responseOptionsOf(r: Extract<ControlEvent, { type: 'response.create' }>['response']): ResponseOptions | undefined {
+  if (r === undefined) return undefined;
+  const out: ResponseOptions = {};
+  if (r.instructions !== undefined) out.instructions = r.instructions;
+  if (r.tools !== undefined) out.tools = toolsOf(r.tools);
+  if (r.tool_choice !== undefined) out.toolChoice = toolChoiceOf(r.tool_choice);
+  if (r.output_modalities !== undefined) out.outputModalities = [...r.output_modalities];
+  if (r.max_output_tokens !== undefined) out.maxOutputTokens = r.max_output_tokens;
+  if (r.conversation !== undefined) out.conversation = r.conversation;
+  return out;
+}
+
+/** A created item; input audio parts are decoded and checked like appended audio. */
+function newItemOf(e: Extract<ControlEvent, { type: 'conversation.item.create' }>): NewItem | Refusal {
+  const item = e.item;
+  if (item.type === 'function_call_output') return { type: 'function_call_output', callId: item.call_id, output: item.output };
+  const content: Extract<NewItem, { type: 'message' }>['content'] = [];
+  for (const [i, part] of item.content.entries()) {
+    if (part.type !== 'input_audio') {
+      content.push(part);
+      continue;
+    }
+    const pcm = decodePcmFrame(part.audio);
+    if (typeof pcm === 'string') return refuse('invalid_audio_format', AUDIO_FRAME_MESSAGES[pcm], e.event_id, `item.content[${i}].audio`);
+    content.push({ type: 'input_audio', pcm });
+  }
+  return { type: 'message', role: item.role, content };
+}
+
 /** The internal event of a validated control event. */
-function toInternal(event: ControlEvent): InternalClientEvent {
+function toInternal(event: ControlEvent): InternalClientEvent | Refusal {
   const eventId = event.event_id;
   switch (event.type) {
-    case 'session.update': {
-      const s = event.session;
-      const td = s.turn_detection;
-      return {
-        type: 'session.update',
-        eventId,
-        update: {
-          ...(s.voice === undefined ? {} : { voice: s.voice }),
-          ...(td === undefined
-            ? {}
-            : {
-                turnDetection: {
-                  type: 'server_vad',
-                  ...(td.silence_duration_ms === undefined ? {} : { silenceDurationMs: td.silence_duration_ms }),
-                },
-              }),
-        },
-      };
-    }
+    case 'session.update':
+      return { type: 'session.update', eventId, update: settingsOf(event.session) };
     case 'input_audio_buffer.commit':
       return { type: 'input.commit', eventId };
     case 'input_audio_buffer.clear':
       return { type: 'input.clear', eventId };
+    case 'output_audio_buffer.clear':
+      return { type: 'output.clear', eventId };
     case 'response.create':
-      return { type: 'response.create', eventId };
+      return { type: 'response.create', eventId, options: responseOptionsOf(event.response) };
     case 'response.cancel':
       return { type: 'response.cancel', eventId };
+    case 'conversation.item.create': {
+      const item = newItemOf(event);
+      if (isRefusal(item)) return item;
+      return { type: 'item.create', eventId, item, previousItemId: event.previous_item_id };
+    }
+    case 'conversation.item.delete':
+      return { type: 'item.delete', eventId, itemId: event.item_id };
+    case 'conversation.item.retrieve':
+      return { type: 'item.retrieve', eventId, itemId: event.item_id };
+    case 'conversation.item.truncate':
+      return { type: 'item.truncate', eventId, itemId: event.item_id, contentIndex: event.content_index, audioEndMs: event.audio_end_ms };
   }
+}
+
+/** The effective settings in session.update's positions. */
+export function settingsView(s: EffectiveSettings): SessionSettingsView {
+  return {
+    voice: s.voice,
+    turn_detection: turnDetectionView(s.turnDetection),
+    audio: {
+      input: {
+        format: AUDIO_FORMAT,
+        transcription: s.inputTranscription && { ...s.inputTranscription },
+        noise_reduction: s.noiseReduction && { type: s.noiseReduction.type },
+      },
+      output: { format: AUDIO_FORMAT },
+    },
+    instructions: s.instructions,
+    tools: s.tools.map((t) => ({
+      type: 'function' as const,
+      name: t.name,
+      ...(t.description !== undefined ? { description: t.description } : {}),
+      parameters: t.parameters,
+    })),
+    tool_choice: typeof s.toolChoice === 'string' ? s.toolChoice : { type: 'function', name: s.toolChoice.name },
+    output_modalities: s.outputModalities,
+    max_output_tokens: s.maxOutputTokens,
+  };
+}
+
+function turnDetectionView(td: TurnDetection): SessionSettingsView['turn_detection'] {
+  if (td === null) return null;
+  const common = {
+    ...(td.createResponse !== undefined ? { create_response: td.createResponse } : {}),
+    ...(td.interruptResponse !== undefined ? { interrupt_response: td.interruptResponse } : {}),
+  };
+  if (td.type === 'semantic_vad')
+    return { type: 'semantic_vad', ...(td.eagerness !== undefined ? { eagerness: td.eagerness } : {}), ...common };
+  return {
+    type: 'server_vad',
+    ...(td.threshold !== undefined ? { threshold: td.threshold } : {}),
+    ...(td.prefixPaddingMs !== undefined ? { prefix_padding_ms: td.prefixPaddingMs } : {}),
+    ...(td.silenceDurationMs !== undefined ? { silence_duration_ms: td.silenceDurationMs } : {}),
+    ...common,
+  };
+}
+
+/** An item as the client sees it. */
+export function itemView(item: ConversationItem): WireItem {
+  switch (item.type) {
+    case 'message':
+      return {
+        id: item.id,
+        object: 'realtime.item',
+        type: 'message',
+        role: item.role,
+        status: item.status,
+        content: item.content.map((p) => ({ ...p })),
+      };
+    case 'function_call':
+      return {
+        id: item.id,
+        object: 'realtime.item',
+        type: 'function_call',
+        status: item.status,
+        call_id: item.callId,
+        name: item.name,
+        arguments: item.arguments,
+      };
+    case 'function_call_output':
+      return {
+        id: item.id,
+        object: 'realtime.item',
+        type: 'function_call_output',
+        status: item.status,
+        call_id: item.callId,
+        output: item.output,
+      };
+  }
+}
+
+/** A response content part in OpenAI GA's names (`text`, `audio`). */
+function partView(part: ContentPart): { type: 'text'; text: string } | { type: 'audio'; transcript: string } {
+  return part.type === 'output_text' || part.type === 'input_text'
+    ? { type: 'text', text: part.text }
+    : { type: 'audio', transcript: part.transcript ?? '' };
+}
+
+function place(p: OutputPlace): { response_id: string; item_id: string; output_index: number; content_index: number } {
+  return { response_id: p.responseId, item_id: p.itemId, output_index: p.outputIndex, content_index: p.contentIndex };
 }
 
 /**
@@ -135,19 +359,10 @@ export const serverEvents = {
     JSON.stringify({ type: 'input_audio_buffer.speech_stopped', event_id: eventId, audio_end_ms: audioEndMs }),
   responseCreated: (eventId: string, responseId: string) =>
     JSON.stringify({ type: 'response.created', event_id: eventId, response: { id: responseId, status: 'in_progress' } }),
-  audioDelta: (eventId: string, quotedResponseId: string, pcm: Buffer): Buffer =>
-    Buffer.from(
-      '{"type":"response.output_audio.delta","event_id":"' +
-        eventId +
-        '","response_id":' +
-        quotedResponseId +
-        ',"audio":"' +
-        pcm.toString('base64') +
-        '"}',
-      'latin1',
-    ),
-  audioDone: (eventId: string, responseId: string) =>
-    JSON.stringify({ type: 'response.output_audio.done', event_id: eventId, response_id: responseId }),
+  /** `prefix`: `{"type":"response.output_audio.delta",` + the place members + `,` (see audioDeltaPrefix). */
+  audioDelta: (eventId: string, prefix: string, pcm: Buffer): Buffer =>
+    Buffer.from(prefix + '"event_id":"' + eventId + '","audio":"' + pcm.toString('base64') + '"}', 'latin1'),
+  audioDone: (eventId: string, p: OutputPlace) => JSON.stringify({ type: 'response.output_audio.done', event_id: eventId, ...place(p) }),
   responseDone: (eventId: string, responseId: string, status: ResponseStatus, usage: ResponseUsage) =>
     JSON.stringify({
       type: 'response.done',
@@ -163,13 +378,34 @@ export const serverEvents = {
         },
       },
     }),
-  error: (eventId: string, code: RealtimeErrorCode, message: string, clientEventId?: string) =>
+  error: (eventId: string, code: RealtimeErrorCode, message: string, clientEventId?: string, param?: string) =>
     JSON.stringify({
       type: 'error',
       event_id: eventId,
-      error: { type: REALTIME_ERROR_TYPE[code], code, message, ...(clientEventId === undefined ? {} : { event_id: clientEventId }) },
+      error: {
+        type: REALTIME_ERROR_TYPE[code],
+        code,
+        message,
+        ...(param === undefined ? {} : { param }),
+        ...(clientEventId === undefined ? {} : { event_id: clientEventId }),
+      },
     }),
 };
+
+/** The constant head of one audio item's deltas: made once per run of deltas (they come in runs). */
+export function audioDeltaPrefix(p: OutputPlace): string {
+  return (
+    '{"type":"response.output_audio.delta","response_id":' +
+    JSON.stringify(p.responseId) +
+    ',"item_id":' +
+    JSON.stringify(p.itemId) +
+    ',"output_index":' +
+    p.outputIndex +
+    ',"content_index":' +
+    p.contentIndex +
+    ','
+  );
+}
 
 function msInt(ms: number): number {
   return Number.isFinite(ms) && ms > 0 ? Math.round(ms) : 0;
@@ -178,9 +414,9 @@ function msInt(ms: number): number {
 /** The gateway's own dialect (api-v1 §4, decisions.md "Realtime"), negotiated as `svc-realtime-v1`. */
 export class SvcRealtimeV1Codec implements ClientCodec {
   readonly protocol = REALTIME_PROTOCOL;
-  /** The last response id and its JSON form: deltas of one response come in runs. */
-  private lastId = '';
-  private lastQuoted = '""';
+  /** The place of the last audio delta and its constant JSON head: deltas of one item come in runs. */
+  private last: OutputPlace = { responseId: '', itemId: '', outputIndex: -1, contentIndex: -1 };
+  private lastPrefix = '';
 
   constructor(private readonly ids: EventIds = new EventIds()) {}
 
@@ -199,10 +435,11 @@ export class SvcRealtimeV1Codec implements ClientCodec {
           'invalid_event',
           'Invalid input_audio_buffer.append event: expected type, audio (string) and an optional event_id.',
           eventIdOf(ev),
+          typeof ev.audio === 'string' ? undefined : 'audio',
         );
       }
       const pcm = decodePcmFrame(ev.audio);
-      if (typeof pcm === 'string') return refuse('invalid_audio_format', AUDIO_FRAME_MESSAGES[pcm], ev.event_id);
+      if (typeof pcm === 'string') return refuse('invalid_audio_format', AUDIO_FRAME_MESSAGES[pcm], ev.event_id, 'audio');
       return { type: 'audio.append', pcm, eventId: ev.event_id };
     }
     const event = parseControlEvent(msg);
@@ -212,28 +449,142 @@ export class SvcRealtimeV1Codec implements ClientCodec {
   encode(e: InternalServerEvent): string | Buffer {
     const id = this.ids.next();
     switch (e.type) {
-      case 'response.audio.delta':
-        if (e.responseId !== this.lastId) {
-          this.lastId = e.responseId;
-          this.lastQuoted = JSON.stringify(e.responseId);
+      case 'response.audio.delta': {
+        const l = this.last;
+        if (
+          e.responseId !== l.responseId ||
+          e.itemId !== l.itemId ||
+          e.outputIndex !== l.outputIndex ||
+          e.contentIndex !== l.contentIndex
+        ) {
+          this.last = { responseId: e.responseId, itemId: e.itemId, outputIndex: e.outputIndex, contentIndex: e.contentIndex };
+          this.lastPrefix = audioDeltaPrefix(this.last);
         }
-        return serverEvents.audioDelta(id, this.lastQuoted, e.pcm);
+        return serverEvents.audioDelta(id, this.lastPrefix, e.pcm);
+      }
       case 'session.created':
         return serverEvents.sessionCreated(id, e.session);
+      case 'session.updated':
+        return JSON.stringify({ type: 'session.updated', event_id: id, session: settingsView(e.settings) });
       case 'conversation.created':
         return serverEvents.conversationCreated(id, e.conversationId);
       case 'speech.started':
         return serverEvents.speechStarted(id, msInt(e.audioStartMs));
       case 'speech.stopped':
         return serverEvents.speechStopped(id, msInt(e.audioEndMs));
+      case 'input.committed':
+        return JSON.stringify({
+          type: 'input_audio_buffer.committed',
+          event_id: id,
+          item_id: e.itemId,
+          previous_item_id: e.previousItemId,
+        });
+      case 'input.cleared':
+        return JSON.stringify({ type: 'input_audio_buffer.cleared', event_id: id });
+      case 'item.added':
+      case 'item.done':
+        return JSON.stringify({
+          type: e.type === 'item.added' ? 'conversation.item.added' : 'conversation.item.done',
+          event_id: id,
+          previous_item_id: e.previousItemId,
+          item: itemView(e.item),
+        });
+      case 'item.retrieved':
+        return JSON.stringify({ type: 'conversation.item.retrieved', event_id: id, item: itemView(e.item) });
+      case 'item.deleted':
+        return JSON.stringify({ type: 'conversation.item.deleted', event_id: id, item_id: e.itemId });
+      case 'item.truncated':
+        return JSON.stringify({
+          type: 'conversation.item.truncated',
+          event_id: id,
+          item_id: e.itemId,
+          content_index: e.contentIndex,
+          audio_end_ms: msInt(e.audioEndMs),
+        });
+      case 'transcript.delta':
+        return JSON.stringify({
+          type: 'conversation.item.input_audio_transcription.delta',
+          event_id: id,
+          item_id: e.itemId,
+          content_index: e.contentIndex,
+          delta: e.delta,
+        });
+      case 'transcript.completed':
+        return JSON.stringify({
+          type: 'conversation.item.input_audio_transcription.completed',
+          event_id: id,
+          item_id: e.itemId,
+          content_index: e.contentIndex,
+          transcript: e.transcript,
+        });
+      case 'transcript.failed':
+        return JSON.stringify({
+          type: 'conversation.item.input_audio_transcription.failed',
+          event_id: id,
+          item_id: e.itemId,
+          content_index: e.contentIndex,
+          error: { type: 'transcription_error', code: 'transcription_failed', message: e.message },
+        });
       case 'response.created':
         return serverEvents.responseCreated(id, e.responseId);
+      case 'output_item.added':
+      case 'output_item.done':
+        return JSON.stringify({
+          type: e.type === 'output_item.added' ? 'response.output_item.added' : 'response.output_item.done',
+          event_id: id,
+          response_id: e.responseId,
+          output_index: e.outputIndex,
+          item: itemView(e.item),
+        });
+      case 'content_part.added':
+      case 'content_part.done':
+        return JSON.stringify({
+          type: e.type === 'content_part.added' ? 'response.content_part.added' : 'response.content_part.done',
+          event_id: id,
+          ...place(e),
+          part: partView(e.part),
+        });
+      case 'text.delta':
+        return JSON.stringify({ type: 'response.output_text.delta', event_id: id, ...place(e), delta: e.delta });
+      case 'text.done':
+        return JSON.stringify({ type: 'response.output_text.done', event_id: id, ...place(e), text: e.text });
+      case 'audio_transcript.delta':
+        return JSON.stringify({ type: 'response.output_audio_transcript.delta', event_id: id, ...place(e), delta: e.delta });
+      case 'audio_transcript.done':
+        return JSON.stringify({ type: 'response.output_audio_transcript.done', event_id: id, ...place(e), transcript: e.transcript });
+      case 'call_arguments.delta':
+        return JSON.stringify({
+          type: 'response.function_call_arguments.delta',
+          event_id: id,
+          response_id: e.responseId,
+          item_id: e.itemId,
+          output_index: e.outputIndex,
+          call_id: e.callId,
+          delta: e.delta,
+        });
+      case 'call_arguments.done':
+        return JSON.stringify({
+          type: 'response.function_call_arguments.done',
+          event_id: id,
+          response_id: e.responseId,
+          item_id: e.itemId,
+          output_index: e.outputIndex,
+          call_id: e.callId,
+          name: e.name,
+          arguments: e.arguments,
+        });
       case 'response.audio.done':
-        return serverEvents.audioDone(id, e.responseId);
+        return serverEvents.audioDone(id, e);
       case 'response.done':
         return serverEvents.responseDone(id, e.responseId, e.status, e.usage);
       case 'error':
-        return serverEvents.error(id, e.code, e.message, e.clientEventId);
+        return serverEvents.error(
+          id,
+          e.code,
+          e.message,
+          e.clientEventId,
+          e.wireParam ?? (e.param === undefined ? undefined : wireParamOf(e.param)),
+        );
     }
   }
 }
