@@ -53,6 +53,7 @@ t.test('a full turn with the simulator: VAD events, the answer equals the speech
     } else if (
       e.type.startsWith('response.output_item.') ||
       e.type.startsWith('response.content_part.') ||
+      e.type.startsWith('response.output_audio_transcript.') ||
       e.type.startsWith('conversation.item.')
     ) {
       t.equal(e.response_id ?? responseId, responseId);

@@ -160,7 +160,7 @@ t.test('a response cut off by the upstream dropping is reported failed and still
       type: 'response_done',
       responseId: 'r1',
       status: 'failed',
-      usage: null,
+      tokens: null,
       metered: { audio_in_ms: 300, audio_out_ms: 120, input_audio_tokens: 3, output_audio_tokens: 3 },
     },
     { type: 'closed', unexpected: true },
