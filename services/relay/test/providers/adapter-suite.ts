@@ -39,6 +39,12 @@ export interface AdapterSuiteSpec<H extends UpstreamHarness> {
   expectedReply(sent: Buffer): { pcm: Buffer; usage: UpstreamTokenUsage };
   /** Asserts what the upstream got on a barge-in with `playedMs`. */
   checkBargeIn(t: Test, harness: H, playedMs: number): void;
+  /**
+   * The fake follows the local provider's script of decisions.md (transcripts `speech <ms> ms`, a user text
+   * `call <tool> <JSON>` answered by a function call, a function output spoken back): the voice-agent part
+   * of the suite runs, for what the adapter's `supports` says it can do.
+   */
+  agentScript?: boolean;
 }
 
 const KEY = 'suite-key-4f1b2c7d9e0a5b6c8d3e';
@@ -107,14 +113,18 @@ export function adapterSuite<H extends UpstreamHarness>(t: Test, spec: AdapterSu
   const exposed: string[] = [];
   const harnesses: UpstreamHarness[] = [];
 
-  async function session(t: Test, paced = false): Promise<{ h: H; up: MeteredUpstream; ev: Events }> {
+  async function session(
+    t: Test,
+    paced = false,
+    config: UpstreamSessionConfig = CONFIG,
+  ): Promise<{ h: H; up: MeteredUpstream; ev: Events }> {
     const h = await spec.start({ apiKey: KEY, paced });
     harnesses.push(h);
     t.teardown(() => h.close());
     const ev = new Events();
     const base = new ProviderBase(h.adapter, { retries: 0, connectTimeoutMs: 5000 });
     const up = await base.open(
-      CONFIG,
+      config,
       (e) => {
         exposed.push(JSON.stringify(e, (k, v) => (k === 'pcm' ? undefined : v)));
         ev.push(e);
@@ -164,6 +174,8 @@ export function adapterSuite<H extends UpstreamHarness>(t: Test, spec: AdapterSu
     );
     t.same(up.usage(), done.metered, 'cumulative equals the only response');
   });
+
+  if (spec.agentScript) agentTests(t, spec.name, session);
 
   t.test(`${spec.name}: barge-in stops the reply`, async (t) => {
     const { h, up, ev } = await session(t, true);
@@ -242,5 +254,71 @@ export function adapterSuite<H extends UpstreamHarness>(t: Test, spec: AdapterSu
     t.notMatch(text, '127.0.0.1');
     t.notMatch(text, 'ws://');
     for (const h of harnesses) t.notMatch(text, h.address.split(':')[1]!);
+  });
+}
+
+const WEATHER = {
+  name: 'get_weather',
+  description: 'The weather in a city.',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
+
+/** The voice-agent model through the adapter: opening configuration, items, calls, transcripts, tokens by modality. */
+function agentTests(
+  t: Test,
+  name: string,
+  session: (t: Test, paced: boolean, config: UpstreamSessionConfig) => Promise<{ up: MeteredUpstream; ev: Events; h: UpstreamHarness }>,
+): void {
+  const config: UpstreamSessionConfig = {
+    providerModel: 'suite-model',
+    voice: 'marin',
+    instructions: 'You answer questions about the weather.',
+    tools: [WEATHER],
+    inputTranscription: {},
+    turnDetection: null,
+  };
+
+  t.test(`${name}: the opening configuration holds; committed audio is transcribed; instructions bill as text`, async (t) => {
+    const { up, ev } = await session(t, false, config);
+    for (const f of pcmFrames(pcmTone(700), 20)) up.appendAudio(f);
+    up.commit();
+    const committed = await ev.wait('input_committed');
+    const transcript = await ev.wait('input_transcript_completed', (e) => e.itemKey === committed.itemKey);
+    t.equal(transcript.transcript, 'speech 700 ms');
+    up.createResponse();
+    const done = await ev.wait('response_done');
+    t.ok(done.tokens && done.tokens.inputTextTokens > 0, 'the instructions and tools are text input');
+    t.ok(done.tokens && done.tokens.inputAudioTokens > 0, 'the audio is audio input');
+  });
+
+  t.test(`${name}: a text item asking for a tool gets a function call; its output is spoken back`, async (t) => {
+    const { up, ev } = await session(t, false, config);
+    up.createItem(
+      'item_suite_1',
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'call get_weather {"city":"Paris"}' }] },
+      null,
+    );
+    const added = await ev.wait('item_added', (e) => e.itemKey === 'item_suite_1');
+    t.match(added.item, { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'call get_weather {"city":"Paris"}' }] });
+    up.createResponse();
+    const call = await ev.wait('function_call_arguments_done');
+    t.equal(call.name, 'get_weather');
+    t.same(JSON.parse(call.arguments), { city: 'Paris' });
+    t.ok(call.callId, 'a call id');
+    const first = await ev.wait('response_done');
+    t.equal(first.status, 'completed');
+    const from = ev.all.length;
+    up.createItem('item_suite_2', { type: 'function_call_output', callId: call.callId, output: 'sunny' }, null);
+    await ev.wait('item_added', (e) => e.itemKey === 'item_suite_2');
+    up.createResponse();
+    const spoken = await ev.wait('audio_transcript_done', () => true, from);
+    t.equal(spoken.transcript, 'sunny');
+    const done = await ev.wait('response_done', (e) => e.responseId !== first.responseId, from);
+    t.ok(ev.deltas(done.responseId).length > 0, 'the answer is audio');
+    t.ok(done.tokens && done.tokens.cachedInputTokens > 0, 'the context already sent counts as cached');
+    up.deleteItem('item_suite_1');
+    await ev.wait('item_deleted', (e) => e.itemKey === 'item_suite_1');
+    up.updateSession({ instructions: 'Be brief.' });
+    await ev.wait('session_updated');
   });
 }

@@ -44,6 +44,7 @@ export function openAIProtocolSpec(
 ): AdapterSuiteSpec<SimulatorHarness> {
   return {
     name,
+    agentScript: true,
     start: (opts) => startSimulatorHarness(opts, makeAdapter),
     adapterFor: (h, url, apiKey) => makeAdapter(url ?? h!.url, apiKey),
     checkSession(t: Test, h: SimulatorHarness, config: UpstreamSessionConfig) {
