@@ -19,6 +19,8 @@ t.test('an upstream that refuses connections: each retry is a reconnect, the fai
   const s = await newSession(env.db, key, 'local/echo');
   env.sim.refuseConnections(true);
   const { client } = await attach(attachUrl(env.url, s.id), key.secret);
+  // The upstream opens at the client's first event (its settings go into the opening configuration).
+  client.send({ type: 'session.update', session: { voice: 'alloy' } });
   const closed = await client.closed;
   t.not(closed.code, 1000, 'the attachment failed');
   const page = await eventually(
