@@ -162,28 +162,40 @@ t.test('refusals: error.param, the event_id echoed, the socket open, nothing ups
   t.match(final, { audio_in_ms: 0, audio_out_ms: 0, input_audio_tokens: 0, output_audio_tokens: 0 }, 'nothing billed');
 });
 
-t.test('the voice cannot change after the first audio output (OpenAI); text-only output', async (t) => {
-  const env = await setupRelay(t);
-  await createModel(env.db, { id: 'local/agent', providerModel: 'agent-1' });
-  const key = await createKey(env.db, 10_000);
-  const s = await newSession(env.db, key, 'local/agent');
-  const { client } = await attach(attachUrl(env.url, s.id), key.secret);
-  for (const f of frames(Buffer.concat([tone(300), silence(500)]))) client.append(f);
-  await client.next('response.done');
-  client.send({ type: 'session.update', event_id: 'v', session: { voice: 'cedar' } });
-  const err = await client.next('error');
-  t.match(err.error, { code: 'unsupported_parameter', param: 'session.voice', event_id: 'v', message: /first audio output/ });
-  client.send({ type: 'session.update', event_id: 'm', session: { output_modalities: ['text'] } });
-  const updated = await client.next('session.updated');
-  t.same((updated.session as { output_modalities: string[] }).output_modalities, ['text']);
-  client.send({
-    type: 'conversation.item.create',
-    item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hello there' }] },
-  });
-  client.send({ type: 'response.create' });
-  const text = await client.next('response.output_text.done');
-  t.equal(text.text, 'hello there');
-  const done = ResponseDoneEvent.parse(await client.next('response.done'));
-  t.equal(done.response.usage.audio_out_ms, 0, 'text only: no audio');
-  await client.close();
-});
+t.test(
+  'truncate and delete an assistant item; the voice cannot change after the first audio output (OpenAI); text-only output',
+  async (t) => {
+    const env = await setupRelay(t);
+    await createModel(env.db, { id: 'local/agent', providerModel: 'agent-1' });
+    const key = await createKey(env.db, 10_000);
+    const s = await newSession(env.db, key, 'local/agent');
+    const { client } = await attach(attachUrl(env.url, s.id), key.secret);
+    for (const f of frames(Buffer.concat([tone(300), silence(500)]))) client.append(f);
+    const output = await client.next('response.output_item.added');
+    const itemId = (output.item as { id: string }).id;
+    await client.next('response.done');
+    // The assistant's audio item: truncated where the listener stopped, then deleted.
+    client.send({ type: 'conversation.item.truncate', event_id: 't', item_id: itemId, content_index: 0, audio_end_ms: 100 });
+    t.match(await client.next('conversation.item.truncated'), { item_id: itemId, content_index: 0, audio_end_ms: 100 });
+    client.send({ type: 'conversation.item.delete', event_id: 'd', item_id: itemId });
+    t.match(await client.next('conversation.item.deleted'), { item_id: itemId });
+    client.send({ type: 'conversation.item.retrieve', event_id: 'g', item_id: itemId });
+    t.match((await client.next('error')).error, { code: 'item_not_found', param: 'item_id', event_id: 'g' });
+    client.send({ type: 'session.update', event_id: 'v', session: { voice: 'cedar' } });
+    const err = await client.next('error');
+    t.match(err.error, { code: 'unsupported_parameter', param: 'session.voice', event_id: 'v', message: /first audio output/ });
+    client.send({ type: 'session.update', event_id: 'm', session: { output_modalities: ['text'] } });
+    const updated = await client.next('session.updated');
+    t.same((updated.session as { output_modalities: string[] }).output_modalities, ['text']);
+    client.send({
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hello there' }] },
+    });
+    client.send({ type: 'response.create' });
+    const text = await client.next('response.output_text.done');
+    t.equal(text.text, 'hello there');
+    const done = ResponseDoneEvent.parse(await client.next('response.done'));
+    t.equal(done.response.usage.audio_out_ms, 0, 'text only: no audio');
+    await client.close();
+  },
+);
