@@ -155,7 +155,10 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
   private streamOpen = false;
   /** Manual turns: an activityStart was sent and its activityEnd not yet. */
   private activityOpen = false;
-  /** The end of the user's input went up: Gemini answers it, a response.create must not ask twice. */
+  /**
+   * The end of the latest input went up (Gemini answers it by itself): a response.create must not ask again,
+   * until new input comes.
+   */
   private inputEnded = false;
   private responseSeq = 0;
   private itemSeq = 0;
@@ -324,6 +327,7 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     this.inputBytes += pcm.length;
     this.user ??= this.newUser();
     this.user.bytes += pcm.length;
+    this.inputEnded = false;
     const resampled = this.resampler.push(pcm);
     if (resampled.length === 0) return;
     if (this.manualTurns && !this.activityOpen) {
@@ -688,7 +692,6 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     this.flushPendingDone();
     this.staleUsage = false;
     this.afterToolCall = false;
-    this.inputEnded = false;
     this.commitUser();
     this.turn = {
       responseId: `gemini_resp_${++this.responseSeq}`,

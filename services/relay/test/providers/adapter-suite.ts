@@ -292,7 +292,7 @@ function agentTests(
   });
 
   t.test(`${name}: a text item asking for a tool gets a function call; its output is spoken back`, async (t) => {
-    const { up, ev } = await session(t, false, config);
+    const { up, ev, h } = await session(t, false, config);
     up.createItem(
       'item_suite_1',
       { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'call get_weather {"city":"Paris"}' }] },
@@ -316,8 +316,10 @@ function agentTests(
     const done = await ev.wait('response_done', (e) => e.responseId !== first.responseId, from);
     t.ok(ev.deltas(done.responseId).length > 0, 'the answer is audio');
     t.ok(done.tokens && done.tokens.cachedInputTokens > 0, 'the context already sent counts as cached');
-    up.deleteItem('item_suite_1');
-    await ev.wait('item_deleted', (e) => e.itemKey === 'item_suite_1');
+    if (h.adapter.supports.itemDelete) {
+      up.deleteItem('item_suite_1');
+      await ev.wait('item_deleted', (e) => e.itemKey === 'item_suite_1');
+    }
     up.updateSession({ instructions: 'Be brief.' });
     await ev.wait('session_updated');
   });

@@ -142,6 +142,8 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
     let setup: LiveClientSetup = {};
     /** User text given by clientContent since the last answer. */
     let pendingText = '';
+    /** Text tokens the session's text and tool turns have brought into the context. */
+    let context = 0;
     let calls = 0;
     /** A paced turn waiting: `interrupt` on client input, else `resume` when its hold ends. */
     let held: { interrupt: () => void; resume: () => void; timer: NodeJS.Timeout } | null = null;
@@ -162,7 +164,12 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
         return;
       }
       if (msg.toolResponse) {
-        const outputs = (msg.toolResponse.functionResponses ?? []).map((r) => JSON.stringify(r.response ?? {}));
+        // An output given as `{ output }` is spoken as it is, any other response as its JSON.
+        const outputs = (msg.toolResponse.functionResponses ?? []).map((r) =>
+          typeof r.response?.output === 'string' && Object.keys(r.response).length === 1
+            ? r.response.output
+            : JSON.stringify(r.response ?? {}),
+        );
         return speakOrWrite(outputs.join(' '), FAKE_GEMINI_PROMPT_TEXT_TOKENS + textTokens(outputs.join('')));
       }
       const input = msg.realtimeInput;
@@ -207,6 +214,7 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
         typeof t === 'object' && 'functionDeclarations' in t ? (t.functionDeclarations ?? []) : [],
       );
       if (call && declared.some((d) => d.name === call[1])) {
+        context += prompt;
         // Gemini waits for the tool response: no turnComplete, and the usage comes with the turn that follows.
         return void send({
           toolCall: { functionCalls: [{ id: `fc_${++calls}`, name: call[1], args: JSON.parse(call[2]!) as Record<string, unknown> }] },
@@ -216,11 +224,17 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
     }
 
     /** A reply of `text`: written (TEXT modality) or spoken as the usual tone with `text` as its transcript. */
-    function speakOrWrite(text: string, promptTokens: number): void {
+    function speakOrWrite(text: string, newTokens: number): void {
       const textOut = setup.generationConfig?.responseModalities?.[0] === 'TEXT';
+      // The prompt is the whole context: what earlier text turns brought in is cached, as Gemini reports it.
+      const cached = context;
+      context += newTokens;
       const usage = (response: ModalityTokenCount): UsageMetadata => ({
-        promptTokenCount: promptTokens,
-        promptTokensDetails: [{ modality: MediaModality.TEXT, tokenCount: promptTokens }],
+        promptTokenCount: cached + newTokens,
+        promptTokensDetails: [{ modality: MediaModality.TEXT, tokenCount: cached + newTokens }],
+        ...(cached > 0
+          ? { cachedContentTokenCount: cached, cacheTokensDetails: [{ modality: MediaModality.TEXT, tokenCount: cached }] }
+          : {}),
         responseTokenCount: response.tokenCount ?? 0,
         responseTokensDetails: [response],
       });

@@ -85,6 +85,7 @@ adapterSuite(t, {
     const inMs = Math.floor(resampledLength(sent.length / 2) / 16);
     return { pcm: FAKE_GEMINI_REPLY, usage: { input_audio_tokens: geminiTokens(inMs), output_audio_tokens: geminiTokens(1000) } };
   },
+  agentScript: true,
   checkBargeIn(t, h) {
     // Gemini has no cancel message: nothing but audio and stream ends went upstream.
     t.ok(
@@ -475,7 +476,7 @@ t.test('gemini: tool round trip — a text turn, a function call under a gateway
   t.same(second.tokens, {
     inputAudioTokens: 0,
     inputTextTokens: FAKE_GEMINI_PROMPT_TEXT_TOKENS + textTokens('{"sky":"clear"}'),
-    cachedInputTokens: 0,
+    cachedInputTokens: FAKE_GEMINI_PROMPT_TEXT_TOKENS + textTokens('call weather {"city":"Paris"}'),
     outputAudioTokens: geminiTokens(1000),
     outputTextTokens: 0,
     transcribedMs: 0,
