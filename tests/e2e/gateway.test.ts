@@ -1,6 +1,6 @@
 import t from 'tap';
 import { CreateKeyResponse, REALTIME_PROTOCOL, ResponseDoneEvent, VoiceSession, Wallet, type Rate } from '@s2s/contract';
-import { billedCents, preauthorizationCents } from '@s2s/core';
+import { billedCents, preauthorizationCents, usageOf } from '@s2s/core';
 import { checkLedgerInvariants } from '@s2s/db/testing';
 import { pcmFrames, pcmSilence, pcmTone } from '@s2s/local-provider';
 import { Client, eventually } from '@s2s/testing';
@@ -9,7 +9,16 @@ import { api, startStack, type Stack } from './stack.js';
 
 // The seeded catalog entry local/echo-1 (provider local, VAD playback) and its rate.
 const MODEL = 'local/echo-1';
-const RATE: Rate = { per_minute: 1000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 };
+const RATE: Rate = {
+  per_minute: 1000,
+  audio_in_token: 10,
+  audio_out_token: 20,
+  text_in_token: 2,
+  text_out_token: 8,
+  cached_in_token: 1,
+  transcription_per_minute: 600,
+  relay_fee_milli_cents: 500,
+};
 
 async function operatorKey(stack: Stack, balanceCents: number): Promise<CreateKeyResponse> {
   const res = await api<CreateKeyResponse>(stack, 'POST', '/admin/v1/keys', {
@@ -82,7 +91,16 @@ t.test('the whole lifecycle: key, session, attach, talk, end, a wallet settled t
   t.equal(ended.status, 200);
   const final = VoiceSession.parse(ended.body);
   t.equal((await client.closed).code, 1000, 'the relay closed the socket: session ended');
-  const usage = { audio_in_ms: 1500, audio_out_ms: 1000, input_audio_tokens: 15, output_audio_tokens: 20 };
+  const usage = {
+    audio_in_ms: 1500,
+    audio_out_ms: 1000,
+    input_audio_tokens: 15,
+    output_audio_tokens: 20,
+    input_text_tokens: 0,
+    cached_input_tokens: 0,
+    output_text_tokens: 0,
+    transcribed_ms: 0,
+  };
   // ceil((1000 * 2500 / 60000 + 10 * 15 + 20 * 20 + 500) / 1000) = ceil(1091.67 / 1000)
   const expected = billedCents(RATE, usage);
   t.equal(expected, 2);
@@ -112,7 +130,16 @@ t.test('the legacy path: create on attach, Deprecation: true, ended and settled 
   t.same(done.response.usage, { audio_in_ms: 1500, audio_out_ms: 1000, input_audio_tokens: 15, output_audio_tokens: 20 });
   await client.close();
 
-  const expected = billedCents(RATE, { audio_in_ms: 1500, audio_out_ms: 1000, input_audio_tokens: 15, output_audio_tokens: 20 });
+  const expected = billedCents(RATE, {
+    audio_in_ms: 1500,
+    audio_out_ms: 1000,
+    input_audio_tokens: 15,
+    output_audio_tokens: 20,
+    input_text_tokens: 0,
+    cached_input_tokens: 0,
+    output_text_tokens: 0,
+    transcribed_ms: 0,
+  });
   const settled = await eventually(
     () => api<VoiceSession>(stack, 'GET', `/v1/voice/sessions/${session.id}`, { key: key.key }),
     (r) => r.body?.billing?.reserved_cents === 0 && r.body?.status === 'completed',
@@ -175,7 +202,7 @@ t.test('a relay killed mid-stream (SIGKILL): the session still settles from its 
   if (last) {
     t.equal(final.usage.audio_in_ms, last.audio_in_ms, 'settled from the last checkpoint');
     t.equal(final.usage.audio_out_ms, 1000);
-    const expected = billedCents(RATE, last);
+    const expected = billedCents(RATE, usageOf(last));
     t.equal(final.usage.billed_cents, expected);
     const wallet = Wallet.parse((await api(stack, 'GET', `/admin/v1/wallets/${key.wallet_id}`, { admin: true })).body);
     t.same(wallet, { id: key.wallet_id, balance_cents: 1000 - expected, reserved_cents: 0, available_cents: 1000 - expected });

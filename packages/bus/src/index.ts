@@ -13,7 +13,7 @@ import {
   type PubAck,
 } from '@nats-io/jetstream';
 import { SpanKind, SpanStatusCode, context, propagation, trace, type Context } from '@opentelemetry/api';
-import { BusEnvelope, BusMessage, busSubjects, type BusSubjects } from '@s2s/contract';
+import { BusEnvelope, BusMessage, busSubjects, LEGACY_BUS_MESSAGES, type BusSubjects } from '@s2s/contract';
 
 export type { NatsConnection, Subscription, MsgHdrs } from '@nats-io/nats-core';
 export type {
@@ -129,9 +129,16 @@ export function decodeMessage(data: Uint8Array): DecodeResult {
   if (parsed.success) return { ok: true, message: parsed.data };
   const envelope = BusEnvelope.safeParse(json);
   if (!envelope.success) return { ok: false, reason: 'malformed', detail: 'no type/version' };
-  const known = BusMessage.options.some(
-    (o) => o.shape.type.value === envelope.data.type && o.shape.version.value === envelope.data.version,
-  );
+  const { type, version } = envelope.data;
+  // An older version still read during a rolling upgrade comes out as the current one.
+  const legacy = LEGACY_BUS_MESSAGES.find((l) => l.type === type && l.version === version);
+  if (legacy) {
+    const old = legacy.schema.safeParse(json);
+    return old.success
+      ? { ok: true, message: old.data }
+      : { ok: false, reason: 'malformed', detail: old.error.issues.map((i) => i.path.join('.')).join(',') };
+  }
+  const known = BusMessage.options.some((o) => o.shape.type.value === type && o.shape.version.value === version);
   return known
     ? { ok: false, reason: 'malformed', detail: parsed.error.issues.map((i) => i.path.join('.')).join(',') }
     : { ok: false, reason: 'unknown_version', detail: `${envelope.data.type}@${envelope.data.version}` };

@@ -21,8 +21,35 @@ export const END_CAUSES = [
 export const EndCause = z.enum(END_CAUSES);
 export type EndCause = z.infer<typeof EndCause>;
 
-/** Cumulative usage of one relay attachment; the newest `seq` wins, `final` closes the attachment. */
+/**
+ * Cumulative usage of one relay attachment; the newest `seq` wins, `final` closes the attachment. Version 2
+ * carries every usage counter (decisions.md, "Usage and price by modality").
+ */
 export const UsageCheckpoint = z.strictObject({
+  type: z.literal('usage.checkpoint'),
+  version: z.literal(2),
+  session_id: SessionId,
+  attachment_id: z.string().min(1).max(128),
+  relay_id: z.string().min(1).max(128),
+  seq: z.int().positive(),
+  audio_in_ms: NonNegInt,
+  audio_out_ms: NonNegInt,
+  input_audio_tokens: NonNegInt,
+  input_text_tokens: NonNegInt,
+  cached_input_tokens: NonNegInt,
+  output_audio_tokens: NonNegInt,
+  output_text_tokens: NonNegInt,
+  transcribed_ms: NonNegInt,
+  final: z.boolean(),
+  emitted_at: NonNegInt,
+});
+export type UsageCheckpoint = z.infer<typeof UsageCheckpoint>;
+
+/**
+ * Version 1, audio counters only, as relays before issue 9 publish it. Consumers still read it during a
+ * rolling upgrade (billing first, then relays): it parses into version 2 with the other counters 0.
+ */
+export const UsageCheckpointV1 = z.strictObject({
   type: z.literal('usage.checkpoint'),
   version: z.literal(1),
   session_id: SessionId,
@@ -36,7 +63,26 @@ export const UsageCheckpoint = z.strictObject({
   final: z.boolean(),
   emitted_at: NonNegInt,
 });
-export type UsageCheckpoint = z.infer<typeof UsageCheckpoint>;
+export type UsageCheckpointV1 = z.infer<typeof UsageCheckpointV1>;
+
+export const UsageCheckpointFromV1 = UsageCheckpointV1.transform((c): UsageCheckpoint => ({
+  type: c.type,
+  version: 2,
+  session_id: c.session_id,
+  attachment_id: c.attachment_id,
+  relay_id: c.relay_id,
+  seq: c.seq,
+  audio_in_ms: c.audio_in_ms,
+  audio_out_ms: c.audio_out_ms,
+  input_audio_tokens: c.input_audio_tokens,
+  input_text_tokens: 0,
+  cached_input_tokens: 0,
+  output_audio_tokens: c.output_audio_tokens,
+  output_text_tokens: 0,
+  transcribed_ms: 0,
+  final: c.final,
+  emitted_at: c.emitted_at,
+}));
 
 export const SessionEndRequested = z.strictObject({
   type: z.literal('session.end_requested'),
@@ -60,6 +106,9 @@ export type SessionSettled = z.infer<typeof SessionSettled>;
 
 export const BusMessage = z.discriminatedUnion('type', [UsageCheckpoint, SessionEndRequested, SessionSettled]);
 export type BusMessage = z.infer<typeof BusMessage>;
+
+/** Older message versions consumers still read, each parsing into its current version. */
+export const LEGACY_BUS_MESSAGES = [{ type: 'usage.checkpoint', version: 1, schema: UsageCheckpointFromV1 }] as const;
 
 /**
  * Core NATS only (not in the stream): a relay announces each new attachment so that any relay holding an

@@ -37,14 +37,27 @@ export const Modalities = z.strictObject({
 });
 export type Modalities = z.infer<typeof Modalities>;
 
-/** Operator-set selling rate, in milli-cents. */
+/** Operator-set selling rate, in milli-cents (decisions.md, "Usage and price by modality"). */
 export const Rate = z.strictObject({
   per_minute: NonNegInt,
   audio_in_token: NonNegInt,
   audio_out_token: NonNegInt,
+  text_in_token: NonNegInt,
+  text_out_token: NonNegInt,
+  cached_in_token: NonNegInt,
+  transcription_per_minute: NonNegInt,
   relay_fee_milli_cents: NonNegInt,
 });
 export type Rate = z.infer<typeof Rate>;
+
+/** A rate as PUT /admin/v1/models takes it: the text, cached and transcription rates are optional, default 0. */
+export const RateInput = Rate.extend({
+  text_in_token: NonNegInt.default(0),
+  text_out_token: NonNegInt.default(0),
+  cached_in_token: NonNegInt.default(0),
+  transcription_per_minute: NonNegInt.default(0),
+});
+export type RateInput = z.input<typeof RateInput>;
 
 export const Pricing = Rate.extend({
   source: z.string(),
@@ -102,6 +115,13 @@ export const VoiceSession = z.strictObject({
     audio_in_ms: NonNegInt,
     audio_out_ms: NonNegInt,
     billed_cents: NonNegInt,
+    // Beside the fields api-v1.md lists (decisions.md, "Usage and price by modality").
+    input_audio_tokens: NonNegInt,
+    input_text_tokens: NonNegInt,
+    cached_input_tokens: NonNegInt,
+    output_audio_tokens: NonNegInt,
+    output_text_tokens: NonNegInt,
+    transcribed_ms: NonNegInt,
   }),
   trace_id: z.string(),
 });
@@ -199,7 +219,7 @@ export const UpsertModelRequest = z.strictObject({
   provider_model: z.string().min(1).max(200),
   enabled: z.boolean(),
   approved: z.boolean(),
-  pricing: Rate,
+  pricing: RateInput,
   capabilities: Capabilities.optional(),
   audio: AudioFormats.optional(),
   modalities: Modalities.optional(),

@@ -3,6 +3,10 @@ import {
   AUDIO_FORMAT,
   AudioFormat,
   BusMessage,
+  Rate,
+  RateInput,
+  LEGACY_BUS_MESSAGES,
+  UsageCheckpointFromV1,
   ClientEvent,
   CreateSessionRequest,
   EndSessionRequest,
@@ -79,7 +83,7 @@ t.test('error codes map to the statuses and types of the spec', async (t) => {
 });
 
 t.test('bus messages carry type and version', async (t) => {
-  const msg = {
+  const v1 = {
     type: 'usage.checkpoint',
     version: 1,
     session_id: 'vs_1',
@@ -88,15 +92,43 @@ t.test('bus messages carry type and version', async (t) => {
     seq: 1,
     audio_in_ms: 10,
     audio_out_ms: 0,
-    input_audio_tokens: 0,
+    input_audio_tokens: 3,
     output_audio_tokens: 0,
     final: false,
     emitted_at: 1,
   };
-  t.ok(BusMessage.safeParse(msg).success);
-  t.notOk(BusMessage.safeParse({ ...msg, version: 2 }).success);
+  const msg = { ...v1, version: 2, input_text_tokens: 4, cached_input_tokens: 5, output_text_tokens: 6, transcribed_ms: 7 };
+  t.ok(BusMessage.safeParse(msg).success, 'version 2 carries every counter');
+  t.notOk(BusMessage.safeParse({ ...msg, version: 1 }).success, 'version 1 has audio counters only');
+  t.notOk(BusMessage.safeParse({ ...msg, transcribed_ms: undefined }).success, 'version 2 needs every counter');
   t.notOk(BusMessage.safeParse({ ...msg, seq: 0 }).success);
+  t.notOk(BusMessage.safeParse(v1).success, 'version 1 is not a current message');
+  // Version 1 (relays before issue 9) is still read: it parses into version 2 with the new counters 0.
+  t.same(UsageCheckpointFromV1.parse(v1), {
+    ...v1,
+    version: 2,
+    input_text_tokens: 0,
+    cached_input_tokens: 0,
+    output_text_tokens: 0,
+    transcribed_ms: 0,
+  });
+  t.notOk(UsageCheckpointFromV1.safeParse({ ...v1, input_text_tokens: 1 }).success, 'strict: no version 2 fields in a version 1');
+  t.same(
+    LEGACY_BUS_MESSAGES.map((l) => [l.type, l.version]),
+    [['usage.checkpoint', 1]],
+  );
   const s = busSubjects('t_abc');
   t.equal(s.stream, 'T_ABC_EVENTS');
   t.equal(s.usageCheckpoint('vs_1'), 't_abc.usage.checkpoint.vs_1');
+});
+
+t.test('PUT /admin/v1/models pricing: the modality rates are optional and default to 0; the catalog rate has them all', async (t) => {
+  const audio = { per_minute: 1, audio_in_token: 2, audio_out_token: 3, relay_fee_milli_cents: 4 };
+  t.same(RateInput.parse(audio), { ...audio, text_in_token: 0, text_out_token: 0, cached_in_token: 0, transcription_per_minute: 0 });
+  const full = { ...audio, text_in_token: 5, text_out_token: 6, cached_in_token: 7, transcription_per_minute: 8 };
+  t.same(RateInput.parse(full), full);
+  t.notOk(RateInput.safeParse({ ...audio, text_in_token: -1 }).success);
+  t.notOk(RateInput.safeParse({ ...audio, text_in_token: 1.5 }).success);
+  t.notOk(Rate.safeParse(audio).success, 'a stored or listed rate shows every field');
+  t.ok(Rate.safeParse(full).success);
 });

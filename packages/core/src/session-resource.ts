@@ -10,6 +10,7 @@ import {
   type TerminalStatus,
   type VoiceSession,
 } from '@s2s/contract';
+import type { Usage } from './money.js';
 import { expiresAt } from './status.js';
 
 /** Everything the public session resource is made from, as the store reads it. */
@@ -28,8 +29,8 @@ export interface SessionView {
   preauthorizedCents: number;
   reservedCents: number;
   walletAvailableCents: number;
-  audioInMs: number;
-  audioOutMs: number;
+  /** Every usage counter: the attachments' newest checkpoints before settlement, the settled figures after. */
+  usage: Usage;
   billedCents: number;
   traceId: string;
 }
@@ -40,8 +41,6 @@ export interface SessionRecord extends SessionView {
   walletId: string;
   providerModel: string;
   rate: Rate;
-  inputAudioTokens: number;
-  outputAudioTokens: number;
   endRequestedAt: Date | null;
   endCause: EndCause | null;
   terminalStatus: TerminalStatus | null;
@@ -93,9 +92,15 @@ export function toVoiceSession(s: SessionView, realtimeBaseUrl: string): VoiceSe
       provider: s.provider,
       pricing_source: s.pricingSource,
       rate_snapshot_id: s.rateSnapshotId,
-      audio_in_ms: s.audioInMs,
-      audio_out_ms: s.audioOutMs,
+      audio_in_ms: s.usage.audio_in_ms,
+      audio_out_ms: s.usage.audio_out_ms,
       billed_cents: s.billedCents,
+      input_audio_tokens: s.usage.input_audio_tokens,
+      input_text_tokens: s.usage.input_text_tokens,
+      cached_input_tokens: s.usage.cached_input_tokens,
+      output_audio_tokens: s.usage.output_audio_tokens,
+      output_text_tokens: s.usage.output_text_tokens,
+      transcribed_ms: s.usage.transcribed_ms,
     },
     trace_id: s.traceId,
   };

@@ -1,4 +1,4 @@
-import { issueApiKey, newId } from '@s2s/core';
+import { issueApiKey, newId, RATE_FIELDS, type RateField } from '@s2s/core';
 import type { Sql } from './sql.js';
 
 export interface WalletKeyFixture {
@@ -29,4 +29,17 @@ export async function createWalletAndKey(sql: Sql, opts: { balanceCents?: number
     opts.revoked ? new Date() : null,
   ]);
   return { secret: key.secret, keyId, walletId };
+}
+
+/** Inserts a rate snapshot of `modelId` with every rate of `rate` and makes it the model's current rate. */
+export async function insertCurrentRate(
+  sql: Sql,
+  opts: { rateId: string; modelId: string; rate: Record<RateField, number>; source?: string },
+): Promise<void> {
+  await sql.query(
+    `INSERT INTO rate_snapshots (id, model_id, source, ${RATE_FIELDS.join(', ')})
+     VALUES ($1, $2, $3, ${RATE_FIELDS.map((_, i) => `$${i + 4}`).join(', ')})`,
+    [opts.rateId, opts.modelId, opts.source ?? 'upstream_derived', ...RATE_FIELDS.map((f) => opts.rate[f])],
+  );
+  await sql.query('UPDATE catalog_models SET current_rate_id = $1 WHERE id = $2', [opts.rateId, opts.modelId]);
 }

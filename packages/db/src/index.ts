@@ -2,6 +2,7 @@
 export { createDb, type CreateDbOptions, type Db, type DbHandle, type DbOrTx, type DbTx } from './client.js';
 export { isRetryable, isRetryableDbError, isStoreUnavailableError } from './errors.js';
 export { withTransaction, type DbContext, type Sql } from './sql.js';
+export { rateColumns, rateFromRow, usageColumns, usageFromRow, usageSums } from './usage-sql.js';
 export { databaseNameOf, ensureDatabase, migrate, MIGRATIONS_DIR } from './migrate.js';
 // The Prisma namespace carries the error classes, `Prisma.sql` and the input/output types.
 export { Prisma } from './generated/prisma/client.js';

@@ -9,7 +9,7 @@ import { databaseExists, MIGRATIONS_DIR, migrate, withClient, withDatabase } fro
 import { once } from './once.js';
 
 export { checkLedgerInvariants, type LedgerViolation } from './ledger-invariants.js';
-export { createWalletAndKey, type WalletKeyFixture } from './fixtures.js';
+export { createWalletAndKey, insertCurrentRate, type WalletKeyFixture } from './fixtures.js';
 
 export interface TestDatabase {
   /** Connection URL of the new database. */

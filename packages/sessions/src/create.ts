@@ -6,10 +6,12 @@ import {
   newId,
   preauthorizationCents,
   requestFingerprint,
+  ZERO_USAGE,
   type AuthenticatedKey,
+  type RateField,
   type SessionRecord,
 } from '@s2s/core';
-import type { DbHandle } from '@s2s/db';
+import { rateColumns, rateFromRow, type DbHandle } from '@s2s/db';
 import type { SessionsDbContext } from './context.js';
 import { readOwnedSession } from './get.js';
 
@@ -90,7 +92,7 @@ WITH cfg AS (
    WHERE $9::text IS NOT NULL AND i.idempotency_key = $9::text
 ), m AS (
   SELECT m.id, m.provider, m.provider_model, m.capabilities, r.id AS rate_id, r.source,
-         r.per_minute, r.audio_in_token, r.audio_out_token, r.relay_fee_milli_cents
+         ${rateColumns('r')}
     FROM catalog_models m JOIN rate_snapshots r ON r.id = m.current_rate_id
    WHERE m.id = $2 AND m.enabled AND m.approved AND m.capabilities->>'speech_to_speech' = 'true'
 ), w AS (
@@ -119,11 +121,11 @@ WITH cfg AS (
 SELECT k.id AS key_id, k.wallet_id, k.max_live, k.max_rate, ws.available, ws.live, ws.rate_ahead_s,
        e.fingerprint AS idem_fingerprint, e.session_id AS idem_session_id, e.stale AS idem_stale,
        m.id AS model_id, m.provider, m.provider_model, m.capabilities, m.rate_id, m.source,
-       m.per_minute, m.audio_in_token, m.audio_out_token, m.relay_fee_milli_cents,
+       ${rateColumns('m')},
        w.available_cents, s.created_at, s.last_activity_at, s.max_ends_at
   FROM cfg, k LEFT JOIN ws ON true LEFT JOIN e ON true LEFT JOIN m ON true LEFT JOIN w ON true LEFT JOIN s ON true`;
 
-interface CreateRow {
+interface CreateRow extends Record<RateField, number | null> {
   key_id: string;
   wallet_id: string;
   max_live: number;
@@ -140,10 +142,6 @@ interface CreateRow {
   capabilities: Capabilities | null;
   rate_id: string | null;
   source: string | null;
-  per_minute: number | null;
-  audio_in_token: number | null;
-  audio_out_token: number | null;
-  relay_fee_milli_cents: number | null;
   available_cents: number | null;
   created_at: Date | null;
   last_activity_at: Date | null;
@@ -244,7 +242,7 @@ export async function createSession({ ctx, input }: { ctx: SessionsDbContext; in
       throw errors.modelNotFound();
     }
     if (row.rate_id !== guess?.rateId) {
-      const preauthCents = preauthorizationCents(rateOf(row), settings.preauthMinutes);
+      const preauthCents = preauthorizationCents(rateFromRow(row), settings.preauthMinutes);
       guesses.set(modelId, { rateId: row.rate_id, preauthCents, minutes: settings.preauthMinutes });
       continue;
     }
@@ -289,7 +287,7 @@ function createdRecord(row: CreateRow, id: string, preauth: number, input: Creat
     capabilities: row.capabilities as Capabilities,
     rateSnapshotId: row.rate_id ?? '',
     pricingSource: row.source ?? '',
-    rate: rateOf(row),
+    rate: rateFromRow(row),
     createdAt: row.created_at as Date,
     lastActivityAt: row.last_activity_at as Date,
     idleTimeoutSeconds: settings.idleTimeoutSeconds,
@@ -297,10 +295,7 @@ function createdRecord(row: CreateRow, id: string, preauth: number, input: Creat
     preauthorizedCents: preauth,
     reservedCents: preauth,
     walletAvailableCents: row.available_cents ?? 0,
-    audioInMs: 0,
-    audioOutMs: 0,
-    inputAudioTokens: 0,
-    outputAudioTokens: 0,
+    usage: ZERO_USAGE,
     billedCents: 0,
     traceId: input.traceId,
     endRequestedAt: null,
@@ -310,15 +305,6 @@ function createdRecord(row: CreateRow, id: string, preauth: number, input: Creat
     legacy: input.legacy ?? false,
     endsWithSocket: (input.legacy ?? false) || input.clientSecretSettings !== undefined,
     initialSettings: input.clientSecretSettings ?? null,
-  };
-}
-
-function rateOf(row: CreateRow): Rate {
-  return {
-    per_minute: row.per_minute ?? 0,
-    audio_in_token: row.audio_in_token ?? 0,
-    audio_out_token: row.audio_out_token ?? 0,
-    relay_fee_milli_cents: row.relay_fee_milli_cents ?? 0,
   };
 }
 

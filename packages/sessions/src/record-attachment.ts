@@ -1,4 +1,5 @@
-import type { Usage } from '@s2s/core';
+import type { Usage, UsageCounter } from '@s2s/core';
+import { usageFromRow, usageSums } from '@s2s/db';
 import type { SessionsDbContext } from './context.js';
 
 export interface RecordedAttachment {
@@ -19,14 +20,7 @@ export async function recordAttachment({
   ctx: SessionsDbContext;
   input: { sessionId: string; attachmentId: string; relayId: string };
 }): Promise<RecordedAttachment | null> {
-  const { rows } = await ctx.db.pool.query<{
-    started_at: Date;
-    last_activity_at: Date;
-    audio_in_ms: number;
-    audio_out_ms: number;
-    input_audio_tokens: number;
-    output_audio_tokens: number;
-  }>(
+  const { rows } = await ctx.db.pool.query<{ started_at: Date; last_activity_at: Date } & Record<UsageCounter, number>>(
     `WITH s AS (
        UPDATE voice_sessions SET last_activity_at = now()
         WHERE id = $1 AND settled_at IS NULL AND end_requested_at IS NULL
@@ -35,13 +29,7 @@ export async function recordAttachment({
        INSERT INTO session_attachments (id, session_id, relay_id) SELECT $2, id, $3 FROM s RETURNING started_at
      )
      SELECT a.started_at, s.last_activity_at, u.*
-       FROM a, s, (
-         SELECT coalesce(sum(audio_in_ms), 0)::float8 AS audio_in_ms,
-                coalesce(sum(audio_out_ms), 0)::float8 AS audio_out_ms,
-                coalesce(sum(input_audio_tokens), 0)::float8 AS input_audio_tokens,
-                coalesce(sum(output_audio_tokens), 0)::float8 AS output_audio_tokens
-           FROM session_attachments WHERE session_id = $1
-       ) u`,
+       FROM a, s, (SELECT ${usageSums('p')} FROM session_attachments p WHERE p.session_id = $1) u`,
     [input.sessionId, input.attachmentId, input.relayId],
   );
   const row = rows[0];
@@ -49,11 +37,6 @@ export async function recordAttachment({
   return {
     startedAt: row.started_at,
     lastActivityAt: row.last_activity_at,
-    prior: {
-      audio_in_ms: row.audio_in_ms,
-      audio_out_ms: row.audio_out_ms,
-      input_audio_tokens: row.input_audio_tokens,
-      output_audio_tokens: row.output_audio_tokens,
-    },
+    prior: usageFromRow(row),
   };
 }

@@ -1,8 +1,8 @@
 import type { Capabilities, EndCause, RealtimeSessionSettings, SessionStatus, TerminalStatus } from '@s2s/contract';
-import type { SessionRecord } from '@s2s/core';
-import type { Sql } from '@s2s/db';
+import { USAGE_COUNTERS, type RateField, type SessionRecord, type UsageCounter } from '@s2s/core';
+import { rateColumns, rateFromRow, usageFromRow, usageSums, type Sql } from '@s2s/db';
 
-interface SessionRow {
+interface SessionRow extends Record<RateField, number>, Record<UsageCounter, number> {
   id: string;
   key_id: string;
   wallet_id: string;
@@ -13,10 +13,6 @@ interface SessionRow {
   capabilities: Capabilities;
   rate_snapshot_id: string;
   source: string;
-  per_minute: number;
-  audio_in_token: number;
-  audio_out_token: number;
-  relay_fee_milli_cents: number;
   created_at: Date;
   last_activity_at: Date;
   idle_timeout_seconds: number;
@@ -24,10 +20,6 @@ interface SessionRow {
   preauthorized_cents: number;
   reserved_cents: number;
   available_cents: number;
-  audio_in_ms: number;
-  audio_out_ms: number;
-  input_audio_tokens: number;
-  output_audio_tokens: number;
   billed_cents: number;
   trace_id: string;
   end_requested_at: Date | null;
@@ -51,13 +43,10 @@ export async function selectOwnedSession(sql: Sql, sessionId: string, keyId: str
 
 const OWNED_SESSION_SQL = `
     SELECT s.id, s.key_id, s.wallet_id, s.status, s.model_id, m.provider, m.provider_model, m.capabilities,
-           s.rate_snapshot_id, r.source, r.per_minute, r.audio_in_token, r.audio_out_token, r.relay_fee_milli_cents,
+           s.rate_snapshot_id, r.source, ${rateColumns('r')},
            s.created_at, s.last_activity_at, s.idle_timeout_seconds, s.max_ends_at,
            s.preauthorized_cents, s.reserved_cents, (w.balance_cents - w.reserved_cents)::float8 AS available_cents,
-           (CASE WHEN s.settled_at IS NULL THEN coalesce(u.audio_in_ms, 0) ELSE s.audio_in_ms END)::float8 AS audio_in_ms,
-           (CASE WHEN s.settled_at IS NULL THEN coalesce(u.audio_out_ms, 0) ELSE s.audio_out_ms END)::float8 AS audio_out_ms,
-           (CASE WHEN s.settled_at IS NULL THEN coalesce(u.input_audio_tokens, 0) ELSE s.input_audio_tokens END)::float8 AS input_audio_tokens,
-           (CASE WHEN s.settled_at IS NULL THEN coalesce(u.output_audio_tokens, 0) ELSE s.output_audio_tokens END)::float8 AS output_audio_tokens,
+           ${USAGE_COUNTERS.map((c) => `(CASE WHEN s.settled_at IS NULL THEN coalesce(u.${c}, 0) ELSE s.${c} END)::float8 AS ${c}`).join(',\n           ')},
            s.billed_cents, s.trace_id, s.end_requested_at, s.end_cause, s.terminal_status, s.settled_at, s.legacy,
            s.ends_with_socket, s.initial_settings
       FROM voice_sessions s
@@ -65,9 +54,7 @@ const OWNED_SESSION_SQL = `
       JOIN rate_snapshots r ON r.id = s.rate_snapshot_id
       JOIN wallets w ON w.id = s.wallet_id
       LEFT JOIN LATERAL (
-        SELECT sum(a.audio_in_ms) AS audio_in_ms, sum(a.audio_out_ms) AS audio_out_ms,
-               sum(a.input_audio_tokens) AS input_audio_tokens, sum(a.output_audio_tokens) AS output_audio_tokens
-          FROM session_attachments a WHERE a.session_id = s.id
+        SELECT ${usageSums('a')} FROM session_attachments a WHERE a.session_id = s.id
       ) u ON s.settled_at IS NULL
      WHERE s.id = $1 AND s.key_id = $2`;
 
@@ -83,12 +70,7 @@ function toRecord(r: SessionRow): SessionRecord {
     capabilities: r.capabilities,
     rateSnapshotId: r.rate_snapshot_id,
     pricingSource: r.source,
-    rate: {
-      per_minute: r.per_minute,
-      audio_in_token: r.audio_in_token,
-      audio_out_token: r.audio_out_token,
-      relay_fee_milli_cents: r.relay_fee_milli_cents,
-    },
+    rate: rateFromRow(r),
     createdAt: r.created_at,
     lastActivityAt: r.last_activity_at,
     idleTimeoutSeconds: r.idle_timeout_seconds,
@@ -96,10 +78,7 @@ function toRecord(r: SessionRow): SessionRecord {
     preauthorizedCents: r.preauthorized_cents,
     reservedCents: r.reserved_cents,
     walletAvailableCents: r.available_cents,
-    audioInMs: r.audio_in_ms,
-    audioOutMs: r.audio_out_ms,
-    inputAudioTokens: r.input_audio_tokens,
-    outputAudioTokens: r.output_audio_tokens,
+    usage: usageFromRow(r),
     billedCents: r.billed_cents,
     traceId: r.trace_id,
     endRequestedAt: r.end_requested_at,

@@ -6,7 +6,16 @@ import { httpStatus } from '@s2s/http-errors';
 import { createSession, type SessionSettings } from '../src/index.js';
 
 const SETTINGS: SessionSettings = { preauthMinutes: 10, idleTimeoutSeconds: 300, maxSeconds: 3600 };
-const RATE = { per_minute: 1000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 };
+const RATE = {
+  per_minute: 1000,
+  audio_in_token: 10,
+  audio_out_token: 20,
+  text_in_token: 0,
+  text_out_token: 0,
+  cached_in_token: 0,
+  transcription_per_minute: 0,
+  relay_fee_milli_cents: 500,
+};
 
 async function fixtures(t: Parameters<typeof createTestDatabase>[0]) {
   const { db } = await createTestDatabase(t);

@@ -84,7 +84,7 @@ function checkpoint(sessionId: string, attachmentId: string, seq: number, final 
   // Each step of a live attachment: 1000 ms in, 800 ms out, 10 / 16 tokens.
   return {
     type: 'usage.checkpoint',
-    version: 1,
+    version: 2,
     session_id: sessionId,
     attachment_id: attachmentId,
     relay_id: 'bench-relay',
@@ -92,7 +92,11 @@ function checkpoint(sessionId: string, attachmentId: string, seq: number, final 
     audio_in_ms: 1000 * seq,
     audio_out_ms: 800 * seq,
     input_audio_tokens: 10 * seq,
+    input_text_tokens: 0,
+    cached_input_tokens: 0,
     output_audio_tokens: 16 * seq,
+    output_text_tokens: 0,
+    transcribed_ms: 0,
     final,
     emitted_at: emittedAt,
   };

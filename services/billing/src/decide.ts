@@ -1,6 +1,6 @@
 /** Pure decisions of billing: is a relay gone, when to settle an ended session, and its final status. */
 import type { TerminalStatus } from '@s2s/contract';
-import type { Usage } from '@s2s/core';
+import { hasUsage, type Usage } from '@s2s/core';
 
 export { isLastDelivery, retryDelayMs } from '@s2s/bus';
 
@@ -78,7 +78,7 @@ export function decideEnd(s: EndState): EndDecision {
 
 /** Any counter above zero: input was accepted (output follows input), so the session was active. */
 export function showsAcceptedInput(u: Usage): boolean {
-  return u.audio_in_ms > 0 || u.audio_out_ms > 0 || u.input_audio_tokens > 0 || u.output_audio_tokens > 0;
+  return hasUsage(u);
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { UsageCheckpoint } from '@s2s/contract';
+import { USAGE_COUNTERS } from '@s2s/core';
 
 /**
  * The newest checkpoint of each attachment among `checkpoints` (counters are cumulative, so the highest
@@ -23,8 +24,8 @@ function supersedes(a: UsageCheckpoint, b: UsageCheckpoint): boolean {
 }
 
 function compareContent(a: UsageCheckpoint, b: UsageCheckpoint): number {
-  const ka = [Number(a.final), a.audio_in_ms, a.audio_out_ms, a.input_audio_tokens, a.output_audio_tokens, a.emitted_at];
-  const kb = [Number(b.final), b.audio_in_ms, b.audio_out_ms, b.input_audio_tokens, b.output_audio_tokens, b.emitted_at];
+  const ka = [Number(a.final), ...USAGE_COUNTERS.map((k) => a[k]), a.emitted_at];
+  const kb = [Number(b.final), ...USAGE_COUNTERS.map((k) => b[k]), b.emitted_at];
   for (let i = 0; i < ka.length; i++) {
     const d = (ka[i] ?? 0) - (kb[i] ?? 0);
     if (d !== 0) return d;

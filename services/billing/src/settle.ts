@@ -1,8 +1,8 @@
 import type { Rate, SessionSettled, TerminalStatus } from '@s2s/contract';
-import { AppError, settledCents, type Usage } from '@s2s/core';
+import { AppError, settledCents, USAGE_COUNTERS, type RateField, type Usage } from '@s2s/core';
 import type { DbHandle } from '@s2s/db';
 import { settledStatus } from './decide.js';
-import { withTransaction, type Sql } from '@s2s/db';
+import { rateColumns, rateFromRow, usageFromRow, usageSums, withTransaction, type Sql } from '@s2s/db';
 
 export interface Settlement {
   sessionId: string;
@@ -54,7 +54,7 @@ export function settledMessage(s: Settlement): SessionSettled {
   };
 }
 
-interface SessionForSettlement {
+interface SessionForSettlement extends Record<RateField, number> {
   wallet_id: string;
   status: string;
   terminal_status: TerminalStatus | null;
@@ -63,10 +63,6 @@ interface SessionForSettlement {
   preauthorized_cents: number;
   reserved_cents: number;
   billed_cents: number;
-  per_minute: number;
-  audio_in_token: number;
-  audio_out_token: number;
-  relay_fee_milli_cents: number;
 }
 
 /**
@@ -80,7 +76,7 @@ export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; inp
     const { rows } = await sql.query<SessionForSettlement>(
       `SELECT s.wallet_id, s.status, s.terminal_status, s.end_requested_at, s.settled_at,
               s.preauthorized_cents, s.reserved_cents, s.billed_cents,
-              r.per_minute, r.audio_in_token, r.audio_out_token, r.relay_fee_milli_cents
+              ${rateColumns('r')}
          FROM voice_sessions s JOIN rate_snapshots r ON r.id = s.rate_snapshot_id
         WHERE s.id = $1
           FOR UPDATE OF s`,
@@ -98,32 +94,20 @@ export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; inp
 
     const usage = await attachmentUsage(sql, sessionId);
     const plan = planSettlement({
-      rate: {
-        per_minute: s.per_minute,
-        audio_in_token: s.audio_in_token,
-        audio_out_token: s.audio_out_token,
-        relay_fee_milli_cents: s.relay_fee_milli_cents,
-      },
+      rate: rateFromRow(s),
       usage,
       preauthorizedCents: s.preauthorized_cents,
       reservedCents: s.reserved_cents,
       terminalStatus: s.terminal_status,
     });
 
+    const counters = USAGE_COUNTERS.map((c) => usage[c]);
     const inserted = await sql.query(
-      `INSERT INTO settlements (session_id, status, billed_cents, audio_in_ms, audio_out_ms, input_audio_tokens, output_audio_tokens)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)
+      `INSERT INTO settlements (session_id, status, billed_cents, ${USAGE_COUNTERS.join(', ')})
+       VALUES ($1, $2, $3, ${USAGE_COUNTERS.map((_, i) => `$${i + 4}`).join(', ')})
        ON CONFLICT (session_id) DO NOTHING
        RETURNING session_id`,
-      [
-        sessionId,
-        plan.status,
-        plan.billedCents,
-        usage.audio_in_ms,
-        usage.audio_out_ms,
-        usage.input_audio_tokens,
-        usage.output_audio_tokens,
-      ],
+      [sessionId, plan.status, plan.billedCents, ...counters],
     );
     // Both rows are written in this one transaction under the session lock, so this cannot happen.
     if (inserted.rowCount !== 1) throw new AppError('internal_error', 'settlements row exists for an unsettled session');
@@ -140,19 +124,11 @@ export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; inp
     ]);
     const updated = await sql.query<{ settled_at: Date }>(
       `UPDATE voice_sessions
-          SET status = $7, terminal_status = $7, settled_at = now(), reserved_cents = 0, billed_cents = $2,
-              audio_in_ms = $3, audio_out_ms = $4, input_audio_tokens = $5, output_audio_tokens = $6
+          SET status = $3, terminal_status = $3, settled_at = now(), reserved_cents = 0, billed_cents = $2,
+              ${USAGE_COUNTERS.map((c, i) => `${c} = $${i + 4}`).join(', ')}
         WHERE id = $1
         RETURNING settled_at`,
-      [
-        sessionId,
-        plan.billedCents,
-        usage.audio_in_ms,
-        usage.audio_out_ms,
-        usage.input_audio_tokens,
-        usage.output_audio_tokens,
-        plan.status,
-      ],
+      [sessionId, plan.billedCents, plan.status, ...counters],
     );
     const settledAt = updated.rows[0]?.settled_at;
     if (!settledAt) throw new AppError('internal_error', 'settled session row vanished');
@@ -162,14 +138,8 @@ export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; inp
 }
 
 async function attachmentUsage(sql: Sql, sessionId: string): Promise<Usage> {
-  const { rows } = await sql.query<Usage>(
-    `SELECT coalesce(sum(audio_in_ms), 0)::float8 AS audio_in_ms, coalesce(sum(audio_out_ms), 0)::float8 AS audio_out_ms,
-            coalesce(sum(input_audio_tokens), 0)::float8 AS input_audio_tokens,
-            coalesce(sum(output_audio_tokens), 0)::float8 AS output_audio_tokens
-       FROM session_attachments WHERE session_id = $1`,
-    [sessionId],
-  );
+  const { rows } = await sql.query<Usage>(`SELECT ${usageSums('a')} FROM session_attachments a WHERE a.session_id = $1`, [sessionId]);
   const u = rows[0];
   if (!u) throw new AppError('internal_error', 'usage sum returned no row');
-  return u;
+  return usageFromRow(u);
 }

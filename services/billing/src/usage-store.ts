@@ -1,4 +1,5 @@
 import type { UsageCheckpoint } from '@s2s/contract';
+import { USAGE_COUNTERS } from '@s2s/core';
 import type { DbHandle } from '@s2s/db';
 import { withTransaction, type Sql } from '@s2s/db';
 
@@ -27,6 +28,27 @@ interface SessionLockRow {
   id: string;
   settled: boolean;
 }
+
+const COUNTERS = USAGE_COUNTERS.join(', ');
+
+/** $1..$5: ids, sessions, relays, seqs, finals; $6..: one int8 array per usage counter. */
+const UPSERT_ATTACHMENTS_SQL = `
+  WITH input AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::bool[], ${USAGE_COUNTERS.map((_, i) => `$${i + 6}::int8[]`).join(', ')})
+      AS t(id, session_id, relay_id, seq, final, ${COUNTERS})
+  ), previous AS (
+    SELECT a.id, a.audio_in_ms + a.audio_out_ms AS audio_ms FROM session_attachments a WHERE a.id = ANY($1::text[])
+  ), written AS (
+    INSERT INTO session_attachments AS a (id, session_id, relay_id, seq, final, ${COUNTERS})
+    SELECT id, session_id, relay_id, seq, final, ${COUNTERS} FROM input
+    ON CONFLICT (id) DO UPDATE
+       SET seq = EXCLUDED.seq, final = EXCLUDED.final, updated_at = now(),
+           ${USAGE_COUNTERS.map((k) => `${k} = EXCLUDED.${k}`).join(', ')}
+     WHERE a.seq < EXCLUDED.seq AND a.session_id = EXCLUDED.session_id
+    RETURNING a.id, a.session_id, a.final, a.audio_in_ms + a.audio_out_ms AS audio_ms
+  )
+  SELECT w.id, w.session_id, w.final, w.audio_ms > coalesce(p.audio_ms, 0) AS new_audio
+    FROM written w LEFT JOIN previous p ON p.id = w.id`;
 
 /**
  * Writes the newest checkpoint of each attachment (already folded in memory) in one transaction:
@@ -70,37 +92,14 @@ export async function storeCheckpoints({
     if (late.length > 0) await measureUnbilled(sql, late, result.unbilledAudioMs);
     if (live.length === 0) return result;
 
-    const written = await sql.query<{ id: string; session_id: string; final: boolean; new_audio: boolean }>(
-      `WITH input AS (
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::int8[], $6::int8[], $7::int8[], $8::int8[], $9::bool[])
-           AS t(id, session_id, relay_id, seq, audio_in_ms, audio_out_ms, input_audio_tokens, output_audio_tokens, final)
-       ), previous AS (
-         SELECT a.id, a.audio_in_ms + a.audio_out_ms AS audio_ms FROM session_attachments a WHERE a.id = ANY($1::text[])
-       ), written AS (
-         INSERT INTO session_attachments AS a
-                (id, session_id, relay_id, seq, audio_in_ms, audio_out_ms, input_audio_tokens, output_audio_tokens, final)
-         SELECT id, session_id, relay_id, seq, audio_in_ms, audio_out_ms, input_audio_tokens, output_audio_tokens, final FROM input
-         ON CONFLICT (id) DO UPDATE
-            SET seq = EXCLUDED.seq, audio_in_ms = EXCLUDED.audio_in_ms, audio_out_ms = EXCLUDED.audio_out_ms,
-                input_audio_tokens = EXCLUDED.input_audio_tokens, output_audio_tokens = EXCLUDED.output_audio_tokens,
-                final = EXCLUDED.final, updated_at = now()
-          WHERE a.seq < EXCLUDED.seq AND a.session_id = EXCLUDED.session_id
-         RETURNING a.id, a.session_id, a.final, a.audio_in_ms + a.audio_out_ms AS audio_ms
-       )
-       SELECT w.id, w.session_id, w.final, w.audio_ms > coalesce(p.audio_ms, 0) AS new_audio
-         FROM written w LEFT JOIN previous p ON p.id = w.id`,
-      [
-        live.map((c) => c.attachment_id),
-        live.map((c) => c.session_id),
-        live.map((c) => c.relay_id),
-        live.map((c) => c.seq),
-        live.map((c) => c.audio_in_ms),
-        live.map((c) => c.audio_out_ms),
-        live.map((c) => c.input_audio_tokens),
-        live.map((c) => c.output_audio_tokens),
-        live.map((c) => c.final),
-      ],
-    );
+    const written = await sql.query<{ id: string; session_id: string; final: boolean; new_audio: boolean }>(UPSERT_ATTACHMENTS_SQL, [
+      live.map((c) => c.attachment_id),
+      live.map((c) => c.session_id),
+      live.map((c) => c.relay_id),
+      live.map((c) => c.seq),
+      live.map((c) => c.final),
+      ...USAGE_COUNTERS.map((k) => live.map((c) => c[k])),
+    ]);
     result.advanced = written.rows.length;
     if (written.rows.length < live.length) await findForeign(sql, live, result.foreignAttachments);
 

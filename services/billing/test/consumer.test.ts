@@ -169,8 +169,8 @@ t.test('unknown sessions and unknown versions are acknowledged, not retried', as
   const h = await harness(t);
   const { consumer } = await startConsumer(h, testConfig(h));
   await publish(h.bus, [checkpoint('vs_missing', 'att_missing', 1, step(1000, 0, 0, 0))]);
-  const v2 = { ...checkpoint('vs_missing', 'att_x', 1, step(1, 0, 0, 0)), version: 2, extra: true };
-  await h.bus.js.publish(h.bus.subjects.usageCheckpoint('vs_missing'), JSON.stringify(v2), { msgID: 'v2' });
+  const v3 = { ...checkpoint('vs_missing', 'att_x', 1, step(1, 0, 0, 0)), version: 3, extra: true };
+  await h.bus.js.publish(h.bus.subjects.usageCheckpoint('vs_missing'), JSON.stringify(v3), { msgID: 'v3' });
   await h.bus.js.publish(
     h.bus.subjects.endRequested('vs_missing'),
     encodeMessage({

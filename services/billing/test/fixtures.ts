@@ -7,10 +7,10 @@ import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
 import { connectBus, type Bus } from '@s2s/bus';
 import type { Rate, UsageCheckpoint } from '@s2s/contract';
-import { newId, newTraceId, type AuthenticatedKey, type SessionRecord } from '@s2s/core';
+import { addUsage, newId, newTraceId, usageOf, ZERO_USAGE, type AuthenticatedKey, type SessionRecord, type Usage } from '@s2s/core';
 import { createSession, publishUsageCheckpoint } from '@s2s/sessions';
 import { createDb, type DbHandle } from '@s2s/db';
-import { checkLedgerInvariants, createTestDatabase, createWalletAndKey } from '@s2s/db/testing';
+import { checkLedgerInvariants, createTestDatabase, createWalletAndKey, insertCurrentRate } from '@s2s/db/testing';
 import { createLogger, type Logger } from '@s2s/telemetry';
 import { loadConfig, type BillingConfig } from '../src/config.js';
 import { createBillingConsumer, type BillingConsumer, type BillingDeps } from '../src/consumer.js';
@@ -19,7 +19,16 @@ export const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 /** 6 cents a minute of audio, 0.01 / 0.02 cents per input / output token, 0.5 cent relay fee. */
-export const TEST_RATE: Rate = { per_minute: 6000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 };
+export const TEST_RATE: Rate = {
+  per_minute: 6000,
+  audio_in_token: 10,
+  audio_out_token: 20,
+  text_in_token: 0,
+  text_out_token: 0,
+  cached_in_token: 0,
+  transcription_per_minute: 0,
+  relay_fee_milli_cents: 500,
+};
 /** preauthorizationCents(TEST_RATE, 10): 600 000 ms audio + 3000 in / 6000 out tokens + fee = 210 500 mc. */
 export const TEST_PREAUTH_CENTS = 211;
 
@@ -143,12 +152,7 @@ export async function createOwner(db: DbHandle, balanceCents = 10_000, rate: Rat
      VALUES ($1, 'Test', 'test', 'local', 'echo', true, true, $2, $3, $4)`,
     [modelId, capabilities, { input: format, output: format }, { input: ['audio'], output: ['audio'] }],
   );
-  await db.pool.query(
-    `INSERT INTO rate_snapshots (id, model_id, source, per_minute, audio_in_token, audio_out_token, relay_fee_milli_cents)
-     VALUES ($1, $2, 'upstream_derived', $3, $4, $5, $6)`,
-    [rateId, modelId, rate.per_minute, rate.audio_in_token, rate.audio_out_token, rate.relay_fee_milli_cents],
-  );
-  await db.pool.query(`UPDATE catalog_models SET current_rate_id = $1 WHERE id = $2`, [rateId, modelId]);
+  await insertCurrentRate(db.pool, { rateId, modelId, rate });
   return { walletId, key: { keyId, walletId }, secret, modelId };
 }
 
@@ -182,22 +186,18 @@ export async function attach(db: DbHandle, sessionId: string, relayId = 'relay-1
   return id;
 }
 
-export interface Counters {
-  audio_in_ms: number;
-  audio_out_ms: number;
-  input_audio_tokens: number;
-  output_audio_tokens: number;
-}
+/** A checkpoint's counters; those left out are 0. */
+export type Counters = Partial<Usage>;
 
 export function checkpoint(sessionId: string, attachmentId: string, seq: number, c: Counters, final = false): UsageCheckpoint {
   return {
     type: 'usage.checkpoint',
-    version: 1,
+    version: 2,
     session_id: sessionId,
     attachment_id: attachmentId,
     relay_id: 'relay-1',
     seq,
-    ...c,
+    ...usageOf(c),
     final,
     emitted_at: Date.now(),
   };
@@ -205,13 +205,10 @@ export function checkpoint(sessionId: string, attachmentId: string, seq: number,
 
 /** Cumulative checkpoints of one attachment: `steps` increments, seq 1..n, the last one `final` if asked. */
 export function history(sessionId: string, attachmentId: string, steps: Counters[], final = true): UsageCheckpoint[] {
-  const acc: Counters = { audio_in_ms: 0, audio_out_ms: 0, input_audio_tokens: 0, output_audio_tokens: 0 };
+  let acc: Usage = ZERO_USAGE;
   return steps.map((d, i) => {
-    acc.audio_in_ms += d.audio_in_ms;
-    acc.audio_out_ms += d.audio_out_ms;
-    acc.input_audio_tokens += d.input_audio_tokens;
-    acc.output_audio_tokens += d.output_audio_tokens;
-    return checkpoint(sessionId, attachmentId, i + 1, { ...acc }, final && i === steps.length - 1);
+    acc = addUsage(acc, usageOf(d));
+    return checkpoint(sessionId, attachmentId, i + 1, acc, final && i === steps.length - 1);
   });
 }
 

@@ -27,7 +27,16 @@ const attachmentHistory = (sessionId: string, attachmentId: string) =>
     )
     .chain((steps) =>
       fc.boolean().map((ended) => {
-        const acc = { audio_in_ms: 0, audio_out_ms: 0, input_audio_tokens: 0, output_audio_tokens: 0 };
+        const acc = {
+          audio_in_ms: 0,
+          audio_out_ms: 0,
+          input_audio_tokens: 0,
+          output_audio_tokens: 0,
+          input_text_tokens: 0,
+          cached_input_tokens: 0,
+          output_text_tokens: 0,
+          transcribed_ms: 0,
+        };
         return steps.map((d, i): UsageCheckpoint => {
           acc.audio_in_ms += d.audio_in_ms;
           acc.audio_out_ms += d.audio_out_ms;
@@ -35,7 +44,7 @@ const attachmentHistory = (sessionId: string, attachmentId: string) =>
           acc.output_audio_tokens += d.output_audio_tokens;
           return {
             type: 'usage.checkpoint',
-            version: 1,
+            version: 2,
             session_id: sessionId,
             attachment_id: attachmentId,
             relay_id: 'relay-1',
@@ -98,15 +107,13 @@ t.test('folding in pieces then again equals folding at once (batches are indepen
 t.test('same seq with different content folds to the same winner in any order', async (t) => {
   const base: UsageCheckpoint = {
     type: 'usage.checkpoint',
-    version: 1,
+    version: 2,
     session_id: 'vs_a',
     attachment_id: 'att_1',
     relay_id: 'r',
     seq: 4,
+    ...ZERO_USAGE,
     audio_in_ms: 100,
-    audio_out_ms: 0,
-    input_audio_tokens: 0,
-    output_audio_tokens: 0,
     final: false,
     emitted_at: 1,
   };
@@ -116,12 +123,48 @@ t.test('same seq with different content folds to the same winner in any order', 
 });
 
 t.test('session usage sums attachments; none is zero', async (t) => {
-  t.same(sessionUsage([]), { audio_in_ms: 0, audio_out_ms: 0, input_audio_tokens: 0, output_audio_tokens: 0 });
+  t.same(sessionUsage([]), {
+    audio_in_ms: 0,
+    audio_out_ms: 0,
+    input_audio_tokens: 0,
+    output_audio_tokens: 0,
+    input_text_tokens: 0,
+    cached_input_tokens: 0,
+    output_text_tokens: 0,
+    transcribed_ms: 0,
+  });
   t.same(
     sessionUsage([
-      { audio_in_ms: 1, audio_out_ms: 2, input_audio_tokens: 3, output_audio_tokens: 4 },
-      { audio_in_ms: 10, audio_out_ms: 20, input_audio_tokens: 30, output_audio_tokens: 40 },
+      {
+        audio_in_ms: 1,
+        audio_out_ms: 2,
+        input_audio_tokens: 3,
+        output_audio_tokens: 4,
+        input_text_tokens: 0,
+        cached_input_tokens: 0,
+        output_text_tokens: 0,
+        transcribed_ms: 0,
+      },
+      {
+        audio_in_ms: 10,
+        audio_out_ms: 20,
+        input_audio_tokens: 30,
+        output_audio_tokens: 40,
+        input_text_tokens: 0,
+        cached_input_tokens: 0,
+        output_text_tokens: 0,
+        transcribed_ms: 0,
+      },
     ]),
-    { audio_in_ms: 11, audio_out_ms: 22, input_audio_tokens: 33, output_audio_tokens: 44 },
+    {
+      audio_in_ms: 11,
+      audio_out_ms: 22,
+      input_audio_tokens: 33,
+      output_audio_tokens: 44,
+      input_text_tokens: 0,
+      cached_input_tokens: 0,
+      output_text_tokens: 0,
+      transcribed_ms: 0,
+    },
   );
 });

@@ -106,7 +106,16 @@ t.test('credits and key balances stop at 2^53-1 with 400; balances stay exact', 
 
 t.test('sessions on rates above 2^31 reserve and answer exact figures', async (t) => {
   const h = await startControlPlane(t);
-  const pricing = { per_minute: 2 ** 40, audio_in_token: 2 ** 31, audio_out_token: 2 ** 33, relay_fee_milli_cents: 2 ** 35 };
+  const pricing = {
+    per_minute: 2 ** 40,
+    audio_in_token: 2 ** 31,
+    audio_out_token: 2 ** 33,
+    text_in_token: 0,
+    text_out_token: 0,
+    cached_in_token: 0,
+    transcription_per_minute: 0,
+    relay_fee_milli_cents: 2 ** 35,
+  };
   const put = await api(h, 'PUT', '/admin/v1/models', { headers: adminHeaders, json: model(pricing) });
   t.equal(put.status, 200);
   const preauth = preauthorizationCents(pricing, 10);

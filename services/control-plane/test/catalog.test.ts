@@ -5,7 +5,17 @@ import { seedCatalog } from '../src/domain/catalog.js';
 import { createContext } from '../src/context.js';
 import { adminHeaders, api, createKey, createSession, startControlPlane, type Harness } from './helpers.js';
 
-const ECHO_PRICING = { per_minute: 1000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 };
+// The seeded rate: every field, the text, cached and transcription rates included (decisions.md).
+const ECHO_PRICING = {
+  per_minute: 1000,
+  audio_in_token: 10,
+  audio_out_token: 20,
+  text_in_token: 2,
+  text_out_token: 8,
+  cached_in_token: 1,
+  transcription_per_minute: 600,
+  relay_fee_milli_cents: 500,
+};
 
 async function snapshots(h: Harness, modelId: string) {
   const { rows } = await h.db.pool.query<{ id: string; per_minute: number; current: boolean }>(
@@ -153,6 +163,37 @@ t.test('PUT /admin/v1/models: create with defaults, then snapshot only on pricin
     ['acme/voice-1', 'local/echo-1'],
   );
   t.equal(list.body.data[0].pricing.rate_snapshot_id, repriced.body.pricing.rate_snapshot_id);
+});
+
+t.test('PUT /admin/v1/models: text, cached and transcription rates default to 0, are stored, shown and snapshotted', async (t) => {
+  const h = await startControlPlane(t);
+  const audio = { per_minute: 600, audio_in_token: 5, audio_out_token: 7, relay_fee_milli_cents: 100 };
+  const zero = { text_in_token: 0, text_out_token: 0, cached_in_token: 0, transcription_per_minute: 0 };
+  const created = await upsert(h, acme({ pricing: audio }));
+  t.equal(created.status, 200);
+  t.has(created.body.pricing, { ...audio, ...zero }, 'left out: 0, and shown');
+  const modality = { text_in_token: 3, text_out_token: 12, cached_in_token: 1, transcription_per_minute: 450 };
+  const repriced = await upsert(h, acme({ pricing: { ...audio, ...modality } }));
+  t.equal(repriced.status, 200);
+  t.has(repriced.body.pricing, { ...audio, ...modality });
+  t.not(repriced.body.pricing.rate_snapshot_id, created.body.pricing.rate_snapshot_id, 'a text rate change is a pricing change');
+  const again = await upsert(h, acme({ pricing: { ...audio, ...modality } }));
+  t.equal(again.body.pricing.rate_snapshot_id, repriced.body.pricing.rate_snapshot_id, 'unchanged: same snapshot');
+  const { rows } = await h.db.pool.query(
+    `SELECT text_in_token, text_out_token, cached_in_token, transcription_per_minute FROM rate_snapshots WHERE id = $1`,
+    [repriced.body.pricing.rate_snapshot_id],
+  );
+  t.same(rows, [modality], 'stored in the snapshot');
+  const listed = (await api(h, 'GET', '/v1/models')).body.data.find((m: { id: string }) => m.id === 'acme/voice-1');
+  t.has(listed.pricing, modality, 'the public catalog shows them');
+  for (const [field, value] of [
+    ['text_in_token', -1],
+    ['cached_in_token', 1.5],
+    ['transcription_per_minute', '10'],
+  ] as const) {
+    const bad = await upsert(h, acme({ pricing: { ...audio, [field]: value } }));
+    t.equal(bad.status, 400, `${field} = ${JSON.stringify(value)} is refused`);
+  }
 });
 
 t.test('listing follows enabled, approved and speech-to-speech; create follows the listing', async (t) => {

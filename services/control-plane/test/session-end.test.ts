@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { subscribeMessages } from '@s2s/bus';
 import { VoiceSession, type UsageCheckpoint } from '@s2s/contract';
-import { newId } from '@s2s/core';
+import { newId, USAGE_COUNTERS, usageOf, type Usage } from '@s2s/core';
 import { publishUsageCheckpoint } from '@s2s/sessions';
 import { createDb } from '@s2s/db';
 import { checkLedgerInvariants } from '@s2s/db/testing';
@@ -65,27 +65,21 @@ async function count(h: Harness, sql: string, values: unknown[] = []): Promise<n
 }
 
 /** What a relay does: an attachment row, then cumulative checkpoints, the last one `final` when told to stop. */
-async function relayAttachment(
-  h: Harness,
-  sessionId: string,
-  total: Omit<UsageCheckpoint, 'type' | 'version' | 'session_id' | 'attachment_id' | 'relay_id' | 'seq' | 'final' | 'emitted_at'>,
-) {
+async function relayAttachment(h: Harness, sessionId: string, partial: Partial<Usage>) {
   const id = newId('att');
+  const total = usageOf(partial);
   await h.db.pool.query(`INSERT INTO session_attachments (id, session_id, relay_id) VALUES ($1, $2, 'relay-t')`, [id, sessionId]);
   await h.db.pool.query(`UPDATE voice_sessions SET status = 'active', activated_at = now(), last_activity_at = now() WHERE id = $1`, [
     sessionId,
   ]);
   const cp = (seq: number, share: number, final: boolean): UsageCheckpoint => ({
     type: 'usage.checkpoint',
-    version: 1,
+    version: 2,
     session_id: sessionId,
     attachment_id: id,
     relay_id: 'relay-t',
     seq,
-    audio_in_ms: total.audio_in_ms * share,
-    audio_out_ms: total.audio_out_ms * share,
-    input_audio_tokens: total.input_audio_tokens * share,
-    output_audio_tokens: total.output_audio_tokens * share,
+    ...(Object.fromEntries(USAGE_COUNTERS.map((k) => [k, total[k] * share])) as Record<keyof Usage, number>),
     final,
     emitted_at: Date.now(),
   });

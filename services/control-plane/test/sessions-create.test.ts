@@ -110,12 +110,23 @@ t.test('the preauthorization follows config and the current rate snapshot', asyn
   });
   const key = await createKey(h, 100_000);
   const first = await createSession(h, key.key);
-  const seedRate = { per_minute: 1000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 };
+  const seedRate = {
+    per_minute: 1000,
+    audio_in_token: 10,
+    audio_out_token: 20,
+    text_in_token: 2,
+    text_out_token: 8,
+    cached_in_token: 1,
+    transcription_per_minute: 600,
+    relay_fee_milli_cents: 500,
+  };
   t.equal(first.body.billing.preauthorized_cents, preauthorizationCents(seedRate, 2));
   t.equal(first.body.expires_at - first.body.created_at, 30);
 
   // A price change between two creates: the next session snapshots the new rate (no stale in-process guess).
-  const newRate = { per_minute: 6000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 };
+  // The text, cached and transcription rates are left out: PUT takes them as 0.
+  const newRateInput = { per_minute: 6000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 };
+  const newRate = { ...newRateInput, text_in_token: 0, text_out_token: 0, cached_in_token: 0, transcription_per_minute: 0 };
   const put = await api(h, 'PUT', '/admin/v1/models', {
     headers: adminHeaders,
     json: {
@@ -126,10 +137,11 @@ t.test('the preauthorization follows config and the current rate snapshot', asyn
       provider_model: 'echo-1',
       enabled: true,
       approved: true,
-      pricing: newRate,
+      pricing: newRateInput,
     },
   });
   t.equal(put.status, 200);
+  t.has(put.body.pricing, newRate, 'the rates left out are 0');
   const second = await createSession(h, key.key);
   t.equal(second.status, 201);
   t.equal(second.body.usage.rate_snapshot_id, put.body.pricing.rate_snapshot_id);

@@ -89,7 +89,16 @@ t.test('model defaults come from the provider; an unknown provider must state ca
     provider_model: 'x',
     enabled: true,
     approved: true,
-    pricing: { per_minute: 1, audio_in_token: 2, audio_out_token: 3, relay_fee_milli_cents: 4 },
+    pricing: {
+      per_minute: 1,
+      audio_in_token: 2,
+      audio_out_token: 3,
+      text_in_token: 0,
+      text_out_token: 0,
+      cached_in_token: 0,
+      transcription_per_minute: 0,
+      relay_fee_milli_cents: 4,
+    },
   };
   const m = withModelDefaults(base);
   t.same(m.capabilities, {
@@ -136,6 +145,10 @@ t.test('a catalog row maps to the public model with legacy aliases and no routin
     per_minute: 1000,
     audio_in_token: 10,
     audio_out_token: 20,
+    text_in_token: 2,
+    text_out_token: 8,
+    cached_in_token: 1,
+    transcription_per_minute: 600,
     relay_fee_milli_cents: 500,
     rate_snapshot_id: 'rate_abc',
   });

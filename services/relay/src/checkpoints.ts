@@ -1,6 +1,6 @@
 import { encodeMessage, type Bus, type MsgHdrs } from '@s2s/bus';
 import type { UsageCheckpoint } from '@s2s/contract';
-import type { Usage } from '@s2s/core';
+import { sameUsage, type Usage } from '@s2s/core';
 import { publishUsageCheckpoint } from '@s2s/sessions';
 import type { Context, Logger } from '@s2s/telemetry';
 import { backoffMs, sleep } from './backoff.js';
@@ -227,7 +227,7 @@ export class Checkpointer {
   private message(t: Tracked, u: Usage, final: boolean): UsageCheckpoint {
     return {
       type: 'usage.checkpoint',
-      version: 1,
+      version: 2,
       session_id: t.source.sessionId,
       attachment_id: t.source.attachmentId,
       relay_id: this.deps.relayId,
@@ -235,7 +235,11 @@ export class Checkpointer {
       audio_in_ms: u.audio_in_ms,
       audio_out_ms: u.audio_out_ms,
       input_audio_tokens: u.input_audio_tokens,
+      input_text_tokens: u.input_text_tokens,
+      cached_input_tokens: u.cached_input_tokens,
       output_audio_tokens: u.output_audio_tokens,
+      output_text_tokens: u.output_text_tokens,
+      transcribed_ms: u.transcribed_ms,
       final,
       emitted_at: Date.now(),
     };
@@ -260,13 +264,4 @@ export class Checkpointer {
     t.sent = u;
     t.acked = false;
   }
-}
-
-function sameUsage(a: Usage, b: Usage): boolean {
-  return (
-    a.audio_in_ms === b.audio_in_ms &&
-    a.audio_out_ms === b.audio_out_ms &&
-    a.input_audio_tokens === b.input_audio_tokens &&
-    a.output_audio_tokens === b.output_audio_tokens
-  );
 }

@@ -230,7 +230,16 @@ t.test('checkpoints: cumulative, seq 1, 2, 3 … while audio flows, then one fin
 
 t.test('budget: at the preauthorization the relay stops, says budget_exhausted, ends the session, closes 1000', async (t) => {
   const env = await setupRelay(t);
-  const rate = { per_minute: 100_000, audio_in_token: 0, audio_out_token: 0, relay_fee_milli_cents: 0 };
+  const rate = {
+    per_minute: 100_000,
+    audio_in_token: 0,
+    audio_out_token: 0,
+    text_in_token: 0,
+    text_out_token: 0,
+    cached_in_token: 0,
+    transcription_per_minute: 0,
+    relay_fee_milli_cents: 0,
+  };
   const model = await createModel(env.db, { id: 'local/pricey', providerModel: 'echo-stream', rate });
   const key = await createKey(env.db, 10_000);
   // 2 cents: what 601..1200 ms of audio (in + out) cost at 100 cents a minute.

@@ -5,7 +5,7 @@ import { REALTIME_PROTOCOL, type BusMessage, type Rate, type UsageCheckpoint } f
 import { newId, type SessionRecord } from '@s2s/core';
 import { createSession } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
-import { createTestDatabase, createWalletAndKey } from '@s2s/db/testing';
+import { createTestDatabase, createWalletAndKey, insertCurrentRate } from '@s2s/db/testing';
 import { pcmFrames, pcmSilence, pcmTone, startLocalProvider, type LocalProvider, type ReceivedClientEvent } from '@s2s/local-provider';
 import { createLogger, createMetrics, type Metrics } from '@s2s/telemetry';
 import WebSocket from 'ws';
@@ -144,7 +144,16 @@ export async function createKey(db: DbHandle, balanceCents: number, opts: { revo
   return createWalletAndKey(db.pool, { balanceCents, ...opts });
 }
 
-export const DEFAULT_RATE: Rate = { per_minute: 1000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 };
+export const DEFAULT_RATE: Rate = {
+  per_minute: 1000,
+  audio_in_token: 10,
+  audio_out_token: 20,
+  text_in_token: 2,
+  text_out_token: 8,
+  cached_in_token: 1,
+  transcription_per_minute: 600,
+  relay_fee_milli_cents: 500,
+};
 
 const CAPABILITIES = {
   speech_to_speech: true,
@@ -178,12 +187,7 @@ export async function createModel(
       JSON.stringify({ input: ['audio'], output: ['audio'] }),
     ],
   );
-  await db.pool.query(
-    `INSERT INTO rate_snapshots (id, model_id, source, per_minute, audio_in_token, audio_out_token, relay_fee_milli_cents)
-     VALUES ($1, $2, 'upstream_derived', $3, $4, $5, $6)`,
-    [rateId, opts.id, rate.per_minute, rate.audio_in_token, rate.audio_out_token, rate.relay_fee_milli_cents],
-  );
-  await db.pool.query('UPDATE catalog_models SET current_rate_id = $1 WHERE id = $2', [rateId, opts.id]);
+  await insertCurrentRate(db.pool, { rateId, modelId: opts.id, rate });
   return { id: opts.id, rateId, rate };
 }
 

@@ -84,7 +84,16 @@ t.test('upstream turn events become client events with our ids', async (t) => {
   t.ok(r.expectingResponse, 'speech stopped: a response follows');
   t.same(r.clientEventFor({ type: 'response_created', responseId: 'up_1' }), { type: 'response.created', responseId: 'resp_1' });
   t.equal(r.clientEventFor({ type: 'audio_done', responseId: 'up_1' }), null, 'audio_done is placed by the agent session');
-  const usage = { audio_in_ms: 1, audio_out_ms: 2, input_audio_tokens: 3, output_audio_tokens: 4 };
+  const usage = {
+    audio_in_ms: 1,
+    audio_out_ms: 2,
+    input_audio_tokens: 3,
+    output_audio_tokens: 4,
+    input_text_tokens: 0,
+    cached_input_tokens: 0,
+    output_text_tokens: 0,
+    transcribed_ms: 0,
+  };
   t.same(r.clientEventFor({ type: 'response_done', responseId: 'up_1', status: 'completed', tokens: null, metered: usage }), {
     type: 'response.done',
     responseId: 'resp_1',

@@ -9,8 +9,8 @@ import {
   type Rate,
   type UpsertModelRequest,
 } from '@s2s/contract';
-import { errors, newId } from '@s2s/core';
-import { withTransaction, type Sql } from '@s2s/db';
+import { errors, newId, RATE_FIELDS } from '@s2s/core';
+import { rateColumns, rateFromRow, withTransaction, type Sql } from '@s2s/db';
 import type { AppContext } from '../context.js';
 
 /** `pricing.source` of operator-set rates: selling rates derived from the upstream provider's cost. */
@@ -34,6 +34,21 @@ export const PROVIDER_CAPABILITIES: Readonly<Record<string, Capabilities>> = Obj
   gemini: FULL_DUPLEX,
 });
 
+/**
+ * The seeded selling rate, milli-cents: audio tokens as before; text tokens a fifth (in) and two fifths (out)
+ * of the audio rates, cached input a tenth of text input (at least 1), transcription 0.6 cents a minute.
+ */
+const SEED_PRICING: Rate = Object.freeze({
+  per_minute: 1000,
+  audio_in_token: 10,
+  audio_out_token: 20,
+  text_in_token: 2,
+  text_out_token: 8,
+  cached_in_token: 1,
+  transcription_per_minute: 600,
+  relay_fee_milli_cents: 500,
+});
+
 /** The default catalog: one approved model on the local simulator and one registered but not approved. */
 export const SEED_MODELS: readonly UpsertModelRequest[] = Object.freeze([
   {
@@ -44,7 +59,7 @@ export const SEED_MODELS: readonly UpsertModelRequest[] = Object.freeze([
     provider_model: 'echo-1',
     enabled: true,
     approved: true,
-    pricing: { per_minute: 1000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 },
+    pricing: SEED_PRICING,
   },
   {
     id: 'local/unapproved-1',
@@ -54,12 +69,12 @@ export const SEED_MODELS: readonly UpsertModelRequest[] = Object.freeze([
     provider_model: 'unapproved-1',
     enabled: true,
     approved: false,
-    pricing: { per_minute: 1000, audio_in_token: 10, audio_out_token: 20, relay_fee_milli_cents: 500 },
+    pricing: SEED_PRICING,
   },
 ]);
 
 /** A catalog model joined with its current rate snapshot, as SQL returns it. */
-export interface CatalogRow {
+export interface CatalogRow extends Rate {
   id: string;
   display_name: string;
   owned_by: string;
@@ -73,16 +88,12 @@ export interface CatalogRow {
   created_at: Date;
   rate_id: string;
   source: string;
-  per_minute: number;
-  audio_in_token: number;
-  audio_out_token: number;
-  relay_fee_milli_cents: number;
 }
 
 const CATALOG_SELECT = `
   SELECT m.id, m.display_name, m.owned_by, m.provider, m.provider_model, m.enabled, m.approved,
          m.capabilities, m.audio, m.modalities, m.created_at,
-         r.id AS rate_id, r.source, r.per_minute, r.audio_in_token, r.audio_out_token, r.relay_fee_milli_cents
+         r.id AS rate_id, r.source, ${rateColumns('r')}
     FROM catalog_models m
     JOIN rate_snapshots r ON r.id = m.current_rate_id`;
 
@@ -111,10 +122,7 @@ export function toModel(row: CatalogRow): Model {
       source: row.source,
       currency: 'cent',
       unit: 'milli_cents',
-      per_minute: row.per_minute,
-      audio_in_token: row.audio_in_token,
-      audio_out_token: row.audio_out_token,
-      relay_fee_milli_cents: row.relay_fee_milli_cents,
+      ...rateFromRow(row),
       rate_snapshot_id: row.rate_id,
     },
     name: row.display_name,
@@ -144,12 +152,7 @@ export async function listModels({ ctx }: { ctx: Pick<AppContext, 'db'> }): Prom
 }
 
 function sameRate(a: Rate, b: Rate): boolean {
-  return (
-    a.per_minute === b.per_minute &&
-    a.audio_in_token === b.audio_in_token &&
-    a.audio_out_token === b.audio_out_token &&
-    a.relay_fee_milli_cents === b.relay_fee_milli_cents
-  );
+  return RATE_FIELDS.every((f) => a[f] === b[f]);
 }
 
 /** Fills the optional parts of an operator's model with the provider's defaults (decisions.md). */
@@ -185,7 +188,7 @@ function jsonColumns(m: Required<UpsertModelRequest>): string[] {
 /** Makes `pricing` the model's current rate; a new immutable snapshot only when it differs. */
 async function applyPricing(tx: Sql, modelId: string, pricing: Rate): Promise<void> {
   const { rows } = await tx.query<Rate & { id: string; source: string }>(
-    `SELECT r.id, r.source, r.per_minute, r.audio_in_token, r.audio_out_token, r.relay_fee_milli_cents
+    `SELECT r.id, r.source, ${rateColumns('r')}
        FROM catalog_models m JOIN rate_snapshots r ON r.id = m.current_rate_id
       WHERE m.id = $1`,
     [modelId],
@@ -194,9 +197,9 @@ async function applyPricing(tx: Sql, modelId: string, pricing: Rate): Promise<vo
   if (current && current.source === PRICING_SOURCE && sameRate(current, pricing)) return;
   const rateId = newId('rate');
   await tx.query(
-    `INSERT INTO rate_snapshots (id, model_id, source, per_minute, audio_in_token, audio_out_token, relay_fee_milli_cents)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [rateId, modelId, PRICING_SOURCE, pricing.per_minute, pricing.audio_in_token, pricing.audio_out_token, pricing.relay_fee_milli_cents],
+    `INSERT INTO rate_snapshots (id, model_id, source, ${RATE_FIELDS.join(', ')})
+     VALUES ($1, $2, $3, ${RATE_FIELDS.map((_, i) => `$${i + 4}`).join(', ')})`,
+    [rateId, modelId, PRICING_SOURCE, ...RATE_FIELDS.map((f) => pricing[f])],
   );
   await tx.query('UPDATE catalog_models SET current_rate_id = $2, updated_at = now() WHERE id = $1', [modelId, rateId]);
 }

@@ -1,19 +1,21 @@
 import type { Rate } from '@s2s/contract';
-import { billedCents, type Usage } from '@s2s/core';
+import { addUsage, SCALED_COST_PER_CENT, scaledCost, scaledCostIfSafe, type Usage } from '@s2s/core';
 
 /** Where a session's running cost stands against its preauthorization. */
 export type BudgetState = 'under' | 'reached' | 'over';
 
-const SCALE = 60_000_000; // billedCents divides the scaled cost by 60000 * 1000 once, at the end.
-const EXACT_LIMIT = 2 ** 52;
-
 /**
- * The running cost of one session (earlier attachments + this one) against its preauthorization, with core
- * billedCents as the only formula. Per frame it takes a float screen of the same scaled cost, exact for
- * integers below 2^53, and asks the BigInt formula only near the limit.
+ * The running cost of one session (earlier attachments + this one), every usage counter priced, against
+ * its preauthorization, with core's scaled cost (billed_cents = ceil(scaled / 60_000_000)) as the only
+ * formula. Integer arithmetic throughout: plain numbers while every intermediate is provably exact, BigInt
+ * beyond 2^53, so the state never depends on float rounding.
  */
 export class Budget {
-  private readonly reachedAbove: number;
+  /** ceil(x / S) >= p  <=>  x > (p - 1) * S, and ceil(x / S) > p  <=>  x > p * S. */
+  private readonly reachedAbove: bigint;
+  private readonly overAbove: bigint;
+  /** The same bounds as numbers when exact (else null: always take the BigInt path). */
+  private readonly reachedAboveNumber: number | null;
 
   constructor(
     private readonly rate: Rate,
@@ -21,27 +23,21 @@ export class Budget {
     /** Usage already folded from this session's earlier attachments. */
     private readonly prior: Usage,
   ) {
-    // ceil(x / SCALE) >= p  <=>  x > (p - 1) * SCALE; a margin keeps the screen clear of float edges.
-    this.reachedAbove = (preauthorizedCents - 1) * SCALE - 1000;
+    const p = BigInt(preauthorizedCents);
+    this.reachedAbove = (p - 1n) * SCALED_COST_PER_CENT;
+    this.overAbove = p * SCALED_COST_PER_CENT;
+    const n = Number(this.reachedAbove);
+    this.reachedAboveNumber = Number.isSafeInteger(n) && BigInt(n) === this.reachedAbove ? n : null;
   }
 
   /** The state if `usage` of this attachment had `extraInMs` more input audio. */
   check(usage: Usage, extraInMs = 0): BudgetState {
-    const inMs = this.prior.audio_in_ms + usage.audio_in_ms + extraInMs;
-    const outMs = this.prior.audio_out_ms + usage.audio_out_ms;
-    const inTokens = this.prior.input_audio_tokens + usage.input_audio_tokens;
-    const outTokens = this.prior.output_audio_tokens + usage.output_audio_tokens;
-    const r = this.rate;
-    const fee = inMs + outMs > 0 ? r.relay_fee_milli_cents : 0;
-    const scaled = r.per_minute * (inMs + outMs) + 60_000 * (r.audio_in_token * inTokens + r.audio_out_token * outTokens + fee);
-    if (scaled <= this.reachedAbove && scaled < EXACT_LIMIT) return 'under';
-    const cents = billedCents(r, {
-      audio_in_ms: inMs,
-      audio_out_ms: outMs,
-      input_audio_tokens: inTokens,
-      output_audio_tokens: outTokens,
-    });
-    if (cents < this.preauthorizedCents) return 'under';
-    return cents === this.preauthorizedCents ? 'reached' : 'over';
+    const total = addUsage(this.prior, usage);
+    total.audio_in_ms += extraInMs;
+    const fast = scaledCostIfSafe(this.rate, total);
+    if (fast !== null && this.reachedAboveNumber !== null && fast <= this.reachedAboveNumber) return 'under';
+    const scaled = scaledCost(this.rate, total);
+    if (scaled <= this.reachedAbove) return 'under';
+    return scaled <= this.overAbove ? 'reached' : 'over';
   }
 }

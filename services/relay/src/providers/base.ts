@@ -1,4 +1,4 @@
-import { BYTES_PER_MS, type Usage } from '@s2s/core';
+import { BYTES_PER_MS, usageOf, type Usage } from '@s2s/core';
 import type { Logger } from '@s2s/telemetry';
 import { UpstreamError, isUpstreamError } from './errors.js';
 import type { NewItem, ResponseOptions, SessionSettings, TokenReport } from '../agent-model.js';
@@ -195,12 +195,12 @@ export class UsageMeter {
     const tokens = reported ?? this.estimate(audioIn, audioOut);
     this.inputTokens += tokens.input_audio_tokens;
     this.outputTokens += tokens.output_audio_tokens;
-    return {
+    return usageOf({
       audio_in_ms: audioIn,
       audio_out_ms: audioOut,
       input_audio_tokens: tokens.input_audio_tokens,
       output_audio_tokens: tokens.output_audio_tokens,
-    };
+    });
   }
 
   /**
@@ -214,12 +214,12 @@ export class UsageMeter {
   }
 
   usage(): Usage {
-    return {
+    return usageOf({
       audio_in_ms: Math.floor(this.inBytes / BYTES_PER_MS),
       audio_out_ms: Math.floor(this.outBytes / BYTES_PER_MS),
       input_audio_tokens: this.inputTokens,
       output_audio_tokens: this.outputTokens,
-    };
+    });
   }
 
   private estimate(inMs: number, outMs: number): UpstreamTokenUsage {
