@@ -82,7 +82,7 @@ t.test('the whole lifecycle: key, session, attach, talk, end, a wallet settled t
   t.equal((await client.next()).type, 'conversation.created');
   const done = await talk(client);
   t.equal(done.response.status, 'completed');
-  t.same(done.response.usage, { audio_in_ms: 1500, audio_out_ms: 1000, input_audio_tokens: 15, output_audio_tokens: 20 });
+  t.same(done.response.usage, usageOf({ audio_in_ms: 1500, audio_out_ms: 1000, input_audio_tokens: 15, output_audio_tokens: 20 }));
 
   const active = await api<VoiceSession>(stack, 'GET', `/v1/voice/sessions/${session.id}`, { key: key.key });
   t.equal(active.body.status, 'active');
@@ -127,7 +127,7 @@ t.test('the legacy path: create on attach, Deprecation: true, ended and settled 
   t.equal(client.headers['deprecation'], 'true');
   const session = VoiceSession.parse((await client.next('session.created')).session);
   const done = await talk(client);
-  t.same(done.response.usage, { audio_in_ms: 1500, audio_out_ms: 1000, input_audio_tokens: 15, output_audio_tokens: 20 });
+  t.same(done.response.usage, usageOf({ audio_in_ms: 1500, audio_out_ms: 1000, input_audio_tokens: 15, output_audio_tokens: 20 }));
   await client.close();
 
   const expected = billedCents(RATE, {

@@ -423,11 +423,16 @@ export const FunctionCallArgumentsDoneEvent = z.strictObject({
 });
 
 /** Per-response usage, server-measured (decisions.md, Realtime). */
+/** Every usage counter of one response (decisions.md, "Usage and price by modality"). */
 export const ResponseUsage = z.strictObject({
   audio_in_ms: NonNegInt,
   audio_out_ms: NonNegInt,
   input_audio_tokens: NonNegInt,
+  input_text_tokens: NonNegInt,
+  cached_input_tokens: NonNegInt,
   output_audio_tokens: NonNegInt,
+  output_text_tokens: NonNegInt,
+  transcribed_ms: NonNegInt,
 });
 export type ResponseUsage = z.infer<typeof ResponseUsage>;
 

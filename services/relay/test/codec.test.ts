@@ -238,7 +238,16 @@ t.test('svc-realtime-v1 encode: every internal server event is a valid ServerEve
       type: 'response.done',
       responseId: 'resp_1',
       status: 'cancelled',
-      usage: { audio_in_ms: 1, audio_out_ms: 2, input_audio_tokens: 3, output_audio_tokens: 4 },
+      usage: {
+        audio_in_ms: 1,
+        audio_out_ms: 2,
+        input_audio_tokens: 3,
+        input_text_tokens: 5,
+        cached_input_tokens: 6,
+        output_audio_tokens: 4,
+        output_text_tokens: 7,
+        transcribed_ms: 8,
+      },
     },
     { type: 'error', code: 'input_audio_buffer_commit_empty', message: 'm', clientEventId: 'c1' },
     { type: 'error', code: 'response_cancel_not_active', message: 'm' },
@@ -251,6 +260,12 @@ t.test('svc-realtime-v1 encode: every internal server event is a valid ServerEve
     t.notOk(seen.has(json.event_id), 'fresh event id');
     seen.add(json.event_id);
   }
+  const done = JSON.parse(c.encode(events[7] as InternalServerEvent).toString());
+  t.same(
+    done.response.usage,
+    (events[7] as Extract<InternalServerEvent, { type: 'response.done' }>).usage,
+    'response.done carries every usage counter',
+  );
   const delta = JSON.parse(c.encode(events[5] as InternalServerEvent).toString());
   t.equal(delta.response_id, 'resp_"2', 'the quoted id follows the response');
   t.equal(JSON.parse(c.encode(events[1] as InternalServerEvent).toString()).audio_start_ms, 12);

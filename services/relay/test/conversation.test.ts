@@ -1,6 +1,6 @@
 import t from 'tap';
 import { ResponseDoneEvent, ServerEvent } from '@s2s/contract';
-import { billedCents } from '@s2s/core';
+import { billedCents, usageOf } from '@s2s/core';
 import {
   attach,
   attachUrl,
@@ -63,7 +63,7 @@ t.test('a full turn with the simulator: VAD events, the answer equals the speech
       const done = ResponseDoneEvent.parse(e);
       t.equal(done.response.id, responseId);
       t.equal(done.response.status, 'completed');
-      t.same(done.response.usage, { audio_in_ms: 1500, audio_out_ms: 1000, input_audio_tokens: 15, output_audio_tokens: 20 });
+      t.same(done.response.usage, usageOf({ audio_in_ms: 1500, audio_out_ms: 1000, input_audio_tokens: 15, output_audio_tokens: 20 }));
       break;
     } else {
       t.fail(`unexpected ${e.type}`);
@@ -148,7 +148,7 @@ t.test('control events reach the upstream: session.update, commit, response.crea
   const first = ResponseDoneEvent.parse(await client.next('response.done'));
   t.same(
     first.response.usage,
-    { audio_in_ms: 600, audio_out_ms: 400, input_audio_tokens: 6, output_audio_tokens: 8 },
+    usageOf({ audio_in_ms: 600, audio_out_ms: 400, input_audio_tokens: 6, output_audio_tokens: 8 }),
     'the shorter silence ended the turn',
   );
   t.match(forwarded('session.update').at(-1), {

@@ -1,7 +1,7 @@
-import { BYTES_PER_MS, usageOf, type Usage } from '@s2s/core';
+import { addUsage, BYTES_PER_MS, ZERO_USAGE, type Usage } from '@s2s/core';
 import type { Logger } from '@s2s/telemetry';
 import { UpstreamError, isUpstreamError } from './errors.js';
-import type { NewItem, ResponseOptions, SessionSettings, TokenReport } from '../agent-model.js';
+import { ZERO_TOKENS, type NewItem, type ResponseOptions, type SessionSettings, type TokenReport } from '../agent-model.js';
 import type {
   MeteredUpstream,
   ProviderAdapter,
@@ -11,7 +11,7 @@ import type {
   UpstreamTokenUsage,
 } from './types.js';
 
-/** The audio part of a token report: what the metering counts until the usage counters grow by modality. */
+/** The audio part of a token report (the shared adapter suite compares it with a fake's expected reply). */
 export function audioTokensOf(tokens: TokenReport | null): UpstreamTokenUsage | null {
   return tokens ? { input_audio_tokens: tokens.inputAudioTokens, output_audio_tokens: tokens.outputAudioTokens } : null;
 }
@@ -162,8 +162,8 @@ function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
 export class UsageMeter {
   private inBytes = 0;
   private outBytes = 0;
-  private inputTokens = 0;
-  private outputTokens = 0;
+  /** The token counters (and transcribed_ms) of every response closed so far. */
+  private reported: Usage = ZERO_USAGE;
   /** Cumulative ms at the previous response_done (or settlement). */
   private inMsMark = 0;
   private outMsMark = 0;
@@ -183,8 +183,12 @@ export class UsageMeter {
     this.responseOpen = true;
   }
 
-  /** Closes the books on one response: its audio since the previous one and its tokens. */
-  responseDone(reported: UpstreamTokenUsage | null): Usage {
+  /**
+   * Closes the books on one response: its audio since the previous one and every counter of the provider's
+   * report (decisions.md "Usage and price by modality": none is dropped), or the adapter's audio ratio when
+   * it reported none.
+   */
+  responseDone(tokens: TokenReport | null): Usage {
     this.responseOpen = false;
     const inMs = Math.floor(this.inBytes / BYTES_PER_MS);
     const outMs = Math.floor(this.outBytes / BYTES_PER_MS);
@@ -192,15 +196,19 @@ export class UsageMeter {
     const audioOut = outMs - this.outMsMark;
     this.inMsMark = inMs;
     this.outMsMark = outMs;
-    const tokens = reported ?? this.estimate(audioIn, audioOut);
-    this.inputTokens += tokens.input_audio_tokens;
-    this.outputTokens += tokens.output_audio_tokens;
-    return usageOf({
+    const t = tokens ?? this.estimate(audioIn, audioOut);
+    const response: Usage = {
       audio_in_ms: audioIn,
       audio_out_ms: audioOut,
-      input_audio_tokens: tokens.input_audio_tokens,
-      output_audio_tokens: tokens.output_audio_tokens,
-    });
+      input_audio_tokens: t.inputAudioTokens,
+      input_text_tokens: t.inputTextTokens,
+      cached_input_tokens: t.cachedInputTokens,
+      output_audio_tokens: t.outputAudioTokens,
+      output_text_tokens: t.outputTextTokens,
+      transcribed_ms: t.transcribedMs,
+    };
+    this.reported = addUsage(this.reported, { ...response, audio_in_ms: 0, audio_out_ms: 0 });
+    return response;
   }
 
   /**
@@ -213,19 +221,20 @@ export class UsageMeter {
     return this.responseDone(null);
   }
 
+  /** Cumulative: the audio measured so far and the counters of every response closed. */
   usage(): Usage {
-    return usageOf({
+    return {
+      ...this.reported,
       audio_in_ms: Math.floor(this.inBytes / BYTES_PER_MS),
       audio_out_ms: Math.floor(this.outBytes / BYTES_PER_MS),
-      input_audio_tokens: this.inputTokens,
-      output_audio_tokens: this.outputTokens,
-    });
+    };
   }
 
-  private estimate(inMs: number, outMs: number): UpstreamTokenUsage {
+  private estimate(inMs: number, outMs: number): TokenReport {
     return {
-      input_audio_tokens: Math.ceil(inMs / this.ratio.inputMsPerToken),
-      output_audio_tokens: Math.ceil(outMs / this.ratio.outputMsPerToken),
+      ...ZERO_TOKENS,
+      inputAudioTokens: Math.ceil(inMs / this.ratio.inputMsPerToken),
+      outputAudioTokens: Math.ceil(outMs / this.ratio.outputMsPerToken),
     };
   }
 }
@@ -268,7 +277,7 @@ class MeteredConnection implements MeteredUpstream {
         this.meter.addOutput(event.pcm.length);
         break;
       case 'response_done':
-        event = { ...event, metered: this.meter.responseDone(audioTokensOf(event.tokens)) };
+        event = { ...event, metered: this.meter.responseDone(event.tokens) };
         break;
       case 'closed':
         if (event.unexpected) {

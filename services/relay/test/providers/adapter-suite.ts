@@ -167,10 +167,15 @@ export function adapterSuite<H extends UpstreamHarness>(t: Test, spec: AdapterSu
       {
         audio_in_ms: 1000,
         audio_out_ms: Math.floor(expected.pcm.length / 48),
+        // Every counter of the provider's report is kept (decisions.md "Usage and price by modality").
         input_audio_tokens: expected.usage.input_audio_tokens,
+        input_text_tokens: done.tokens?.inputTextTokens ?? 0,
+        cached_input_tokens: done.tokens?.cachedInputTokens ?? 0,
         output_audio_tokens: expected.usage.output_audio_tokens,
+        output_text_tokens: done.tokens?.outputTextTokens ?? 0,
+        transcribed_ms: done.tokens?.transcribedMs ?? 0,
       },
-      'metered by the relay',
+      'metered by the relay: audio measured, every reported counter kept',
     );
     t.same(up.usage(), done.metered, 'cumulative equals the only response');
   });

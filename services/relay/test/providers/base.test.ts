@@ -1,4 +1,5 @@
 import t from 'tap';
+import { usageOf, ZERO_USAGE } from '@s2s/core';
 import { ZERO_TOKENS, type SessionSettings } from '../../src/agent-model.js';
 import {
   GEMINI_CAPABILITIES,
@@ -79,26 +80,72 @@ t.test('UsageMeter: per-response figures are differences of cumulative ones, so 
   m.addInput(4824); // 100.5 ms
   m.responseCreated();
   m.addOutput(2424); // 50.5 ms
-  const r1 = m.responseDone({ input_audio_tokens: 3, output_audio_tokens: 7 });
-  t.same(r1, { audio_in_ms: 100, audio_out_ms: 50, input_audio_tokens: 3, output_audio_tokens: 7 });
+  const r1 = m.responseDone({ ...ZERO_TOKENS, inputAudioTokens: 3, outputAudioTokens: 7 });
+  t.same(r1, usageOf({ audio_in_ms: 100, audio_out_ms: 50, input_audio_tokens: 3, output_audio_tokens: 7 }));
   m.addInput(24);
   m.responseCreated();
   m.addOutput(24);
   const r2 = m.responseDone(null);
-  t.same(r2, { audio_in_ms: 1, audio_out_ms: 1, input_audio_tokens: 1, output_audio_tokens: 1 }, 'the halves make whole ms; ratio tokens');
-  t.same(m.usage(), { audio_in_ms: 101, audio_out_ms: 51, input_audio_tokens: 4, output_audio_tokens: 8 });
+  t.same(
+    r2,
+    usageOf({ audio_in_ms: 1, audio_out_ms: 1, input_audio_tokens: 1, output_audio_tokens: 1 }),
+    'the halves make whole ms; ratio tokens',
+  );
+  t.same(m.usage(), usageOf({ audio_in_ms: 101, audio_out_ms: 51, input_audio_tokens: 4, output_audio_tokens: 8 }));
+});
+
+t.test('UsageMeter: every counter of a token report is kept, per response and cumulatively', async (t) => {
+  const m = new UsageMeter(RATIO);
+  m.addInput(48 * 2000);
+  m.responseCreated();
+  const report = {
+    inputAudioTokens: 20,
+    inputTextTokens: 300,
+    cachedInputTokens: 64,
+    outputAudioTokens: 0,
+    outputTextTokens: 12,
+    transcribedMs: 2000,
+  };
+  t.same(m.responseDone(report), {
+    audio_in_ms: 2000,
+    audio_out_ms: 0,
+    input_audio_tokens: 20,
+    input_text_tokens: 300,
+    cached_input_tokens: 64,
+    output_audio_tokens: 0,
+    output_text_tokens: 12,
+    transcribed_ms: 2000,
+  });
+  m.responseCreated();
+  m.addOutput(48 * 500);
+  t.same(m.responseDone({ ...report, inputAudioTokens: 0, transcribedMs: 0 }), {
+    audio_in_ms: 0,
+    audio_out_ms: 500,
+    input_audio_tokens: 0,
+    input_text_tokens: 300,
+    cached_input_tokens: 64,
+    output_audio_tokens: 0,
+    output_text_tokens: 12,
+    transcribed_ms: 0,
+  });
+  t.same(m.usage(), {
+    audio_in_ms: 2000,
+    audio_out_ms: 500,
+    input_audio_tokens: 20,
+    input_text_tokens: 600,
+    cached_input_tokens: 128,
+    output_audio_tokens: 0,
+    output_text_tokens: 24,
+    transcribed_ms: 2000,
+  });
 });
 
 t.test('UsageMeter: ratio fallback rounds each response up', async (t) => {
   const m = new UsageMeter({ inputMsPerToken: 100, outputMsPerToken: 50 });
   m.addInput(48 * 1001);
   m.addOutput(48 * 1001);
-  t.same(m.responseDone(null), { audio_in_ms: 1001, audio_out_ms: 1001, input_audio_tokens: 11, output_audio_tokens: 21 });
-  t.same(
-    m.responseDone(null),
-    { audio_in_ms: 0, audio_out_ms: 0, input_audio_tokens: 0, output_audio_tokens: 0 },
-    'nothing new, nothing billed',
-  );
+  t.same(m.responseDone(null), usageOf({ audio_in_ms: 1001, audio_out_ms: 1001, input_audio_tokens: 11, output_audio_tokens: 21 }));
+  t.same(m.responseDone(null), ZERO_USAGE, 'nothing new, nothing billed');
 });
 
 t.test('open: meters accepted input and provider output; fills metered on response_done', async (t) => {
@@ -125,7 +172,7 @@ t.test('open: meters accepted input and provider output; fills metered on respon
     responseId: 'r1',
     status: 'completed',
     tokens: { ...ZERO_TOKENS, inputAudioTokens: 5, outputAudioTokens: 9 },
-    metered: { audio_in_ms: 40, audio_out_ms: 102, input_audio_tokens: 5, output_audio_tokens: 9 },
+    metered: usageOf({ audio_in_ms: 40, audio_out_ms: 102, input_audio_tokens: 5, output_audio_tokens: 9 }),
   });
   adapter.emit({ type: 'response_created', responseId: 'r2' });
   adapter.emit({ type: 'audio_delta', responseId: 'r2', pcm: pcm(44) });
@@ -133,10 +180,10 @@ t.test('open: meters accepted input and provider output; fills metered on respon
   const done2 = events.filter((e) => e.type === 'response_done')[1];
   t.same(
     done2 && done2.type === 'response_done' && done2.metered,
-    { audio_in_ms: 0, audio_out_ms: 1, input_audio_tokens: 0, output_audio_tokens: 1 },
+    usageOf({ audio_in_ms: 0, audio_out_ms: 1, input_audio_tokens: 0, output_audio_tokens: 1 }),
     '4 + 44 leftover bytes make 1 ms; tokens by ratio',
   );
-  t.same(up.usage(), { audio_in_ms: 40, audio_out_ms: 103, input_audio_tokens: 5, output_audio_tokens: 10 });
+  t.same(up.usage(), usageOf({ audio_in_ms: 40, audio_out_ms: 103, input_audio_tokens: 5, output_audio_tokens: 10 }));
   up.commit();
   up.clear();
   up.createResponse();
@@ -161,7 +208,7 @@ t.test('a response cut off by the upstream dropping is reported failed and still
       responseId: 'r1',
       status: 'failed',
       tokens: null,
-      metered: { audio_in_ms: 300, audio_out_ms: 120, input_audio_tokens: 3, output_audio_tokens: 3 },
+      metered: usageOf({ audio_in_ms: 300, audio_out_ms: 120, input_audio_tokens: 3, output_audio_tokens: 3 }),
     },
     { type: 'closed', unexpected: true },
   ]);
@@ -180,7 +227,7 @@ t.test('close() mid-answer settles the answer at the ratio (a client leaving is 
   adapter.emit({ type: 'response_created', responseId: 'r1' });
   adapter.emit({ type: 'audio_delta', responseId: 'r1', pcm: pcm(48 * 250) });
   await up.close();
-  t.same(up.usage(), { audio_in_ms: 1000, audio_out_ms: 250, input_audio_tokens: 10, output_audio_tokens: 5 });
+  t.same(up.usage(), usageOf({ audio_in_ms: 1000, audio_out_ms: 250, input_audio_tokens: 10, output_audio_tokens: 5 }));
   t.notOk(
     events.some((e) => e.type === 'closed'),
     'the closed event of our own close is not relayed',
@@ -194,7 +241,7 @@ t.test('close() between responses adds no tokens', async (t) => {
   const up = await new ProviderBase(adapter).open(CONFIG, () => {}, signal());
   up.appendAudio(pcm(48 * 500));
   await up.close();
-  t.same(up.usage(), { audio_in_ms: 500, audio_out_ms: 0, input_audio_tokens: 0, output_audio_tokens: 0 });
+  t.same(up.usage(), usageOf({ audio_in_ms: 500, audio_out_ms: 0, input_audio_tokens: 0, output_audio_tokens: 0 }));
 });
 
 t.test('retries: transient failures are retried, then it connects', async (t) => {

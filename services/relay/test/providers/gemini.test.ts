@@ -1,3 +1,4 @@
+import { usageOf } from '@s2s/core';
 import { VoiceActivityType } from '@google/genai';
 import t, { type Test } from 'tap';
 import { pcmFrames, pcmTone } from '@s2s/local-provider';
@@ -183,7 +184,7 @@ t.test('gemini: no usage at all → response_done without usage, tokens by the 3
   up.createResponse();
   const done = await ev.wait('response_done');
   t.equal(done.tokens, null);
-  t.same(done.metered, { audio_in_ms: 500, audio_out_ms: 1000, input_audio_tokens: 16, output_audio_tokens: 32 });
+  t.same(done.metered, usageOf({ audio_in_ms: 500, audio_out_ms: 1000, input_audio_tokens: 16, output_audio_tokens: 32 }));
 });
 
 t.test(
@@ -228,11 +229,16 @@ t.test('gemini: a barge-in keeps the usage Gemini reports for the cancelled turn
   });
   // Gemini generated the whole second of audio before its turn ended: it bills all of it, and so do we.
   t.same(done.tokens, fakeGeminiTokens(500, 1000), 'by modality, the prompt text included');
+  const reported = fakeGeminiTokens(500, 1000);
   t.same(done.metered, {
     audio_in_ms: 500,
     audio_out_ms: 200,
     input_audio_tokens: geminiTokens(500),
+    input_text_tokens: reported.inputTextTokens,
+    cached_input_tokens: reported.cachedInputTokens,
     output_audio_tokens: geminiTokens(1000),
+    output_text_tokens: reported.outputTextTokens,
+    transcribed_ms: reported.transcribedMs,
   });
   t.equal(fake.messages.filter((m) => m.realtimeInput?.audioStreamEnd).length, 1, 'no cancel message went up: Gemini has none');
 });
@@ -580,12 +586,10 @@ t.test('gemini: a lost connection is resumed; the answer in flight is reported f
   const failed = await ev.wait('response_done');
   t.equal(failed.status, 'failed');
   t.equal(failed.tokens, null);
-  t.same(failed.metered, {
-    audio_in_ms: 400,
-    audio_out_ms: 200,
-    input_audio_tokens: geminiTokens(400),
-    output_audio_tokens: geminiTokens(200),
-  });
+  t.same(
+    failed.metered,
+    usageOf({ audio_in_ms: 400, audio_out_ms: 200, input_audio_tokens: geminiTokens(400), output_audio_tokens: geminiTokens(200) }),
+  );
   // The resumed session (as of the handle given at setup) gets the turn's input again, and answers it.
   const again = await ev.wait('response_done', (e) => e.responseId !== failed.responseId);
   t.equal(again.status, 'completed');

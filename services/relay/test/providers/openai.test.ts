@@ -1,3 +1,4 @@
+import { usageOf } from '@s2s/core';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
@@ -135,7 +136,11 @@ t.test('openai: beta event names are understood; speech events and usage are map
     { inputAudioTokens: 25, inputTextTokens: 5, cachedInputTokens: 0, outputAudioTokens: 20, outputTextTokens: 0, transcribedMs: 0 },
     'every modality',
   );
-  t.same(done.metered, { audio_in_ms: 0, audio_out_ms: 40, input_audio_tokens: 25, output_audio_tokens: 20 });
+  t.same(
+    done.metered,
+    usageOf({ audio_in_ms: 0, audio_out_ms: 40, input_audio_tokens: 25, input_text_tokens: 5, output_audio_tokens: 20 }),
+    'metered: every counter kept (the text tokens too)',
+  );
 });
 
 t.test('openai: an upstream error is relayed by code only; non-fatal while the socket stays, fatal when it closes', async (t) => {
