@@ -1,4 +1,4 @@
-import type { Capabilities, CreateSessionRequest, Rate, RealtimeSessionSettings } from '@s2s/contract';
+import type { Capabilities, CreateSessionRequest, RealtimeSessionSettings } from '@s2s/contract';
 import {
   AppError,
   errors,
