@@ -49,20 +49,12 @@ export type UsageCheckpoint = z.infer<typeof UsageCheckpoint>;
  * Version 1, audio counters only, as relays before issue 9 publish it. Consumers still read it during a
  * rolling upgrade (billing first, then relays): it parses into version 2 with the other counters 0.
  */
-export const UsageCheckpointV1 = z.strictObject({
-  type: z.literal('usage.checkpoint'),
-  version: z.literal(1),
-  session_id: SessionId,
-  attachment_id: z.string().min(1).max(128),
-  relay_id: z.string().min(1).max(128),
-  seq: z.int().positive(),
-  audio_in_ms: NonNegInt,
-  audio_out_ms: NonNegInt,
-  input_audio_tokens: NonNegInt,
-  output_audio_tokens: NonNegInt,
-  final: z.boolean(),
-  emitted_at: NonNegInt,
-});
+export const UsageCheckpointV1 = UsageCheckpoint.omit({
+  input_text_tokens: true,
+  cached_input_tokens: true,
+  output_text_tokens: true,
+  transcribed_ms: true,
+}).extend({ version: z.literal(1) });
 export type UsageCheckpointV1 = z.infer<typeof UsageCheckpointV1>;
 
 export const UsageCheckpointFromV1 = UsageCheckpointV1.transform((c): UsageCheckpoint => ({

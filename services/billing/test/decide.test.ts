@@ -1,3 +1,4 @@
+import { ZERO_USAGE } from '@s2s/core';
 import t from 'tap';
 import { BACKLOG_FLOOR_MS, decideEnd, isLastDelivery, relayState, retryDelayMs, settledStatus, type EndState } from '../src/decide.js';
 
@@ -93,16 +94,7 @@ t.test('deliveries run short: the last but one waits out the whole bound, the la
 });
 
 t.test('a session settled cancelled whose attachments show accepted input is completed', async (t) => {
-  const none = {
-    audio_in_ms: 0,
-    audio_out_ms: 0,
-    input_audio_tokens: 0,
-    output_audio_tokens: 0,
-    input_text_tokens: 0,
-    cached_input_tokens: 0,
-    output_text_tokens: 0,
-    transcribed_ms: 0,
-  };
+  const none = { ...ZERO_USAGE };
   t.equal(settledStatus('cancelled', none), 'cancelled', 'no input: the client ended a ready session');
   t.equal(settledStatus('cancelled', { ...none, audio_in_ms: 7200 }), 'completed', 'the lost activation');
   t.equal(settledStatus('cancelled', { ...none, input_audio_tokens: 1 }), 'completed');

@@ -27,16 +27,7 @@ const attachmentHistory = (sessionId: string, attachmentId: string) =>
     )
     .chain((steps) =>
       fc.boolean().map((ended) => {
-        const acc = {
-          audio_in_ms: 0,
-          audio_out_ms: 0,
-          input_audio_tokens: 0,
-          output_audio_tokens: 0,
-          input_text_tokens: 0,
-          cached_input_tokens: 0,
-          output_text_tokens: 0,
-          transcribed_ms: 0,
-        };
+        const acc = { ...ZERO_USAGE };
         return steps.map((d, i): UsageCheckpoint => {
           acc.audio_in_ms += d.audio_in_ms;
           acc.audio_out_ms += d.audio_out_ms;
