@@ -1,6 +1,6 @@
 import { encodeMessage, type Bus, type MsgHdrs } from '@s2s/bus';
 import type { UsageCheckpoint } from '@s2s/contract';
-import { sameUsage, type Usage } from '@s2s/core';
+import { sameUsage, ZERO_USAGE, type Usage } from '@s2s/core';
 import { publishUsageCheckpoint } from '@s2s/sessions';
 import type { Context, Logger } from '@s2s/telemetry';
 import { backoffMs, sleep } from './backoff.js';
@@ -83,6 +83,11 @@ export class Checkpointer {
       relayId: string;
       logger: Logger;
       intervalMs: number;
+      /**
+       * Unpublished audio (input or output ms) that is published at once instead of on the slice's tick, so
+       * a relay killed right after a fast answer loses less than this each way (default: the interval).
+       */
+      earlyAudioMs?: number;
       now?: () => number;
       telemetry?: CheckpointTelemetry;
     },
@@ -106,12 +111,24 @@ export class Checkpointer {
     return new Tracked(source, this.nextSlice++ % SLICES);
   }
 
-  /** The attachment's usage changed: the tick of its slice publishes it. Cheap; called per frame. */
+  /**
+   * The attachment's usage changed: the tick of its slice publishes it, or this call at once when the audio
+   * not yet published reaches `earlyAudioMs` either way (issue 8: a relay killed right after a fast answer
+   * lost up to an interval of output). Cheap; called per frame.
+   */
   markDirty(ticket: CheckpointTicket): void {
     const t = ticket as Tracked;
-    if (t.dirty || t.sealed) return;
-    t.dirty = true;
-    (this.slices[t.slice] as Set<Tracked>).add(t);
+    if (t.sealed) return;
+    const set = this.slices[t.slice] as Set<Tracked>;
+    if (!t.dirty) {
+      t.dirty = true;
+      set.add(t);
+    }
+    if (t.inflight || t.failures > 0) return;
+    const u = t.source.usage();
+    const early = this.deps.earlyAudioMs ?? this.deps.intervalMs;
+    const sent = t.sent ?? ZERO_USAGE;
+    if (u.audio_in_ms - sent.audio_in_ms >= early || u.audio_out_ms - sent.audio_out_ms >= early) this.visit(set, t, this.now(), u);
   }
 
   /** One tick: a checkpoint for every attachment of the current slice whose counters changed. */
@@ -119,44 +136,51 @@ export class Checkpointer {
     const set = this.slices[this.tick++ % SLICES] as Set<Tracked>;
     if (set.size === 0) return;
     const now = this.now();
-    for (const t of set) {
-      // One checkpoint in flight per attachment; a failed one waits for its backoff. Both stay dirty.
-      if (t.inflight || now < t.retryAt) continue;
-      if (t.sealed) {
-        set.delete(t);
-        continue;
-      }
-      const u = t.source.usage();
-      const ackDue = t.failures > 0 || now - t.ackedAt >= ACK_EVERY_MS;
-      if (t.sent !== null && sameUsage(t.sent, u)) {
-        // Unchanged: done once acknowledged; an unconfirmed plain one is confirmed when an ack is due.
-        if (t.acked || !ackDue) {
-          if (t.acked) this.clean(set, t);
-          continue;
-        }
-      }
-      this.clean(set, t);
-      if (!ackDue) {
-        try {
-          this.publishPlain(t, u);
-          continue;
-        } catch (err) {
-          this.failed(t, err);
-          continue;
-        }
-      }
-      t.inflight = true;
-      this.publish(t, u, false).then(
-        () => {
-          t.inflight = false;
-          t.failures = 0;
-        },
-        (err: unknown) => {
-          t.inflight = false;
-          this.failed(t, err);
-        },
-      );
+    for (const t of set) this.visit(set, t, now);
+  }
+
+  /** Publishes `t`'s counters if they changed (plain within ACK_EVERY_MS of an acknowledged one). */
+  private visit(set: Set<Tracked>, t: Tracked, now: number, current?: Usage): void {
+    // One checkpoint in flight per attachment; a failed one waits for its backoff. Both stay dirty.
+    if (t.inflight || now < t.retryAt) return;
+    if (t.sealed) {
+      set.delete(t);
+      return;
     }
+    const u = current ?? t.source.usage();
+    const ackDue = t.failures > 0 || now - t.ackedAt >= ACK_EVERY_MS;
+    if (t.sent !== null && sameUsage(t.sent, u)) {
+      // Unchanged: done once acknowledged; an unconfirmed plain one is confirmed when an ack is due.
+      if (t.acked || !ackDue) {
+        if (t.acked) this.clean(set, t);
+        return;
+      }
+    }
+    this.clean(set, t);
+    if (!ackDue) {
+      try {
+        this.publishPlain(t, u);
+      } catch (err) {
+        this.failed(t, err);
+      }
+      return;
+    }
+    this.publishAcked(t, u);
+  }
+
+  /** A checkpoint JetStream acknowledges; a failure leaves it dirty for the tick after its backoff. */
+  private publishAcked(t: Tracked, u: Usage): void {
+    t.inflight = true;
+    this.publish(t, u, false).then(
+      () => {
+        t.inflight = false;
+        t.failures = 0;
+      },
+      (err: unknown) => {
+        t.inflight = false;
+        this.failed(t, err);
+      },
+    );
   }
 
   private clean(set: Set<Tracked>, t: Tracked): void {

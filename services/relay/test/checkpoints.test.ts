@@ -133,3 +133,35 @@ t.test('within a second of an acknowledged checkpoint the next ones go plain, th
   await step(2000);
   t.equal(sent.length, n, 'nothing more once confirmed');
 });
+
+t.test('250 ms of audio not yet published is published at once, without waiting for the tick', async (t) => {
+  const { bus, sent } = fakeBus(() => false);
+  const c = new Checkpointer({ bus, relayId: 'r1', logger: testLogger(), intervalMs: 250 });
+  const usage = { current: { ...ZERO_USAGE, audio_in_ms: 240 } };
+  const ticket = c.track(source(usage));
+  c.markDirty(ticket);
+  await tick();
+  t.equal(sent.length, 0, '240 ms: the tick will send it');
+  usage.current = { ...usage.current, audio_in_ms: 250 };
+  c.markDirty(ticket);
+  await tick();
+  t.match(sent, [{ seq: 1, audio_in_ms: 250, final: false }], '250 ms in: published at once, no tick ran');
+  t.notOk('plain' in (sent[0] as object), 'acknowledged, not only written');
+  // A fast answer: 250 ms of output since the last acknowledged checkpoint goes out at once too.
+  usage.current = { ...usage.current, audio_out_ms: 200 };
+  c.markDirty(ticket);
+  await tick();
+  t.equal(sent.length, 1);
+  usage.current = { ...usage.current, audio_out_ms: 260 };
+  c.markDirty(ticket);
+  await tick();
+  t.match(sent[1], { seq: 2, audio_in_ms: 250, audio_out_ms: 260 });
+  fullInterval(c);
+  await tick();
+  t.equal(sent.length, 2, 'the tick has nothing more to send');
+  usage.current = { ...usage.current, audio_out_ms: 400 };
+  c.markDirty(ticket);
+  fullInterval(c);
+  await tick();
+  t.match(sent[2], { seq: 3, audio_out_ms: 400 }, 'less than 250 ms new: the tick sends it');
+});
