@@ -190,7 +190,10 @@ export const ApiKeyResource = z.strictObject({
   id: z.string(),
   wallet_id: z.string(),
   label: z.string().nullable(),
+  /** The key's first characters (`vr_sk_` and 4 more), enough to recognise it; never the secret. */
+  prefix: z.string(),
   revoked: z.boolean(),
+  created_at: Int,
   ...KeyLimits.shape,
   /** Sessions of this key that are not terminal yet. */
   live_sessions: NonNegInt,

@@ -4,3 +4,4 @@ export * from './http.js';
 export * from './realtime.js';
 export * from './bus.js';
 export * from './client-secrets.js';
+export * from './admin-lists.js';

@@ -98,6 +98,8 @@ t.test('limits are settable in POST /admin/v1/keys and PATCH /admin/v1/keys/{id}
     id: own.id,
     wallet_id: own.wallet_id,
     label: 'loop',
+    prefix: own.key.slice(0, 10),
+    created_at: got.body.created_at,
     revoked: false,
     max_live_sessions: 3,
     max_creates_per_minute: 12,

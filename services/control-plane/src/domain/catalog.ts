@@ -1,8 +1,11 @@
 import {
   AUDIO_FORMAT,
+  LIST_DEFAULT_LIMIT,
+  type AdminListPage,
   type AdminModel,
   type AudioFormats,
   type Capabilities,
+  type ListModelsQuery,
   type Modalities,
   type Model,
   type ModelList,
@@ -12,6 +15,7 @@ import {
 import { errors, newId, RATE_FIELDS } from '@s2s/core';
 import { rateColumns, rateFromRow, withTransaction, type Sql } from '@s2s/db';
 import type { AppContext } from '../context.js';
+import { decodeCursor, toPage } from './paging.js';
 
 /** `pricing.source` of operator-set rates: selling rates derived from the upstream provider's cost. */
 export const PRICING_SOURCE = 'upstream_derived';
@@ -149,6 +153,29 @@ export function toAdminModel(row: CatalogRow): AdminModel {
 export async function listModels({ ctx }: { ctx: Pick<AppContext, 'db'> }): Promise<ModelList> {
   const { rows } = await ctx.db.pool.query<CatalogRow>({ name: 'cp_list_models', text: LISTED_MODELS_SQL });
   return { object: 'list', data: rows.map(toModel) };
+}
+
+/** GET /admin/v1/models: every registered model with a current rate, listed or not, by id. */
+export async function listAdminModels({
+  ctx,
+  input,
+}: {
+  ctx: Pick<AppContext, 'db'>;
+  input: ListModelsQuery;
+}): Promise<AdminListPage<AdminModel>> {
+  const limit = input.limit ?? LIST_DEFAULT_LIMIT;
+  const after = decodeCursor(input.after, ['string'] as const);
+  const { rows } = await ctx.db.pool.query<CatalogRow>(
+    `${CATALOG_SELECT}
+      WHERE ($1::text IS NULL OR m.provider = $1)
+        AND ($2::boolean IS NULL OR m.approved = $2)
+        AND ($3::boolean IS NULL OR m.enabled = $3)
+        AND ($4::text IS NULL OR m.id > $4)
+      ORDER BY m.id
+      LIMIT $5`,
+    [input.provider ?? null, input.approved ?? null, input.enabled ?? null, after?.[0] ?? null, limit + 1],
+  );
+  return toPage(rows, limit, toAdminModel, (r) => [r.id]);
 }
 
 function sameRate(a: Rate, b: Rate): boolean {

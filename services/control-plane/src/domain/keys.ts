@@ -1,7 +1,17 @@
-import type { ApiKeyResource, CreateKeyRequest, CreateKeyResponse, RevokeKeyResponse, UpdateKeyRequest } from '@s2s/contract';
+import {
+  LIST_DEFAULT_LIMIT,
+  type AdminListPage,
+  type ApiKeyResource,
+  type CreateKeyRequest,
+  type CreateKeyResponse,
+  type ListKeysQuery,
+  type RevokeKeyResponse,
+  type UpdateKeyRequest,
+} from '@s2s/contract';
 import { errors, isPossibleId, issueApiKey, newId } from '@s2s/core';
 import { withTransaction } from '@s2s/db';
 import type { AppContext } from '../context.js';
+import { decodeCursor, toPage } from './paging.js';
 
 /**
  * POST /admin/v1/keys: a wallet funded with `balance_cents` (one `credit` ledger row when > 0) and a key
@@ -58,6 +68,22 @@ export async function revokeKey({ ctx, input }: { ctx: Pick<AppContext, 'db'>; i
   return { id: input.keyId, revoked: true };
 }
 
+/** A key as the operator sees it; $1/$2 are the gateway's default limits. */
+const KEY_SELECT = `
+  SELECT k.id, k.wallet_id, k.label, k.prefix, k.revoked_at IS NOT NULL AS revoked,
+         floor(extract(epoch FROM k.created_at))::float8 AS created_at,
+         to_char(k.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_key,
+         coalesce(k.max_live_sessions, $1::int) AS max_live_sessions,
+         coalesce(k.max_creates_per_minute, $2::int) AS max_creates_per_minute,
+         greatest(w.sessions_created - w.sessions_ended, 0) AS live_sessions
+    FROM api_keys k JOIN wallets w ON w.id = k.wallet_id`;
+
+type KeyRow = ApiKeyResource & { created_key: string };
+
+function toKeyResource({ created_key: _, ...key }: KeyRow): ApiKeyResource {
+  return key;
+}
+
 /** GET /admin/v1/keys/{id}: the key as the operator sees it, with the limits in effect and its live sessions. */
 export async function getKey({
   ctx,
@@ -68,17 +94,45 @@ export async function getKey({
 }): Promise<ApiKeyResource> {
   if (!isPossibleId(input.keyId)) throw errors.keyNotFound();
   const { keyLimits } = ctx.config;
-  const { rows } = await ctx.db.pool.query<ApiKeyResource>(
-    `SELECT k.id, k.wallet_id, k.label, k.revoked_at IS NOT NULL AS revoked,
-            coalesce(k.max_live_sessions, $2::int) AS max_live_sessions,
-            coalesce(k.max_creates_per_minute, $3::int) AS max_creates_per_minute,
-            greatest(w.sessions_created - w.sessions_ended, 0) AS live_sessions
-       FROM api_keys k JOIN wallets w ON w.id = k.wallet_id WHERE k.id = $1`,
-    [input.keyId, keyLimits.maxLiveSessions, keyLimits.maxCreatesPerMinute],
-  );
+  const { rows } = await ctx.db.pool.query<KeyRow>(`${KEY_SELECT} WHERE k.id = $3`, [
+    keyLimits.maxLiveSessions,
+    keyLimits.maxCreatesPerMinute,
+    input.keyId,
+  ]);
   const key = rows[0];
   if (!key) throw errors.keyNotFound();
-  return key;
+  return toKeyResource(key);
+}
+
+/** GET /admin/v1/keys: newest first, filtered by wallet and revocation. */
+export async function listKeys({
+  ctx,
+  input,
+}: {
+  ctx: Pick<AppContext, 'db' | 'config'>;
+  input: ListKeysQuery;
+}): Promise<AdminListPage<ApiKeyResource>> {
+  const limit = input.limit ?? LIST_DEFAULT_LIMIT;
+  const after = decodeCursor(input.after, ['string', 'string'] as const);
+  const { keyLimits } = ctx.config;
+  const { rows } = await ctx.db.pool.query<KeyRow>(
+    `${KEY_SELECT}
+      WHERE ($3::text IS NULL OR k.wallet_id = $3)
+        AND ($4::boolean IS NULL OR (k.revoked_at IS NOT NULL) = $4)
+        AND ($5::timestamptz IS NULL OR (k.created_at, k.id) < ($5::timestamptz, $6::text))
+      ORDER BY k.created_at DESC, k.id DESC
+      LIMIT $7`,
+    [
+      keyLimits.maxLiveSessions,
+      keyLimits.maxCreatesPerMinute,
+      input.wallet_id ?? null,
+      input.revoked ?? null,
+      after?.[0] ?? null,
+      after?.[1] ?? null,
+      limit + 1,
+    ],
+  );
+  return toPage(rows, limit, toKeyResource, (r) => [r.created_key, r.id]);
 }
 
 /**

@@ -1,6 +1,7 @@
-import type { Wallet } from '@s2s/contract';
+import { LIST_DEFAULT_LIMIT, type AdminListPage, type LedgerEntry, type ListLedgerQuery, type Wallet } from '@s2s/contract';
 import { errors, isPossibleId } from '@s2s/core';
 import type { AppContext } from '../context.js';
+import { decodeCursor, toPage } from './paging.js';
 
 interface WalletRow {
   id: string;
@@ -60,4 +61,45 @@ export async function getWallet({ ctx, input }: { ctx: Pick<AppContext, 'db'>; i
   const row = rows[0];
   if (!row) throw errors.walletNotFound();
   return toWallet(row);
+}
+
+interface LedgerRow {
+  id: string;
+  wallet_id: string;
+  kind: 'credit' | 'charge';
+  amount_cents: number;
+  session_id: string | null;
+  created_at: number;
+}
+
+/** GET /admin/v1/wallets/{id}/ledger: the wallet's credits and charges, newest first; 404 for no such wallet. */
+export async function listLedger({
+  ctx,
+  input,
+}: {
+  ctx: Pick<AppContext, 'db'>;
+  input: { walletId: string; query: ListLedgerQuery };
+}): Promise<AdminListPage<LedgerEntry>> {
+  const { query } = input;
+  const limit = query.limit ?? LIST_DEFAULT_LIMIT;
+  const after = decodeCursor(query.after, ['string'] as const);
+  if (after && !/^[0-9]{1,19}$/.test(after[0])) throw errors.invalidRequest('after: not a cursor this list issued.');
+  await getWallet({ ctx, input }); // 404 first
+  const { rows } = await ctx.db.pool.query<LedgerRow>(
+    `SELECT id::text AS id, wallet_id, kind, amount_cents::float8 AS amount_cents, session_id,
+            floor(extract(epoch FROM created_at))::float8 AS created_at
+       FROM ledger_entries
+      WHERE wallet_id = $1
+        AND ($2::text IS NULL OR kind = $2)
+        AND ($3::bigint IS NULL OR id < $3::bigint)
+      ORDER BY id DESC
+      LIMIT $4`,
+    [input.walletId, query.kind ?? null, after?.[0] ?? null, limit + 1],
+  );
+  return toPage(
+    rows,
+    limit,
+    (r) => ({ ...r, object: 'ledger_entry' as const }),
+    (r) => [r.id],
+  );
 }

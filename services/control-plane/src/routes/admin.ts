@@ -1,11 +1,20 @@
 import { Router } from 'express';
-import { CreateKeyRequest, CreditWalletRequest, UpdateKeyRequest, UpsertModelRequest } from '@s2s/contract';
+import {
+  CreateKeyRequest,
+  CreditWalletRequest,
+  ListKeysQuery,
+  ListLedgerQuery,
+  ListModelsQuery,
+  UpdateKeyRequest,
+  UpsertModelRequest,
+} from '@s2s/contract';
 import type { AppContext } from '../context.js';
 import { requireAdmin } from '../http/auth.js';
 import { readJsonBody } from '../http/body.js';
-import { upsertModel } from '../domain/catalog.js';
-import { createKey, getKey, revokeKey, updateKey } from '../domain/keys.js';
-import { creditWallet, getWallet } from '../domain/wallets.js';
+import { readQuery } from '../http/query.js';
+import { listAdminModels, upsertModel } from '../domain/catalog.js';
+import { createKey, getKey, listKeys, revokeKey, updateKey } from '../domain/keys.js';
+import { creditWallet, getWallet, listLedger } from '../domain/wallets.js';
 
 /** The operator API of decisions.md, mounted under /admin/v1; every route needs the admin token. */
 export function adminRouter(ctx: AppContext): Router {
@@ -15,6 +24,10 @@ export function adminRouter(ctx: AppContext): Router {
   router.post('/keys', async (req, res) => {
     const input = readJsonBody(req, res, CreateKeyRequest);
     res.status(201).json(await createKey({ ctx, input }));
+  });
+
+  router.get('/keys', async (req, res) => {
+    res.json(await listKeys({ ctx, input: readQuery(req, ListKeysQuery) }));
   });
 
   router.get('/keys/:id', async (req, res) => {
@@ -37,6 +50,14 @@ export function adminRouter(ctx: AppContext): Router {
 
   router.get('/wallets/:id', async (req, res) => {
     res.json(await getWallet({ ctx, input: { walletId: req.params.id } }));
+  });
+
+  router.get('/wallets/:id/ledger', async (req, res) => {
+    res.json(await listLedger({ ctx, input: { walletId: req.params.id, query: readQuery(req, ListLedgerQuery) } }));
+  });
+
+  router.get('/models', async (req, res) => {
+    res.json(await listAdminModels({ ctx, input: readQuery(req, ListModelsQuery) }));
   });
 
   router.put('/models', async (req, res) => {

@@ -1,0 +1,162 @@
+import t from 'tap';
+import type { Test } from 'tap';
+import { AdminKeyList, AdminModelList, ApiKeyResource, LedgerEntryList } from '@s2s/contract';
+import { adminHeaders, api, createKey, startControlPlane, type Harness } from './helpers.js';
+
+/** Every page of a list, following next_cursor; checks each page's shape and size. */
+async function allPages(t: Test, h: Harness, path: string, limit: number, schema: { safeParse(v: unknown): { success: boolean } }) {
+  const ids: string[] = [];
+  let after: string | null = null;
+  for (let pages = 0; pages < 50; pages++) {
+    const sep = path.includes('?') ? '&' : '?';
+    const res: { status: number; body: any } = await api(h, 'GET', `${path}${sep}limit=${limit}${after ? `&after=${after}` : ''}`, {
+      headers: adminHeaders,
+    });
+    t.equal(res.status, 200, `${path} page ${pages}`);
+    t.ok(schema.safeParse(res.body).success, 'exact list shape');
+    t.ok(res.body.data.length <= limit);
+    ids.push(...res.body.data.map((d: { id: string }) => d.id));
+    t.equal(res.body.has_more, res.body.next_cursor !== null);
+    if (!res.body.has_more) return ids;
+    after = res.body.next_cursor;
+  }
+  throw new Error('too many pages');
+}
+
+t.test('GET /admin/v1/keys pages newest first and filters by wallet and revocation', async (t) => {
+  const h = await startControlPlane(t);
+  const made = [];
+  for (let i = 0; i < 7; i++) made.push(await createKey(h, 100 * i));
+  await api(h, 'POST', `/admin/v1/keys/${made[2]!.id}/revoke`, { headers: adminHeaders });
+  await api(h, 'POST', `/admin/v1/keys/${made[5]!.id}/revoke`, { headers: adminHeaders });
+
+  const ids = await allPages(t, h, '/admin/v1/keys', 3, AdminKeyList);
+  t.same(ids, made.map((k) => k.id).reverse(), 'every key once, newest first, across pages');
+
+  const revoked = await api(h, 'GET', '/admin/v1/keys?revoked=true', { headers: adminHeaders });
+  t.same(
+    revoked.body.data.map((k: ApiKeyResource) => k.id),
+    [made[5]!.id, made[2]!.id],
+  );
+  const live = await api(h, 'GET', '/admin/v1/keys?revoked=false&limit=100', { headers: adminHeaders });
+  t.equal(live.body.data.length, 5);
+  t.notOk(live.body.has_more);
+  t.equal(live.body.next_cursor, null);
+
+  const byWallet = await api(h, 'GET', `/admin/v1/keys?wallet_id=${made[4]!.wallet_id}`, { headers: adminHeaders });
+  t.equal(byWallet.body.data.length, 1);
+  const one = byWallet.body.data[0] as ApiKeyResource;
+  t.equal(one.id, made[4]!.id);
+  t.equal(one.prefix, made[4]!.key.slice(0, 10), 'the display prefix, never the secret');
+  t.notOk(JSON.stringify(live.body).includes(made[4]!.key), 'no secret in any answer');
+  t.ok(Math.abs(one.created_at - Date.now() / 1000) < 120, 'created_at in unix seconds');
+
+  const single = await api(h, 'GET', `/admin/v1/keys/${made[4]!.id}`, { headers: adminHeaders });
+  t.same(single.body, one, 'the list and the single GET answer the same resource');
+});
+
+t.test('GET /admin/v1/models lists approved and unapproved models, filtered', async (t) => {
+  const h = await startControlPlane(t, { seed: true });
+  const base = {
+    display_name: 'Hidden',
+    owned_by: 'ops',
+    provider: 'local',
+    provider_model: 'echo',
+    enabled: true,
+    pricing: { per_minute: 1, audio_in_token: 0, audio_out_token: 0, relay_fee_milli_cents: 0 },
+  };
+  for (const [id, approved, enabled] of [
+    ['zz/unapproved', false, true],
+    ['zz/disabled', true, false],
+  ] as const) {
+    const res = await api(h, 'PUT', '/admin/v1/models', { headers: adminHeaders, json: { ...base, id, approved, enabled } });
+    t.equal(res.status, 200, id);
+  }
+  const publicIds = (await api(h, 'GET', '/v1/models')).body.data.map((m: { id: string }) => m.id);
+  t.notOk(publicIds.includes('zz/unapproved'), 'the public catalog omits it');
+
+  const ids = await allPages(t, h, '/admin/v1/models', 2, AdminModelList);
+  t.same(ids, [...ids].sort(), 'ordered by id');
+  for (const id of [...publicIds, 'zz/unapproved', 'zz/disabled']) t.ok(ids.includes(id), `${id} listed for the operator`);
+  t.equal(new Set(ids).size, ids.length, 'no model twice');
+
+  const unapproved = await api(h, 'GET', '/admin/v1/models?approved=false', { headers: adminHeaders });
+  const unapprovedIds = unapproved.body.data.map((m: { id: string }) => m.id);
+  t.ok(unapprovedIds.includes('zz/unapproved'));
+  t.ok(
+    unapproved.body.data.every((m: { approved: boolean }) => !m.approved),
+    'only unapproved ones',
+  );
+  t.notOk(
+    unapprovedIds.some((id: string) => publicIds.includes(id)),
+    'none of them public',
+  );
+  t.equal(unapproved.body.data.find((m: { id: string }) => m.id === 'zz/unapproved').provider, 'local', 'routing is shown to the operator');
+  const disabled = await api(h, 'GET', '/admin/v1/models?enabled=false&provider=local', { headers: adminHeaders });
+  t.same(
+    disabled.body.data.map((m: { id: string }) => m.id),
+    ['zz/disabled'],
+  );
+  const none = await api(h, 'GET', '/admin/v1/models?provider=nobody', { headers: adminHeaders });
+  t.same(none.body, { object: 'list', data: [], has_more: false, next_cursor: null });
+});
+
+t.test('GET /admin/v1/wallets/{id}/ledger pages credits and charges, newest first', async (t) => {
+  const h = await startControlPlane(t, { seed: true });
+  const key = await createKey(h, 1000);
+  for (const amount of [5, 6, 7, 8]) {
+    const res = await api(h, 'POST', `/admin/v1/wallets/${key.wallet_id}/credit`, {
+      headers: adminHeaders,
+      json: { amount_cents: amount },
+    });
+    t.equal(res.status, 200);
+  }
+  const ids = await allPages(t, h, `/admin/v1/wallets/${key.wallet_id}/ledger`, 2, LedgerEntryList);
+  t.equal(ids.length, 5, 'the opening credit and four more');
+  const all = await api(h, 'GET', `/admin/v1/wallets/${key.wallet_id}/ledger?limit=10`, { headers: adminHeaders });
+  t.same(
+    all.body.data.map((e: { amount_cents: number; kind: string }) => [e.kind, e.amount_cents]),
+    [
+      ['credit', 8],
+      ['credit', 7],
+      ['credit', 6],
+      ['credit', 5],
+      ['credit', 1000],
+    ],
+  );
+  const charges = await api(h, 'GET', `/admin/v1/wallets/${key.wallet_id}/ledger?kind=charge`, { headers: adminHeaders });
+  t.same(charges.body.data, [], 'no charge before a session settles');
+
+  const missing = await api(h, 'GET', '/admin/v1/wallets/wal_nope/ledger', { headers: adminHeaders });
+  t.equal(missing.status, 404);
+  t.equal(missing.body.error.code, 'wallet_not_found');
+});
+
+t.test('list refusals: unknown parameter, bad limit, foreign cursor, no admin token', async (t) => {
+  const h = await startControlPlane(t);
+  await createKey(h, 1);
+  const cases: [string, RegExp][] = [
+    ['/admin/v1/keys?revokd=true', /unknown parameter revokd/],
+    ['/admin/v1/keys?limit=0', /limit/],
+    ['/admin/v1/keys?limit=101', /limit/],
+    ['/admin/v1/keys?limit=abc', /limit/],
+    ['/admin/v1/keys?limit=1&limit=2', /limit/],
+    ['/admin/v1/keys?revoked=yes', /revoked/],
+    ['/admin/v1/keys?after=not-a-cursor', /after/],
+    [`/admin/v1/keys?after=${Buffer.from('[1,2]').toString('base64url')}`, /after/],
+    ['/admin/v1/models?after=%00', /after/],
+    [`/admin/v1/wallets/wal_x/ledger?after=${Buffer.from('["x"]').toString('base64url')}`, /after/],
+    ['/admin/v1/wallets/wal_x/ledger?kind=refund', /kind/],
+  ];
+  for (const [path, message] of cases) {
+    const res = await api(h, 'GET', path, { headers: adminHeaders });
+    t.equal(res.status, 400, path);
+    t.equal(res.body.error?.code, 'invalid_request', path);
+    t.match(res.body.error?.message, message, path);
+  }
+  for (const path of ['/admin/v1/keys', '/admin/v1/models', '/admin/v1/wallets/wal_x/ledger']) {
+    const res = await api(h, 'GET', path);
+    t.equal(res.status, 401, path);
+    t.equal(res.body.error.code, 'invalid_admin_token');
+  }
+});
