@@ -12,3 +12,4 @@ export { mintClientSecret, type MintedClientSecret } from './mint-client-secret.
 export { publishUsageCheckpoint } from './publish-checkpoint.js';
 export { recordAttachment, type RecordedAttachment } from './record-attachment.js';
 export { announceEnd, requestEnd, type EndRequest } from './request-end.js';
+export { selectSessions, type ListedSession, type SessionListFilter } from './session-row.js';

@@ -41,7 +41,7 @@ export async function selectOwnedSession(sql: Sql, sessionId: string, keyId: str
   return row ? toRecord(row) : null;
 }
 
-const OWNED_SESSION_SQL = `
+const SESSION_SELECT = `
     SELECT s.id, s.key_id, s.wallet_id, s.status, s.model_id, m.provider, m.provider_model, m.capabilities,
            s.rate_snapshot_id, r.source, ${rateColumns('r')},
            s.created_at, s.last_activity_at, s.idle_timeout_seconds, s.max_ends_at,
@@ -55,8 +55,44 @@ const OWNED_SESSION_SQL = `
       JOIN wallets w ON w.id = s.wallet_id
       LEFT JOIN LATERAL (
         SELECT ${usageSums('a')} FROM session_attachments a WHERE a.session_id = s.id
-      ) u ON s.settled_at IS NULL
+      ) u ON s.settled_at IS NULL`;
+
+const OWNED_SESSION_SQL = `${SESSION_SELECT}
      WHERE s.id = $1 AND s.key_id = $2`;
+
+export interface SessionListFilter {
+  keyId?: string | undefined;
+  walletId?: string | undefined;
+  modelId?: string | undefined;
+  status?: SessionStatus | undefined;
+  /** Keyset position: the last row of the previous page (created_at as ISO text with milliseconds, id). */
+  after?: readonly [string, string] | null | undefined;
+  /** Rows to read (a page reads one more than it shows). */
+  limit: number;
+}
+
+/** A session record with its keyset position, for paged lists. */
+export interface ListedSession {
+  record: SessionRecord;
+  position: [string, string];
+}
+
+/** The operator's view of many sessions, newest first; the same record as a single read. */
+export async function selectSessions(sql: Sql, f: SessionListFilter): Promise<ListedSession[]> {
+  const { rows } = await sql.query<SessionRow & { created_key: string }>(
+    `SELECT * FROM (${SESSION_SELECT}
+       WHERE ($1::text IS NULL OR s.key_id = $1)
+         AND ($2::text IS NULL OR s.wallet_id = $2)
+         AND ($3::text IS NULL OR s.model_id = $3)
+         AND ($4::text IS NULL OR s.status = $4)
+         AND ($5::timestamptz IS NULL OR (s.created_at, s.id) < ($5::timestamptz, $6::text))
+       ORDER BY s.created_at DESC, s.id DESC
+       LIMIT $7) page,
+     LATERAL (SELECT to_char(page.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_key) k`,
+    [f.keyId ?? null, f.walletId ?? null, f.modelId ?? null, f.status ?? null, f.after?.[0] ?? null, f.after?.[1] ?? null, f.limit],
+  );
+  return rows.map((r) => ({ record: toRecord(r), position: [r.created_key, r.id] }));
+}
 
 function toRecord(r: SessionRow): SessionRecord {
   return {

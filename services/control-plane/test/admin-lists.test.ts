@@ -1,7 +1,7 @@
 import t from 'tap';
 import type { Test } from 'tap';
-import { AdminKeyList, AdminModelList, ApiKeyResource, LedgerEntryList } from '@s2s/contract';
-import { adminHeaders, api, createKey, startControlPlane, type Harness } from './helpers.js';
+import { AdminKeyList, AdminModelList, AdminSessionList, ApiKeyResource, LedgerEntryList } from '@s2s/contract';
+import { adminHeaders, api, bearer, createKey, createSession, startControlPlane, type Harness } from './helpers.js';
 
 /** Every page of a list, following next_cursor; checks each page's shape and size. */
 async function allPages(t: Test, h: Harness, path: string, limit: number, schema: { safeParse(v: unknown): { success: boolean } }) {
@@ -130,6 +130,57 @@ t.test('GET /admin/v1/wallets/{id}/ledger pages credits and charges, newest firs
   const missing = await api(h, 'GET', '/admin/v1/wallets/wal_nope/ledger', { headers: adminHeaders });
   t.equal(missing.status, 404);
   t.equal(missing.body.error.code, 'wallet_not_found');
+});
+
+t.test('GET /admin/v1/sessions pages the sessions of every key and filters by key, wallet, model and status', async (t) => {
+  const h = await startControlPlane(t, { seed: true });
+  const a = await createKey(h, 10_000);
+  const b = await createKey(h, 10_000);
+  const made: string[] = [];
+  for (const key of [a, b, a, a, b]) {
+    const res = await createSession(h, key.key);
+    t.equal(res.status, 201);
+    made.push(res.body.id);
+  }
+  const ended = await api(h, 'POST', `/v1/voice/sessions/${made[2]}/end`, { headers: bearer(a.key), json: {} });
+  t.ok([200, 409, 503].includes(ended.status), 'end requested');
+
+  const ids = await allPages(t, h, '/admin/v1/sessions', 2, AdminSessionList);
+  t.same(ids, [...made].reverse(), 'every session once, newest first');
+
+  const ofA = await api(h, 'GET', `/admin/v1/sessions?key_id=${a.id}`, { headers: adminHeaders });
+  t.same(
+    ofA.body.data.map((s: { id: string }) => s.id),
+    [made[3], made[2], made[0]],
+  );
+  t.ok(
+    ofA.body.data.every((s: { key_id: string; wallet_id: string }) => s.key_id === a.id && s.wallet_id === a.wallet_id),
+    'owner shown',
+  );
+  const single = await api(h, 'GET', `/v1/voice/sessions/${made[0]}`, { headers: bearer(a.key) });
+  const listed = ofA.body.data.find((s: { id: string }) => s.id === made[0]);
+  const { key_id: _k, wallet_id: _w, ...resource } = listed;
+  t.same(resource, single.body, 'the same resource its owner reads');
+
+  const ofB = await api(h, 'GET', `/admin/v1/sessions?wallet_id=${b.wallet_id}&model=local/echo-1`, { headers: adminHeaders });
+  t.same(
+    ofB.body.data.map((s: { id: string }) => s.id),
+    [made[4], made[1]],
+  );
+  const ready = await api(h, 'GET', `/admin/v1/sessions?status=ready&key_id=${a.id}`, { headers: adminHeaders });
+  t.ok(
+    ready.body.data.every((s: { status: string }) => s.status === 'ready'),
+    'only ready ones',
+  );
+  const otherModel = await api(h, 'GET', '/admin/v1/sessions?model=nobody/none', { headers: adminHeaders });
+  t.same(otherModel.body.data, []);
+  const badStatus = await api(h, 'GET', '/admin/v1/sessions?status=done', { headers: adminHeaders });
+  t.equal(badStatus.status, 400);
+  t.match(badStatus.body.error.message, /status/);
+  const badCursor = await api(h, 'GET', `/admin/v1/sessions?after=${Buffer.from('["x","y"]').toString('base64url')}`, {
+    headers: adminHeaders,
+  });
+  t.equal(badCursor.status, 400);
 });
 
 t.test('list refusals: unknown parameter, bad limit, foreign cursor, no admin token', async (t) => {

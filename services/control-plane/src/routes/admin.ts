@@ -5,6 +5,7 @@ import {
   ListKeysQuery,
   ListLedgerQuery,
   ListModelsQuery,
+  ListSessionsQuery,
   UpdateKeyRequest,
   UpsertModelRequest,
 } from '@s2s/contract';
@@ -14,6 +15,7 @@ import { readJsonBody } from '../http/body.js';
 import { readQuery } from '../http/query.js';
 import { listAdminModels, upsertModel } from '../domain/catalog.js';
 import { createKey, getKey, listKeys, revokeKey, updateKey } from '../domain/keys.js';
+import { listSessions } from '../domain/session-list.js';
 import { creditWallet, getWallet, listLedger } from '../domain/wallets.js';
 
 /** The operator API of decisions.md, mounted under /admin/v1; every route needs the admin token. */
@@ -54,6 +56,10 @@ export function adminRouter(ctx: AppContext): Router {
 
   router.get('/wallets/:id/ledger', async (req, res) => {
     res.json(await listLedger({ ctx, input: { walletId: req.params.id, query: readQuery(req, ListLedgerQuery) } }));
+  });
+
+  router.get('/sessions', async (req, res) => {
+    res.json(await listSessions({ ctx, input: readQuery(req, ListSessionsQuery) }));
   });
 
   router.get('/models', async (req, res) => {
