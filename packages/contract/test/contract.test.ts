@@ -44,9 +44,14 @@ t.test('audio format is the one constant', async (t) => {
 
 t.test('client events discriminate on type and are strict', async (t) => {
   t.same(CLIENT_EVENT_TYPES.sort(), [
+    'conversation.item.create',
+    'conversation.item.delete',
+    'conversation.item.retrieve',
+    'conversation.item.truncate',
     'input_audio_buffer.append',
     'input_audio_buffer.clear',
     'input_audio_buffer.commit',
+    'output_audio_buffer.clear',
     'response.cancel',
     'response.create',
     'session.update',
