@@ -86,6 +86,12 @@ t.test('201: the full voice session, reserved in the same transaction', async (t
     rate_snapshot_id: row.current_rate_id,
     audio_in_ms: 0,
     audio_out_ms: 0,
+    input_audio_tokens: 0,
+    input_text_tokens: 0,
+    cached_input_tokens: 0,
+    output_audio_tokens: 0,
+    output_text_tokens: 0,
+    transcribed_ms: 0,
     billed_cents: 0,
   });
   t.equal(row.rate_snapshot_id, row.current_rate_id, 'the rate is snapshotted');
