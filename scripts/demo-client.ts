@@ -3,6 +3,12 @@
 // file, ends the session and prints its final usage and billing.
 //
 //   S2S_API_KEY=vr_sk_... npm run demo -- [--wav input.wav] [--out answer.wav] [--model local/echo-1]
+//                                          [--instructions TEXT] [--tool]
+//
+// --instructions sets the model's instructions in the first session.update. --tool declares a demo function
+// tool, `lookup_order`, asks for it after the spoken turn (a user text item; on the local provider
+// `call lookup_order {...}` makes the call), answers the call with a made-up order status, and has the model
+// speak the result. Transcripts are printed as they arrive, and the bill by modality at the end.
 //
 // BASE_URL (default http://127.0.0.1:8080) is the control plane; the key may also be given as --key.
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -39,17 +45,29 @@ interface Args {
   out: string;
   model: string;
   baseUrl: string;
+  instructions: string | undefined;
+  tool: boolean;
 }
+
+const FLAGS = ['key', 'wav', 'out', 'model', 'instructions', 'tool'];
+const USAGE = 'use --wav FILE, --out FILE, --model ID, --key KEY, --instructions TEXT, --tool';
+const DEMO_TOOL = {
+  type: 'function',
+  name: 'lookup_order',
+  description: 'Looks up the delivery status of an order by its number.',
+  parameters: { type: 'object', properties: { order_id: { type: 'string' } }, required: ['order_id'] },
+};
 
 function parseArgs(argv: string[]): Args {
   const named = new Map<string, string>();
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
-    if (!a.startsWith('--')) {
-      console.error(`Unexpected argument ${JSON.stringify(a)}: use --wav FILE, --out FILE, --model ID, --key KEY`);
+    const name = a.startsWith('--') ? a.slice(2) : '';
+    if (!FLAGS.includes(name)) {
+      console.error(`Unexpected argument ${JSON.stringify(a)}: ${USAGE}`);
       process.exit(2);
     }
-    named.set(a.slice(2), argv[++i] ?? '');
+    named.set(name, name === 'tool' ? 'yes' : (argv[++i] ?? ''));
   }
   const key = named.get('key') ?? process.env.S2S_API_KEY ?? '';
   if (!key) {
@@ -62,6 +80,8 @@ function parseArgs(argv: string[]): Args {
     out: named.get('out') ?? 'answer.wav',
     model: named.get('model') ?? 'local/echo-1',
     baseUrl: (process.env.BASE_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, ''),
+    instructions: named.get('instructions'),
+    tool: named.has('tool'),
   };
 }
 
@@ -148,7 +168,7 @@ interface VoiceSession {
   status: string;
   realtime: { url: string; protocol: string };
   billing: { preauthorized_cents: number; balance_cents: number; reserved_cents: number };
-  usage: { audio_in_ms: number; audio_out_ms: number; billed_cents: number };
+  usage: { audio_in_ms: number; audio_out_ms: number; billed_cents: number } & Record<string, number | string>;
 }
 
 // ---- realtime ----
@@ -158,74 +178,139 @@ interface ServerEvent {
   [k: string]: unknown;
 }
 
+/** One answer: resolves at its response.done with whatever function calls it made. */
+interface Answer {
+  calls: { call_id: string; name: string; arguments: string }[];
+}
+
 async function converse(session: VoiceSession, args: Args, audio: Buffer): Promise<Buffer> {
   const ws = new WebSocket(session.realtime.url, PROTOCOL, { headers: { Authorization: `Bearer ${args.key}` } });
   const answer: Buffer[] = [];
-  let responseId: string | null = null;
+  let current: { id: string; calls: Answer['calls']; resolve: (a: Answer) => void } | null = null;
+  let pending: ((a: Answer) => void) | null = null;
+  let answers = 0;
   let ready!: () => void;
   const readyP = new Promise<void>((r) => (ready = r));
-  const done = new Promise<void>((resolve, reject) => {
-    ws.on('message', (data) => {
-      const e = JSON.parse(data.toString()) as ServerEvent;
-      switch (e.type) {
-        case 'conversation.created':
-          ready();
-          break;
-        case 'input_audio_buffer.speech_started':
-        case 'input_audio_buffer.speech_stopped':
-          console.log(`  ${e.type.split('.').pop()} at ${String(e.audio_start_ms ?? e.audio_end_ms)} ms`);
-          break;
-        case 'response.created':
-          responseId ??= (e.response as { id: string }).id;
-          console.log(`  answer ${responseId} started`);
-          break;
-        case 'response.output_audio.delta':
-          if (e.response_id === responseId) answer.push(Buffer.from(e.audio as string, 'base64'));
-          break;
-        case 'response.done': {
-          const r = e.response as { id: string; status: string; usage: Record<string, number> };
-          if (r.id !== responseId) break;
-          console.log(`  answer ${r.status}; usage of this response: ${JSON.stringify(r.usage)}`);
-          resolve();
-          break;
-        }
-        case 'error':
-          console.error(`  error event: ${JSON.stringify(e.error)}`);
-          break;
+  let fail!: (err: Error) => void;
+  const failed = new Promise<never>((_, reject) => (fail = reject));
+  failed.catch(() => {});
+  const send = (e: Record<string, unknown>) => ws.send(JSON.stringify(e));
+  /** The next answer the model gives (the VAD's or one asked for). */
+  const nextAnswer = () => Promise.race([new Promise<Answer>((r) => (pending = r)), failed]);
+
+  ws.on('message', (data) => {
+    const e = JSON.parse(data.toString()) as ServerEvent;
+    switch (e.type) {
+      case 'session.updated':
+        ready();
+        break;
+      case 'input_audio_buffer.speech_started':
+      case 'input_audio_buffer.speech_stopped':
+        console.log(`  ${e.type.split('.').pop()} at ${String(e.audio_start_ms ?? e.audio_end_ms)} ms`);
+        break;
+      case 'conversation.item.input_audio_transcription.completed':
+        console.log(`  you said: ${String(e.transcript)}`);
+        break;
+      case 'response.output_audio_transcript.done':
+        console.log(`  model said: ${String(e.transcript)}`);
+        break;
+      case 'response.output_text.done':
+        console.log(`  model wrote: ${String(e.text)}`);
+        break;
+      case 'response.function_call_arguments.done':
+        console.log(`  model calls ${String(e.name)}(${String(e.arguments)})`);
+        current?.calls.push({ call_id: String(e.call_id), name: String(e.name), arguments: String(e.arguments) });
+        break;
+      case 'response.created': {
+        const resolve = pending ?? (() => {});
+        pending = null;
+        current = { id: (e.response as { id: string }).id, calls: [], resolve };
+        console.log(`  answer ${current.id} started`);
+        break;
       }
-    });
-    ws.on('close', (code, reason) => reject(new Error(`socket closed (${code} ${reason.toString()}) before the answer was complete`)));
-    ws.on('error', reject);
-    ws.on('unexpected-response', (_req, res) => {
-      let text = '';
-      res.on('data', (c) => (text += c.toString()));
-      res.on('end', () => reject(new Error(`attach refused with ${res.statusCode}: ${text}`)));
+      case 'response.output_audio.delta':
+        if (e.response_id === current?.id) answer.push(Buffer.from(e.audio as string, 'base64'));
+        break;
+      case 'response.done': {
+        const r = e.response as { id: string; status: string; usage: Record<string, number> };
+        if (r.id !== current?.id) break;
+        console.log(`  answer ${r.status}; usage of this response: ${JSON.stringify(r.usage)}`);
+        answers++;
+        const done = current;
+        current = null;
+        done.resolve({ calls: done.calls });
+        break;
+      }
+      case 'error':
+        console.error(`  error event: ${JSON.stringify(e.error)}`);
+        break;
+    }
+  });
+  ws.on('close', (code, reason) => fail(new Error(`socket closed (${code} ${reason.toString()}) before the conversation was over`)));
+  ws.on('error', fail);
+  ws.on('unexpected-response', (_req, res) => {
+    let text = '';
+    res.on('data', (c) => (text += c.toString()));
+    res.on('end', () => fail(new Error(`attach to ${session.realtime.url} refused with ${res.statusCode}: ${text}`)));
+  });
+  ws.on('open', () => {
+    // The upstream opens with the client's first settings: instructions, tools and transcription go in
+    // before any audio.
+    send({
+      type: 'session.update',
+      session: {
+        audio: { input: { transcription: {} } },
+        ...(args.instructions ? { instructions: args.instructions } : {}),
+        ...(args.tool ? { tools: [DEMO_TOOL] } : {}),
+      },
     });
   });
-  done.catch(() => {});
-  await Promise.race([readyP, done]);
+  await Promise.race([readyP, failed]);
   console.log(`attached to ${session.realtime.url}`);
 
-  // Real time: frame k leaves at start + k * 20 ms, whatever the timer jitter.
-  const frameBytes = FRAME_MS * BYTES_PER_MS;
-  const start = performance.now();
-  for (let k = 0, off = 0; off < audio.length; k++, off += frameBytes) {
-    const wait = start + k * FRAME_MS - performance.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: audio.subarray(off, off + frameBytes).toString('base64') }));
-  }
-  console.log(`streamed ${Math.round(audio.length / BYTES_PER_MS)} ms of audio`);
-  // Without a turn the VAD recognised, ask for the answer explicitly.
-  const nudge = setTimeout(() => {
-    if (responseId === null) {
-      ws.send(JSON.stringify({ type: 'input_audio_buffer.commit' }));
-      ws.send(JSON.stringify({ type: 'response.create' }));
-    }
-  }, 1500);
   try {
-    await done;
+    const spoken = nextAnswer();
+    // Real time: frame k leaves at start + k * 20 ms, whatever the timer jitter.
+    const frameBytes = FRAME_MS * BYTES_PER_MS;
+    const start = performance.now();
+    for (let k = 0, off = 0; off < audio.length; k++, off += frameBytes) {
+      const wait = start + k * FRAME_MS - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      send({ type: 'input_audio_buffer.append', audio: audio.subarray(off, off + frameBytes).toString('base64') });
+    }
+    console.log(`streamed ${Math.round(audio.length / BYTES_PER_MS)} ms of audio`);
+    // Without a turn the VAD recognised, ask for the answer explicitly.
+    const nudge = setTimeout(() => {
+      if (answers === 0 && current === null) {
+        send({ type: 'input_audio_buffer.commit' });
+        send({ type: 'response.create' });
+      }
+    }, 1500);
+    await spoken.finally(() => clearTimeout(nudge));
+
+    if (args.tool) {
+      // Ask for the tool in a text turn; the local provider calls it when the text says `call <tool> <JSON>`.
+      const asked = nextAnswer();
+      // What is left in the input buffer (the silence after the turn) is not part of the question.
+      send({ type: 'input_audio_buffer.clear' });
+      send({
+        type: 'conversation.item.create',
+        item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'call lookup_order {"order_id":"42"}' }] },
+      });
+      send({ type: 'response.create' });
+      const { calls } = await asked;
+      for (const call of calls) {
+        const output = JSON.stringify({ order_id: '42', status: 'shipped', arrives: 'tomorrow' });
+        console.log(`  answering ${call.name}: ${output}`);
+        send({ type: 'conversation.item.create', item: { type: 'function_call_output', call_id: call.call_id, output } });
+      }
+      if (calls.length > 0) {
+        const result = nextAnswer();
+        send({ type: 'response.create' });
+        await result;
+      }
+    }
   } finally {
-    clearTimeout(nudge);
     ws.close(1000);
   }
   return Buffer.concat(answer);
@@ -243,7 +328,8 @@ async function main(): Promise<void> {
   } finally {
     const ended = await call<VoiceSession>(args, 'POST', `/v1/voice/sessions/${session.id}/end`);
     console.log(`session ${ended.id}: ${ended.status}`);
-    console.log(`  usage: audio_in_ms ${ended.usage.audio_in_ms}, audio_out_ms ${ended.usage.audio_out_ms}`);
+    const { model: _m, provider: _p, pricing_source: _s, rate_snapshot_id: _r, billed_cents: _b, ...counters } = ended.usage;
+    console.log(`  usage: ${Object.entries(counters).map(([k, v]) => `${k} ${String(v)}`).join(', ')}`);
     console.log(
       `  billed ${ended.usage.billed_cents} cents; wallet available ${ended.billing.balance_cents} cents, still reserved ${ended.billing.reserved_cents}`,
     );
