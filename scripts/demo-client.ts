@@ -329,7 +329,11 @@ async function main(): Promise<void> {
     const ended = await call<VoiceSession>(args, 'POST', `/v1/voice/sessions/${session.id}/end`);
     console.log(`session ${ended.id}: ${ended.status}`);
     const { model: _m, provider: _p, pricing_source: _s, rate_snapshot_id: _r, billed_cents: _b, ...counters } = ended.usage;
-    console.log(`  usage: ${Object.entries(counters).map(([k, v]) => `${k} ${String(v)}`).join(', ')}`);
+    console.log(
+      `  usage: ${Object.entries(counters)
+        .map(([k, v]) => `${k} ${String(v)}`)
+        .join(', ')}`,
+    );
     console.log(
       `  billed ${ended.usage.billed_cents} cents; wallet available ${ended.billing.balance_cents} cents, still reserved ${ended.billing.reserved_cents}`,
     );
