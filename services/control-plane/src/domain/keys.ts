@@ -11,7 +11,7 @@ import {
 import { errors, isPossibleId, issueApiKey, newId } from '@s2s/core';
 import { withTransaction } from '@s2s/db';
 import type { AppContext } from '../context.js';
-import { decodeCursor, toPage } from './paging.js';
+import { decodeTimeCursor, toPage } from './paging.js';
 
 /**
  * POST /admin/v1/keys: a wallet funded with `balance_cents` (one `credit` ledger row when > 0) and a key
@@ -113,7 +113,7 @@ export async function listKeys({
   input: ListKeysQuery;
 }): Promise<AdminListPage<ApiKeyResource>> {
   const limit = input.limit ?? LIST_DEFAULT_LIMIT;
-  const after = decodeCursor(input.after, ['string', 'string'] as const);
+  const after = decodeTimeCursor(input.after);
   const { keyLimits } = ctx.config;
   const { rows } = await ctx.db.pool.query<KeyRow>(
     `${KEY_SELECT}

@@ -30,6 +30,23 @@ export function decodeCursor<T extends readonly ('string' | 'number')[]>(
   return key as { [K in keyof T]: T[K] extends 'number' ? number : string };
 }
 
+const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** A cursor of a list ordered by (created_at, id): the timestamp as ISO text with milliseconds, then the id. */
+export function decodeTimeCursor(cursor: string | undefined): readonly [string, string] | null {
+  const key = decodeCursor(cursor, ['string', 'string'] as const);
+  if (key && !(ISO_MS.test(key[0]) && isRealInstant(key[0]))) {
+    throw errors.invalidRequest('after: not a cursor this list issued; pass next_cursor from the previous page.');
+  }
+  return key;
+}
+
+/** True for a calendar-valid instant (no 30 February), so that PostgreSQL never sees one it refuses. */
+function isRealInstant(iso: string): boolean {
+  const ms = Date.parse(iso);
+  return !Number.isNaN(ms) && new Date(ms).toISOString() === iso;
+}
+
 /** Cuts the `limit + 1` rows read into a page. */
 export function toPage<R, T>(
   rows: R[],

@@ -1,8 +1,8 @@
 import { LIST_DEFAULT_LIMIT, type AdminListPage, type AdminSession, type ListSessionsQuery } from '@s2s/contract';
-import { errors, toVoiceSession } from '@s2s/core';
+import { toVoiceSession } from '@s2s/core';
 import { selectSessions } from '@s2s/sessions';
 import type { AppContext } from '../context.js';
-import { decodeCursor, toPage } from './paging.js';
+import { decodeTimeCursor, toPage } from './paging.js';
 
 /**
  * GET /admin/v1/sessions: newest first, filtered by key, wallet, model and status; each entry is the voice
@@ -17,8 +17,7 @@ export async function listSessions({
   input: ListSessionsQuery;
 }): Promise<AdminListPage<AdminSession>> {
   const limit = input.limit ?? LIST_DEFAULT_LIMIT;
-  const after = decodeCursor(input.after, ['string', 'string'] as const);
-  if (after && Number.isNaN(Date.parse(after[0]))) throw errors.invalidRequest('after: not a cursor this list issued.');
+  const after = decodeTimeCursor(input.after);
   const rows = await selectSessions(ctx.db.pool, {
     keyId: input.key_id,
     walletId: input.wallet_id,
