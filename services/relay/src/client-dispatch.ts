@@ -26,11 +26,11 @@ export function applyClientEvent(d: ClientDispatch, up: MeteredUpstream, e: Inte
   if (d.meter.exhausted) return;
   switch (e.type) {
     case 'audio.append': {
-      const state = d.meter.admitInput(up.usage(), e.pcm.length);
+      const state = d.meter.admitInput(up.usage(), e.audio.bytes);
       if (state === 'over') return d.exhaustBudget();
       if (state === 'exhausted') return;
-      up.appendAudio(e.pcm);
-      d.tracker.appended(e.pcm.length);
+      up.appendAudio(e.audio);
+      d.tracker.appended(e.audio.bytes);
       if (state === 'reached') d.exhaustBudget();
       return;
     }

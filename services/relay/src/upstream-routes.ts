@@ -35,10 +35,10 @@ export interface UpstreamRoutes {
 export function routeUpstreamEvent(r: UpstreamRoutes, e: UpstreamEvent): void {
   switch (e.type) {
     case 'audio_delta': {
-      r.tracker.delta(e.responseId, e.pcm.length);
+      r.tracker.delta(e.responseId, e.audio.bytes);
       const place = r.agent.audioPlace(e);
       if (!r.link.finishing && r.ws.readyState === WebSocket.OPEN) {
-        r.ws.send(r.ctx.codec.encode({ type: 'response.audio.delta', ...place, pcm: e.pcm }), TEXT_FRAME);
+        r.ws.send(r.ctx.codec.encode({ type: 'response.audio.delta', place, audio: e.audio }), TEXT_FRAME);
         r.ctx.telemetry.frameOut();
         r.trace.audioOut(place.responseId);
       }

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { ServerEvent } from '@s2s/contract';
+import { Audio } from '../src/audio.js';
 import { DEFAULT_SETTINGS, type ConversationItem } from '../src/agent-model.js';
 import type { InternalServerEvent } from '../src/codec/model.js';
 import { SvcRealtimeV1Codec, wireParamOf } from '../src/codec/svc-realtime-v1.js';
@@ -198,7 +199,7 @@ t.test('encode: every voice-agent server event is a valid ServerEvent with gatew
     { type: 'audio_transcript.done', ...place, transcript: 'hi' },
     { type: 'call_arguments.delta', responseId: 'resp_1', itemId: 'item_3', outputIndex: 0, callId: 'call_1', delta: '{' },
     { type: 'call_arguments.done', responseId: 'resp_1', itemId: 'item_3', outputIndex: 0, callId: 'call_1', name: 'f', arguments: '{}' },
-    { type: 'response.audio.delta', ...place, pcm },
+    { type: 'response.audio.delta', place, audio: Audio.ofPcm(pcm) },
     { type: 'response.audio.done', ...place },
     { type: 'error', code: 'item_not_found', message: 'm', clientEventId: 'c', param: 'itemId' },
   ];

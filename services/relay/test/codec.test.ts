@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { InputAudioBufferAppendEvent, REALTIME_ERROR_TYPE, ServerEvent } from '@s2s/contract';
+import { Audio } from '../src/audio.js';
 import { decodePcmFrame } from '../src/codec/pcm-frame.js';
 import {
   EventIds,
@@ -16,8 +17,9 @@ import type { InternalServerEvent } from '../src/codec/model.js';
 t.test('decodePcmFrame accepts raw aligned PCM16LE and nothing else', async (t) => {
   const pcm = Buffer.from([1, 0, 2, 0, 3, 0, 4, 0]);
   const ok = decodePcmFrame(pcm.toString('base64'));
-  t.ok(Buffer.isBuffer(ok));
-  t.same([...(ok as Buffer)], [...pcm]);
+  t.ok(ok instanceof Audio);
+  t.same([...(ok as Audio).pcm], [...pcm]);
+  t.equal((ok as Audio).base64, pcm.toString('base64'), 'the client text is carried as is');
 
   t.equal(decodePcmFrame(Buffer.from([1, 2, 3]).toString('base64')), 'odd_length');
   t.equal(decodePcmFrame(''), 'empty');
@@ -31,7 +33,7 @@ t.test('decodePcmFrame accepts raw aligned PCM16LE and nothing else', async (t) 
   t.equal(decodePcmFrame(wav.toString('base64')), 'wav_header');
   const riffOnly = Buffer.alloc(12, 0);
   riffOnly.write('RIFF', 0, 'ascii');
-  t.ok(Buffer.isBuffer(decodePcmFrame(riffOnly.toString('base64'))), 'RIFF without WAVE is just samples');
+  t.ok(decodePcmFrame(riffOnly.toString('base64')) instanceof Audio, 'RIFF without WAVE is just samples');
 });
 
 t.test('decodePcmFrame rejects exactly what strict RFC 4648 base64 rejects', async () => {
@@ -58,7 +60,7 @@ t.test('decodePcmFrame round-trips any even-length buffer', async (t) => {
       const b = Buffer.from(bytes.length % 2 ? bytes.subarray(1) : bytes);
       if (b.length === 0 || (b.length >= 12 && b.toString('latin1', 0, 4) === 'RIFF' && b.toString('latin1', 8, 12) === 'WAVE')) return;
       const r = decodePcmFrame(b.toString('base64'));
-      return Buffer.isBuffer(r) && r.equals(b);
+      return r instanceof Audio && r.bytes === b.length && r.pcm.equals(b);
     }),
   );
 });
@@ -123,7 +125,7 @@ t.test('server events are exact JSON', async (t) => {
   t.match(a, /^evt_[0-9A-Za-z]{10}[0-9a-z]+$/);
   const pcm = Buffer.from([1, 2, 3, 4]);
   const prefix = audioDeltaPrefix({ responseId: 'resp_x', itemId: 'item_a', outputIndex: 1, contentIndex: 0 });
-  t.same(JSON.parse(serverEvents.audioDelta('evt_1', prefix, pcm).toString()), {
+  t.same(JSON.parse(serverEvents.audioDelta('evt_1', prefix, pcm.toString('base64')).toString()), {
     type: 'response.output_audio.delta',
     event_id: 'evt_1',
     response_id: 'resp_x',
@@ -152,7 +154,7 @@ t.test('svc-realtime-v1 decode: each client event into the internal model', asyn
   const pcm = Buffer.from([1, 0, 2, 0]);
   const append = c.decode(text({ type: 'input_audio_buffer.append', audio: pcm.toString('base64'), event_id: 'a1' }), false);
   t.equal(append.type, 'audio.append');
-  t.ok(append.type === 'audio.append' && append.pcm.equals(pcm));
+  t.ok(append.type === 'audio.append' && append.audio.pcm.equals(pcm) && append.audio.bytes === 4);
   t.equal(append.eventId, 'a1');
   t.same(c.decode(text({ type: 'input_audio_buffer.commit', event_id: 'c1' }), false), { type: 'input.commit', eventId: 'c1' });
   t.same(c.decode(text({ type: 'input_audio_buffer.clear' }), false), { type: 'input.clear', eventId: undefined });
@@ -231,8 +233,8 @@ t.test('svc-realtime-v1 encode: every internal server event is a valid ServerEve
     { type: 'speech.started', audioStartMs: 12.4 },
     { type: 'speech.stopped', audioEndMs: -3 },
     { type: 'response.created', responseId: 'resp_1' },
-    { type: 'response.audio.delta', ...place, pcm: Buffer.from([1, 2]) },
-    { type: 'response.audio.delta', ...place, responseId: 'resp_"2', pcm: Buffer.from([3, 4]) },
+    { type: 'response.audio.delta', place, audio: Audio.ofPcm(Buffer.from([1, 2])) },
+    { type: 'response.audio.delta', place: { ...place, responseId: 'resp_"2' }, audio: Audio.ofPcm(Buffer.from([3, 4])) },
     { type: 'response.audio.done', ...place },
     {
       type: 'response.done',

@@ -1,5 +1,6 @@
 import type { RealtimeErrorCode, ResponseUsage, VoiceSession } from '@s2s/contract';
 import type { ContentPart, ConversationItem, EffectiveSettings, NewItem, ResponseOptions, SessionSettings } from '../agent-model.js';
+import type { Audio } from '../audio.js';
 import type { ResponseStatus } from '../providers/types.js';
 
 /**
@@ -14,8 +15,8 @@ import type { ResponseStatus } from '../providers/types.js';
  */
 
 export type InternalClientEvent =
-  /** Raw PCM16LE 24 kHz mono, already checked (aligned, no WAV header, not empty). */
-  | { type: 'audio.append'; pcm: Buffer; eventId: string | undefined }
+  /** PCM16LE 24 kHz mono, already checked (strict base64, aligned, no WAV header, not empty): decodePcmFrame. */
+  | { type: 'audio.append'; audio: Audio; eventId: string | undefined }
   | { type: 'session.update'; update: SessionSettings; eventId: string | undefined }
   | { type: 'input.commit'; eventId: string | undefined }
   | { type: 'input.clear'; eventId: string | undefined }
@@ -82,7 +83,8 @@ export type InternalServerEvent =
       name: string;
       arguments: string;
     }
-  | ({ type: 'response.audio.delta'; pcm: Buffer } & OutputPlace)
+  /** `place` is the same object for a run of deltas of one item (the codec caches its JSON head by it). */
+  | { type: 'response.audio.delta'; place: OutputPlace; audio: Audio }
   | ({ type: 'response.audio.done' } & OutputPlace)
   | { type: 'response.done'; responseId: string; status: ResponseStatus; usage: ResponseUsage }
   | {

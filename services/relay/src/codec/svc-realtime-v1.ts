@@ -204,9 +204,10 @@ function newItemOf(e: Extract<ControlEvent, { type: 'conversation.item.create' }
       content.push(part);
       continue;
     }
-    const pcm = decodePcmFrame(part.audio);
-    if (typeof pcm === 'string') return refuse('invalid_audio_format', AUDIO_FRAME_MESSAGES[pcm], e.event_id, `item.content[${i}].audio`);
-    content.push({ type: 'input_audio', pcm });
+    const audio = decodePcmFrame(part.audio);
+    if (typeof audio === 'string')
+      return refuse('invalid_audio_format', AUDIO_FRAME_MESSAGES[audio], e.event_id, `item.content[${i}].audio`);
+    content.push({ type: 'input_audio', pcm: audio.pcm });
   }
   return { type: 'message', role: item.role, content };
 }
@@ -360,8 +361,8 @@ export const serverEvents = {
   responseCreated: (eventId: string, responseId: string) =>
     JSON.stringify({ type: 'response.created', event_id: eventId, response: { id: responseId, status: 'in_progress' } }),
   /** `prefix`: `{"type":"response.output_audio.delta",` + the place members + `,` (see audioDeltaPrefix). */
-  audioDelta: (eventId: string, prefix: string, pcm: Buffer): Buffer =>
-    Buffer.from(prefix + '"event_id":"' + eventId + '","audio":"' + pcm.toString('base64') + '"}', 'latin1'),
+  audioDelta: (eventId: string, prefix: string, base64: string): Buffer =>
+    Buffer.from(prefix + '"event_id":"' + eventId + '","audio":"' + base64 + '"}', 'latin1'),
   audioDone: (eventId: string, p: OutputPlace) => JSON.stringify({ type: 'response.output_audio.done', event_id: eventId, ...place(p) }),
   responseDone: (eventId: string, responseId: string, status: ResponseStatus, usage: ResponseUsage) =>
     JSON.stringify({
@@ -418,9 +419,11 @@ function msInt(ms: number): number {
 /** The gateway's own dialect (api-v1 §4, decisions.md "Realtime"), negotiated as `svc-realtime-v1`. */
 export class SvcRealtimeV1Codec implements ClientCodec {
   readonly protocol = REALTIME_PROTOCOL;
-  /** The place of the last audio delta and its constant JSON head: deltas of one item come in runs. */
-  private last: OutputPlace = { responseId: '', itemId: '', outputIndex: -1, contentIndex: -1 };
-  private lastPrefix = '';
+  /**
+   * The constant JSON head of each place's deltas. One codec serves every socket of the relay and their
+   * deltas interleave, but each attachment hands the same place object for a run of deltas of one item.
+   */
+  private readonly prefixes = new WeakMap<OutputPlace, string>();
 
   constructor(private readonly ids: EventIds = new EventIds()) {}
 
@@ -442,9 +445,9 @@ export class SvcRealtimeV1Codec implements ClientCodec {
           typeof ev.audio === 'string' ? undefined : 'audio',
         );
       }
-      const pcm = decodePcmFrame(ev.audio);
-      if (typeof pcm === 'string') return refuse('invalid_audio_format', AUDIO_FRAME_MESSAGES[pcm], ev.event_id, 'audio');
-      return { type: 'audio.append', pcm, eventId: ev.event_id };
+      const audio = decodePcmFrame(ev.audio);
+      if (typeof audio === 'string') return refuse('invalid_audio_format', AUDIO_FRAME_MESSAGES[audio], ev.event_id, 'audio');
+      return { type: 'audio.append', audio, eventId: ev.event_id };
     }
     const event = parseControlEvent(msg);
     return isRefusal(event) ? event : toInternal(event);
@@ -454,17 +457,9 @@ export class SvcRealtimeV1Codec implements ClientCodec {
     const id = this.ids.next();
     switch (e.type) {
       case 'response.audio.delta': {
-        const l = this.last;
-        if (
-          e.responseId !== l.responseId ||
-          e.itemId !== l.itemId ||
-          e.outputIndex !== l.outputIndex ||
-          e.contentIndex !== l.contentIndex
-        ) {
-          this.last = { responseId: e.responseId, itemId: e.itemId, outputIndex: e.outputIndex, contentIndex: e.contentIndex };
-          this.lastPrefix = audioDeltaPrefix(this.last);
-        }
-        return serverEvents.audioDelta(id, this.lastPrefix, e.pcm);
+        let prefix = this.prefixes.get(e.place);
+        if (prefix === undefined) this.prefixes.set(e.place, (prefix = audioDeltaPrefix(e.place)));
+        return serverEvents.audioDelta(id, prefix, e.audio.base64);
       }
       case 'session.created':
         return serverEvents.sessionCreated(id, e.session);

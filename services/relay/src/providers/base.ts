@@ -1,5 +1,6 @@
 import { addUsage, BYTES_PER_MS, ZERO_USAGE, type Usage } from '@s2s/core';
 import type { Logger } from '@s2s/telemetry';
+import type { Audio } from '../audio.js';
 import { UpstreamError, isUpstreamError } from './errors.js';
 import { ZERO_TOKENS, type NewItem, type ResponseOptions, type SessionSettings, type TokenReport } from '../agent-model.js';
 import type {
@@ -274,7 +275,7 @@ class MeteredConnection implements MeteredUpstream {
         break;
       case 'audio_delta':
         this.lastResponseId = event.responseId;
-        this.meter.addOutput(event.pcm.length);
+        this.meter.addOutput(event.audio.bytes);
         break;
       case 'response_done':
         event = { ...event, metered: this.meter.responseDone(event.tokens) };
@@ -294,10 +295,10 @@ class MeteredConnection implements MeteredUpstream {
     this.deliver(event);
   }
 
-  appendAudio(pcm: Buffer): void {
-    if (this.closed || !this.connection || pcm.length === 0) return;
-    this.meter.addInput(pcm.length);
-    this.connection.appendAudio(pcm);
+  appendAudio(audio: Audio): void {
+    if (this.closed || !this.connection || audio.bytes === 0) return;
+    this.meter.addInput(audio.bytes);
+    this.connection.appendAudio(audio);
   }
 
   commit(): void {

@@ -1,6 +1,7 @@
 import type { FunctionCall, FunctionResponse, LiveClientMessage, LiveServerContent, LiveServerMessage, Part } from '@google/genai';
 import { BYTES_PER_MS, randomBase62 } from '@s2s/core';
 import { ZERO_TOKENS, type ContentPart, type ItemBody, type NewItem, type SessionSettings, type TokenReport } from '../agent-model.js';
+import { Audio } from '../audio.js';
 import { UpstreamError, type UpstreamErrorKind } from './errors.js';
 import {
   geminiInstruction,
@@ -322,13 +323,14 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     this.emit({ type: 'response_done', responseId: turn.responseId, status: 'failed', tokens: null });
   }
 
-  appendAudio(pcm: Buffer): void {
+  appendAudio(audio: Audio): void {
     if (this.phase !== 'open') return;
-    this.inputBytes += pcm.length;
+    this.inputBytes += audio.bytes;
     this.user ??= this.newUser();
-    this.user.bytes += pcm.length;
+    this.user.bytes += audio.bytes;
     this.inputEnded = false;
-    const resampled = this.resampler.push(pcm);
+    // Gemini takes 16 kHz: this adapter decodes the client's base64 to resample it.
+    const resampled = this.resampler.push(audio.pcm);
     if (resampled.length === 0) return;
     if (this.manualTurns && !this.activityOpen) {
       this.activityOpen = true;
@@ -555,7 +557,7 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     this.emit({
       type: 'audio_delta',
       responseId: turn.responseId,
-      pcm,
+      audio: Audio.ofPcm(pcm),
       itemKey: m.ref.itemKey,
       outputIndex: m.ref.outputIndex,
       contentIndex: 0,

@@ -8,6 +8,7 @@ import type {
   OutputAudioBufferClearEvent,
   ResponseCancelEvent,
 } from 'openai/resources/realtime/realtime';
+import { Audio } from '../audio.js';
 import type { NewItem, ResponseOptions, SessionSettings } from '../agent-model.js';
 import { UpstreamError } from './errors.js';
 import {
@@ -57,6 +58,8 @@ export const OPENAI_CAPABILITIES: Readonly<ProviderCapabilities> = Object.freeze
 
 /** How long an upstream `error` event waits to learn whether the socket closes right after it (fatal). */
 const ERROR_SETTLE_MS = 200;
+/** ws sends a Buffer as a binary frame unless told otherwise. */
+const TEXT_FRAME = { binary: false } as const;
 /** Errors a barge-in race produces on its own (cancelling a reply that just finished): not worth relaying. */
 const BENIGN_ERROR_CODES = new Set(['response_cancel_not_active']);
 /** Assistant audio items remembered for truncation after a barge-in. */
@@ -145,11 +148,11 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
     return this.awaitSetup(openAISessionUpdate(settings, true) as unknown as Record<string, unknown>, signal);
   }
 
-  appendAudio(pcm: Buffer): void {
-    if (this.phase !== 'open' || pcm.length === 0) return;
-    this.uncommittedBytes += pcm.length;
-    // Built by hand: this is the hot path, and base64 needs no JSON escaping.
-    this.ws.send(Buffer.from(`{"type":"input_audio_buffer.append","audio":"${pcm.toString('base64')}"}`, 'latin1'), { binary: false });
+  appendAudio(audio: Audio): void {
+    if (this.phase !== 'open' || audio.bytes === 0) return;
+    this.uncommittedBytes += audio.bytes;
+    // Built by hand: this is the hot path, and base64 needs no JSON escaping. The client's base64 as it came.
+    this.ws.send(Buffer.from('{"type":"input_audio_buffer.append","audio":"' + audio.base64 + '"}', 'latin1'), TEXT_FRAME);
   }
 
   private requestId(kind: UpstreamRequestKind): string {
@@ -272,15 +275,16 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
       case 'response.output_audio.delta':
       case 'response.audio.delta': {
         const responseId = str(msg.response_id);
-        const delta = typeof msg.delta === 'string' ? Buffer.from(msg.delta, 'base64') : null;
-        if (!responseId || !delta || delta.length === 0) return;
+        // Carried to the client as the provider's base64 when it is strict base64 (no decode, no encode).
+        const audio = typeof msg.delta === 'string' ? Audio.ofProviderBase64(msg.delta) : null;
+        if (!responseId || !audio || audio.bytes === 0) return;
         const itemKey = str(msg.item_id);
-        this.track(responseId, itemKey, delta.length);
-        if (itemKey === null) return this.emit({ type: 'audio_delta', responseId, pcm: delta });
+        this.track(responseId, itemKey, audio.bytes);
+        if (itemKey === null) return this.emit({ type: 'audio_delta', responseId, audio });
         return this.emit({
           type: 'audio_delta',
           responseId,
-          pcm: delta,
+          audio,
           itemKey,
           outputIndex: num(msg.output_index),
           contentIndex: num(msg.content_index),

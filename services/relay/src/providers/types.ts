@@ -1,10 +1,12 @@
 import type { Usage } from '@s2s/core';
+import type { Audio } from '../audio.js';
 import type { ContentPart, ItemBody, NewItem, ResponseOptions, SessionSettings, TokenReport } from '../agent-model.js';
 
 /**
  * The provider adapter interface. An adapter implements only its upstream protocol; ProviderBase (base.ts)
  * owns the connect timeout, connection retries and metering. Audio crossing this interface is always
- * raw PCM16LE, 24 kHz, mono, as Buffers: an adapter resamples or re-encodes on its side of the line.
+ * raw PCM16LE, 24 kHz, mono, as an Audio (base64 or bytes, whichever it came as; `bytes` exact): an
+ * adapter resamples or re-encodes on its side of the line.
  *
  * The whole voice-agent model crosses it (agent-model.ts): settings, conversation items, transcripts,
  * text, function calls and token reports by modality. Items are named by opaque keys: the gateway id for
@@ -70,7 +72,7 @@ export type UpstreamEvent =
    * Output audio. `itemKey`/`outputIndex`/`contentIndex` place it (absent: the adapter does not know, the
    * relay uses the response's current audio item). The hot path: nothing else rides on it.
    */
-  | { type: 'audio_delta'; responseId: string; pcm: Buffer; itemKey?: string; outputIndex?: number; contentIndex?: number }
+  | { type: 'audio_delta'; responseId: string; audio: Audio; itemKey?: string; outputIndex?: number; contentIndex?: number }
   | { type: 'audio_done'; responseId: string; itemKey?: string; outputIndex?: number; contentIndex?: number }
   | {
       type: 'response_done';
@@ -93,7 +95,7 @@ export type UpstreamEvent =
 export type UpstreamSessionConfig = { providerModel: string } & SessionSettings;
 
 export interface UpstreamConnection {
-  appendAudio(pcm: Buffer): void;
+  appendAudio(audio: Audio): void;
   commit(): void;
   clear(): void;
   createResponse(options?: ResponseOptions): void;

@@ -11,6 +11,7 @@ import {
   type UpstreamSessionConfig,
   type UpstreamTokenUsage,
 } from '../../src/providers/index.js';
+import { Audio } from '../../src/audio.js';
 
 /** One fake upstream on port 0, with what it observed. */
 export interface UpstreamHarness {
@@ -73,7 +74,7 @@ export class Events {
   }
 
   deltas(responseId: string): Buffer {
-    return Buffer.concat(this.all.flatMap((e) => (e.type === 'audio_delta' && e.responseId === responseId ? [e.pcm] : [])));
+    return Buffer.concat(this.all.flatMap((e) => (e.type === 'audio_delta' && e.responseId === responseId ? [e.audio.pcm] : [])));
   }
 }
 
@@ -136,7 +137,7 @@ export function adapterSuite<H extends UpstreamHarness>(t: Test, spec: AdapterSu
   }
 
   function sendAudio(up: MeteredUpstream, pcm: Buffer): void {
-    for (const f of pcmFrames(pcm, 20)) up.appendAudio(f);
+    for (const f of pcmFrames(pcm, 20)) up.appendAudio(Audio.ofPcm(f));
   }
 
   t.test(`${spec.name}: connects and sends its session configuration, the key where the protocol wants it`, async (t) => {
@@ -246,7 +247,7 @@ export function adapterSuite<H extends UpstreamHarness>(t: Test, spec: AdapterSu
     t.same(closed, { type: 'closed', unexpected: true });
     const usage = up.usage();
     t.equal(usage.audio_in_ms, 100, 'what was sent before the drop is metered');
-    up.appendAudio(pcmTone(100));
+    up.appendAudio(Audio.ofPcm(pcmTone(100)));
     t.equal(up.usage().audio_in_ms, 100, 'audio after the upstream is gone is not');
     await up.close();
   });
@@ -285,7 +286,7 @@ function agentTests(
 
   t.test(`${name}: the opening configuration holds; committed audio is transcribed; instructions bill as text`, async (t) => {
     const { up, ev } = await session(t, false, config);
-    for (const f of pcmFrames(pcmTone(700), 20)) up.appendAudio(f);
+    for (const f of pcmFrames(pcmTone(700), 20)) up.appendAudio(Audio.ofPcm(f));
     up.commit();
     const committed = await ev.wait('input_committed');
     const transcript = await ev.wait('input_transcript_completed', (e) => e.itemKey === committed.itemKey);

@@ -11,6 +11,7 @@ import {
   type UpstreamEvent,
   type UpstreamSessionConfig,
 } from '../../src/providers/index.js';
+import { Audio } from '../../src/audio.js';
 
 const CONFIG: UpstreamSessionConfig = { providerModel: 'm' };
 const RATIO = { inputMsPerToken: 100, outputMsPerToken: 50 };
@@ -37,7 +38,7 @@ class ScriptedAdapter implements ProviderAdapter {
     const calls = this.calls;
     const appended = this.appended;
     return Promise.resolve({
-      appendAudio: (pcm: Buffer) => void appended.push(pcm.length),
+      appendAudio: (audio: Audio) => void appended.push(audio.bytes),
       commit: () => void calls.push('commit'),
       clear: () => void calls.push('clear'),
       createResponse: () => void calls.push('createResponse'),
@@ -152,13 +153,13 @@ t.test('open: meters accepted input and provider output; fills metered on respon
   const adapter = new ScriptedAdapter(['ok']);
   const events: UpstreamEvent[] = [];
   const up = await new ProviderBase(adapter).open(CONFIG, (e) => events.push(e), signal());
-  up.appendAudio(pcm(960));
-  up.appendAudio(pcm(0));
-  up.appendAudio(pcm(970));
+  up.appendAudio(Audio.ofPcm(pcm(960)));
+  up.appendAudio(Audio.ofPcm(pcm(0)));
+  up.appendAudio(Audio.ofPcm(pcm(970)));
   t.same(adapter.appended, [960, 970], 'empty frames are not forwarded');
   adapter.emit({ type: 'response_created', responseId: 'r1' });
-  adapter.emit({ type: 'audio_delta', responseId: 'r1', pcm: pcm(4800) });
-  adapter.emit({ type: 'audio_delta', responseId: 'r1', pcm: pcm(100) });
+  adapter.emit({ type: 'audio_delta', responseId: 'r1', audio: Audio.ofPcm(pcm(4800)) });
+  adapter.emit({ type: 'audio_delta', responseId: 'r1', audio: Audio.ofPcm(pcm(100)) });
   adapter.emit({ type: 'audio_done', responseId: 'r1' });
   adapter.emit({
     type: 'response_done',
@@ -175,7 +176,7 @@ t.test('open: meters accepted input and provider output; fills metered on respon
     metered: usageOf({ audio_in_ms: 40, audio_out_ms: 102, input_audio_tokens: 5, output_audio_tokens: 9 }),
   });
   adapter.emit({ type: 'response_created', responseId: 'r2' });
-  adapter.emit({ type: 'audio_delta', responseId: 'r2', pcm: pcm(44) });
+  adapter.emit({ type: 'audio_delta', responseId: 'r2', audio: Audio.ofPcm(pcm(44)) });
   adapter.emit({ type: 'response_done', responseId: 'r2', status: 'cancelled', tokens: null });
   const done2 = events.filter((e) => e.type === 'response_done')[1];
   t.same(
@@ -198,9 +199,9 @@ t.test('a response cut off by the upstream dropping is reported failed and still
   const adapter = new ScriptedAdapter(['ok']);
   const events: UpstreamEvent[] = [];
   const up = await new ProviderBase(adapter).open(CONFIG, (e) => events.push(e), signal());
-  up.appendAudio(pcm(48 * 300));
+  up.appendAudio(Audio.ofPcm(pcm(48 * 300)));
   adapter.emit({ type: 'response_created', responseId: 'r1' });
-  adapter.emit({ type: 'audio_delta', responseId: 'r1', pcm: pcm(48 * 120) });
+  adapter.emit({ type: 'audio_delta', responseId: 'r1', audio: Audio.ofPcm(pcm(48 * 120)) });
   adapter.emit({ type: 'closed', unexpected: true });
   t.same(events.slice(-2), [
     {
@@ -212,9 +213,9 @@ t.test('a response cut off by the upstream dropping is reported failed and still
     },
     { type: 'closed', unexpected: true },
   ]);
-  adapter.emit({ type: 'audio_delta', responseId: 'r1', pcm: pcm(480) });
+  adapter.emit({ type: 'audio_delta', responseId: 'r1', audio: Audio.ofPcm(pcm(480)) });
   t.equal(up.usage().audio_out_ms, 120, 'nothing counted after closed');
-  up.appendAudio(pcm(480));
+  up.appendAudio(Audio.ofPcm(pcm(480)));
   t.equal(up.usage().audio_in_ms, 300);
   t.equal(events.length, 4, 'nothing delivered after closed');
 });
@@ -223,9 +224,9 @@ t.test('close() mid-answer settles the answer at the ratio (a client leaving is 
   const adapter = new ScriptedAdapter(['ok']);
   const events: UpstreamEvent[] = [];
   const up = await new ProviderBase(adapter).open(CONFIG, (e) => events.push(e), signal());
-  up.appendAudio(pcm(48 * 1000));
+  up.appendAudio(Audio.ofPcm(pcm(48 * 1000)));
   adapter.emit({ type: 'response_created', responseId: 'r1' });
-  adapter.emit({ type: 'audio_delta', responseId: 'r1', pcm: pcm(48 * 250) });
+  adapter.emit({ type: 'audio_delta', responseId: 'r1', audio: Audio.ofPcm(pcm(48 * 250)) });
   await up.close();
   t.same(up.usage(), usageOf({ audio_in_ms: 1000, audio_out_ms: 250, input_audio_tokens: 10, output_audio_tokens: 5 }));
   t.notOk(
@@ -239,7 +240,7 @@ t.test('close() mid-answer settles the answer at the ratio (a client leaving is 
 t.test('close() between responses adds no tokens', async (t) => {
   const adapter = new ScriptedAdapter(['ok']);
   const up = await new ProviderBase(adapter).open(CONFIG, () => {}, signal());
-  up.appendAudio(pcm(48 * 500));
+  up.appendAudio(Audio.ofPcm(pcm(48 * 500)));
   await up.close();
   t.same(up.usage(), usageOf({ audio_in_ms: 500, audio_out_ms: 0, input_audio_tokens: 0, output_audio_tokens: 0 }));
 });
@@ -300,8 +301,8 @@ t.test('events of an abandoned attempt are ignored', async (t) => {
   const adapter = new ScriptedAdapter([new UpstreamError('scripted', 'unavailable'), 'ok']);
   const events: UpstreamEvent[] = [];
   const up = await new ProviderBase(adapter, { backoffMs: 1 }).open(CONFIG, (e) => events.push(e), signal());
-  adapter.emitters[0]!({ type: 'audio_delta', responseId: 'old', pcm: pcm(4800) });
-  adapter.emitters[1]!({ type: 'audio_delta', responseId: 'new', pcm: pcm(48) });
+  adapter.emitters[0]!({ type: 'audio_delta', responseId: 'old', audio: Audio.ofPcm(pcm(4800)) });
+  adapter.emitters[1]!({ type: 'audio_delta', responseId: 'new', audio: Audio.ofPcm(pcm(48)) });
   t.same(
     events.map((e) => e.type === 'audio_delta' && e.responseId),
     ['new'],

@@ -23,6 +23,7 @@ import {
   type FakeGemini,
   type FakeGeminiOptions,
 } from './fake-gemini.js';
+import { Audio } from '../../src/audio.js';
 
 interface GeminiHarness extends UpstreamHarness {
   fake: FakeGemini;
@@ -172,7 +173,7 @@ t.test('gemini: voice and silence duration go into the setup; model names alread
 
 t.test('gemini: usage arriving after turnComplete is still attributed to that response', async (t) => {
   const { ev, up } = await open(t, { apiKey: 'k', usage: 'after' });
-  for (const f of pcmFrames(pcmTone(500))) up.appendAudio(f);
+  for (const f of pcmFrames(pcmTone(500))) up.appendAudio(Audio.ofPcm(f));
   up.commit();
   const done = await ev.wait('response_done');
   t.same(done.tokens, fakeGeminiTokens(500, 1000));
@@ -180,7 +181,7 @@ t.test('gemini: usage arriving after turnComplete is still attributed to that re
 
 t.test('gemini: no usage at all → response_done without usage, tokens by the 32/s ratio', async (t) => {
   const { ev, up } = await open(t, { apiKey: 'k', usage: 'none' });
-  for (const f of pcmFrames(pcmTone(500))) up.appendAudio(f);
+  for (const f of pcmFrames(pcmTone(500))) up.appendAudio(Audio.ofPcm(f));
   up.createResponse();
   const done = await ev.wait('response_done');
   t.equal(done.tokens, null);
@@ -191,10 +192,10 @@ t.test(
   "gemini: input during an answer → interrupted: speech_started, a cancelled response with Gemini's usage; goAway → closed",
   async (t) => {
     const { fake, ev, up } = await open(t, { apiKey: 'k', paced: true });
-    for (const f of pcmFrames(pcmTone(200))) up.appendAudio(f);
+    for (const f of pcmFrames(pcmTone(200))) up.appendAudio(Audio.ofPcm(f));
     up.commit();
     await ev.wait('audio_delta');
-    up.appendAudio(pcmTone(20));
+    up.appendAudio(Audio.ofPcm(pcmTone(20)));
     const done = await ev.wait('response_done');
     t.same(
       turnEvents(ev),
@@ -212,7 +213,7 @@ t.test(
 
 t.test('gemini: a barge-in keeps the usage Gemini reports for the cancelled turn (never the ratio)', async (t) => {
   const { fake, ev, up } = await open(t, { apiKey: 'k', paced: true });
-  for (const f of pcmFrames(pcmTone(500))) up.appendAudio(f);
+  for (const f of pcmFrames(pcmTone(500))) up.appendAudio(Audio.ofPcm(f));
   up.commit();
   const first = await ev.wait('audio_delta');
   up.cancelResponse(first.responseId, 20);
@@ -294,7 +295,7 @@ t.test('gemini: manual turns frame the input with activityStart / activityEnd', 
   const manual = { providerModel: 'm', turnDetection: null } as unknown as UpstreamSessionConfig;
   const { fake, ev, up } = await open(t, { apiKey: 'k' }, manual);
   t.same(fake.messages[0]!.setup!.realtimeInputConfig, { automaticActivityDetection: { disabled: true } });
-  for (const f of pcmFrames(pcmTone(200))) up.appendAudio(f);
+  for (const f of pcmFrames(pcmTone(200))) up.appendAudio(Audio.ofPcm(f));
   up.commit();
   await ev.wait('response_done');
   const control = fake.messages.slice(1).filter((m) => !m.realtimeInput?.audio);
@@ -358,7 +359,7 @@ t.test('gemini live API (GEMINI_API_KEY)', { skip: !process.env.GEMINI_API_KEY &
     new AbortController().signal,
   );
   t.teardown(() => up.close());
-  for (const f of pcmFrames(pcmTone(1500))) up.appendAudio(f);
+  for (const f of pcmFrames(pcmTone(1500))) up.appendAudio(Audio.ofPcm(f));
   up.commit();
   const done = await ev.wait('response_done');
   t.ok(['completed', 'cancelled'].includes(done.status), 'a response came back');
@@ -384,7 +385,7 @@ t.test(
       inputAudioTranscription: {},
       outputAudioTranscription: {},
     });
-    for (const f of pcmFrames(pcmTone(600))) up.appendAudio(f);
+    for (const f of pcmFrames(pcmTone(600))) up.appendAudio(Audio.ofPcm(f));
     up.commit();
     const done = await ev.wait('response_done');
     const inMs = Math.floor(resampledLength(600 * 24) / 16);
@@ -533,13 +534,13 @@ t.test(
   'gemini: goAway with a resumption handle moves the session to a new connection at a quiet moment; the relay sees nothing',
   async (t) => {
     const { fake, ev, up } = await open(t, { apiKey: 'k', resumption: true });
-    for (const f of pcmFrames(pcmTone(300))) up.appendAudio(f);
+    for (const f of pcmFrames(pcmTone(300))) up.appendAudio(Audio.ofPcm(f));
     up.commit();
     await ev.wait('response_done');
     fake.goAway(5000);
     // Sent before the adapter hears of the goAway: the old connection answers it, then the switch happens.
     const second = pcmTone(400);
-    for (const f of pcmFrames(second)) up.appendAudio(f);
+    for (const f of pcmFrames(second)) up.appendAudio(Audio.ofPcm(f));
     up.commit();
     const done = await ev.wait('response_done', (e) => e.responseId === 'gemini_resp_2');
     t.equal(done.status, 'completed');
@@ -547,7 +548,7 @@ t.test(
     t.same(fake.resumedWith, ['handle_3'], 'resumed from the handle given after the second turn');
     t.equal(fake.handshakes.length, 2, 'one new connection');
     const third = pcmTone(200);
-    for (const f of pcmFrames(third)) up.appendAudio(f);
+    for (const f of pcmFrames(third)) up.appendAudio(Audio.ofPcm(f));
     up.commit();
     t.equal((await ev.wait('response_done', (e) => e.responseId === 'gemini_resp_3')).status, 'completed', 'the session goes on');
     t.notOk(
@@ -561,7 +562,7 @@ t.test(
 
 t.test('gemini: goAway during an answer: the answer is finished first, then the switch', async (t) => {
   const { fake, ev, up } = await open(t, { apiKey: 'k', resumption: true, paced: true });
-  for (const f of pcmFrames(pcmTone(300))) up.appendAudio(f);
+  for (const f of pcmFrames(pcmTone(300))) up.appendAudio(Audio.ofPcm(f));
   up.commit();
   await ev.wait('audio_delta');
   fake.goAway(5000);
@@ -576,13 +577,13 @@ t.test('gemini: goAway during an answer: the answer is finished first, then the 
 t.test('gemini: a lost connection is resumed; the answer in flight is reported failed, its input sent again', async (t) => {
   const { fake, ev, up } = await open(t, { apiKey: 'k', resumption: true, paced: true });
   const first = pcmTone(300);
-  for (const f of pcmFrames(first)) up.appendAudio(f);
+  for (const f of pcmFrames(first)) up.appendAudio(Audio.ofPcm(f));
   up.commit();
   await ev.wait('audio_delta');
   fake.drop();
   // Sent while the adapter has not yet noticed: it must not be lost either.
   const more = pcmTone(100);
-  for (const f of pcmFrames(more)) up.appendAudio(f);
+  for (const f of pcmFrames(more)) up.appendAudio(Audio.ofPcm(f));
   const failed = await ev.wait('response_done');
   t.equal(failed.status, 'failed');
   t.equal(failed.tokens, null);
@@ -617,7 +618,7 @@ t.test('gemini: when the session cannot be resumed, it fails like any lost upstr
 
 t.test("gemini: Gemini's voice activity signals are speech_started / speech_stopped, and the utterance becomes an item", async (t) => {
   const { fake, ev, up } = await open(t, { apiKey: 'k' });
-  for (const f of pcmFrames(pcmTone(200))) up.appendAudio(f);
+  for (const f of pcmFrames(pcmTone(200))) up.appendAudio(Audio.ofPcm(f));
   fake.broadcast({ voiceActivity: { voiceActivityType: VoiceActivityType.ACTIVITY_START } });
   await ev.wait('speech_started');
   // An interruption during the same utterance is no second start of speech.
@@ -634,14 +635,14 @@ t.test("gemini: Gemini's voice activity signals are speech_started / speech_stop
 
 t.test('gemini: audio merely streaming (no answer asked) does not hold a planned switch back; it is sent again', async (t) => {
   const { fake, ev, up } = await open(t, { apiKey: 'k', resumption: true });
-  for (const f of pcmFrames(pcmTone(300))) up.appendAudio(f);
+  for (const f of pcmFrames(pcmTone(300))) up.appendAudio(Audio.ofPcm(f));
   up.commit();
   await ev.wait('response_done');
   const streamed = pcmTone(200, { frequencyHz: 300 });
   const resampler = new Resampler24kTo16k();
   resampler.push(pcmTone(300));
   const streamedUp = resampler.push(streamed);
-  for (const f of pcmFrames(streamed)) up.appendAudio(f);
+  for (const f of pcmFrames(streamed)) up.appendAudio(Audio.ofPcm(f));
   fake.goAway(5000);
   while (fake.resumedWith.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
   t.same(fake.resumedWith, ['handle_2']);

@@ -7,6 +7,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { OpenAIRealtimeAdapter, ProviderBase, UpstreamError, type MeteredUpstream } from '../../src/providers/index.js';
 import { Events, adapterSuite } from './adapter-suite.js';
 import { openAIProtocolSpec } from './simulator-harness.js';
+import { Audio } from '../../src/audio.js';
 
 adapterSuite(
   t,
@@ -221,7 +222,7 @@ t.test('openai live API (OPENAI_API_KEY)', { skip: !process.env.OPENAI_API_KEY &
     new AbortController().signal,
   );
   t.teardown(() => up.close());
-  for (const f of pcmFrames(pcmTone(1000))) up.appendAudio(f);
+  for (const f of pcmFrames(pcmTone(1000))) up.appendAudio(Audio.ofPcm(f));
   up.commit();
   up.createResponse();
   const done = await ev.wait('response_done');
