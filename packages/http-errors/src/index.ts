@@ -1,6 +1,8 @@
 // The one HTTP mapper of the error model: code → status and error.type (decisions.md, Errors), the
 // ErrorResponse body, the request id. The control plane and the relay's refusals before the upgrade use it.
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { ERROR_STATUS, errorTypeForStatus, type ErrorCode, type ErrorResponse } from '@s2s/contract';
 import { AppError, errors, INTERNAL_MESSAGE, isAppError } from '@s2s/core';
 import { isStoreUnavailableError } from '@s2s/db';
@@ -70,4 +72,40 @@ export function httpErrorAnswer(err: AppError, requestId: string): HttpErrorAnsw
 /** A 5xx: the caller logs its cause as an error; a 4xx is the client's and at most worth an info line. */
 export function isServerError(err: AppError): boolean {
   return httpStatus(err.code) >= 500;
+}
+
+/**
+ * The answer to `err` on a socket that asked for an upgrade and was refused before it (nothing was upgraded):
+ * the relay's checks and the edge's routing. `statusOverride` serves a parser refusal only (431 has no code).
+ */
+export function writeRawError(socket: Duplex, err: AppError, requestId: string, statusOverride?: number): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const answer = httpErrorAnswer(err, requestId);
+  const status = statusOverride ?? answer.status;
+  const body = JSON.stringify(answer.body);
+  const extra = Object.entries(answer.headers).map(([name, value]) => `${name}: ${value}`);
+  socket.once('finish', () => socket.destroy());
+  socket.end(
+    [
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}`,
+      'Connection: close',
+      'Content-Type: application/json; charset=utf-8',
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      `X-Request-Id: ${requestId}`,
+      'Cache-Control: no-store',
+      ...extra,
+      '',
+      body,
+    ].join('\r\n'),
+  );
+}
+
+/** A request target's path, without the query: routing on the raw URL, before any parsing. */
+export function pathOf(url: string | undefined): string {
+  const u = url ?? '/';
+  const q = u.indexOf('?');
+  return q === -1 ? u : u.slice(0, q);
 }

@@ -1,10 +1,10 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
-import { errorTypeForStatus, ERROR_STATUS, type ErrorCode } from '@s2s/contract';
+import { errors, type AppError } from '@s2s/core';
+import { httpErrorAnswer, newRequestId, pathOf, writeRawError } from '@s2s/http-errors';
 import type { Logger } from '@s2s/telemetry';
 import { createProxyServer } from 'http-proxy-3';
-import { randomUUID } from 'node:crypto';
 
 export interface EdgeOptions {
   /** Base URL of the control plane (every path but /v1/realtime). */
@@ -40,7 +40,7 @@ export function createEdge(opts: EdgeOptions): Edge {
     const target = pathOf(req.url) === REALTIME_PATH ? relay() : opts.controlPlane;
     proxy.web(req, res, { target }, (err) => {
       logger.warn({ err, target }, 'backend did not answer');
-      if (!res.headersSent) sendError(res, 'service_unavailable', 'The gateway is starting or restarting; retry shortly.');
+      if (!res.headersSent) sendError(res, errors.serviceUnavailable(err, 'The gateway is starting or restarting; retry shortly.'));
       else res.destroy();
     });
   };
@@ -48,15 +48,15 @@ export function createEdge(opts: EdgeOptions): Edge {
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
-    if (pathOf(req.url) !== REALTIME_PATH) return writeRawError(socket, 'not_found', 'No such route.');
+    if (pathOf(req.url) !== REALTIME_PATH) return writeRawError(socket, errors.notFound(), newRequestId());
     const target = relay();
     proxy.ws(req, socket, head, { target }, (err) => {
       logger.warn({ err, target }, 'relay did not answer the upgrade');
-      writeRawError(socket, 'service_unavailable', 'No relay answered; attach again shortly.');
+      writeRawError(socket, errors.serviceUnavailable(err, 'No relay answered; attach again shortly.'), newRequestId());
     });
   });
   server.on('clientError', (_err, socket: Duplex) =>
-    writeRawError(socket, 'invalid_request', 'The request could not be parsed as HTTP/1.1.'),
+    writeRawError(socket, errors.invalidRequest('The request could not be parsed as HTTP/1.1.'), newRequestId()),
   );
 
   return {
@@ -72,43 +72,14 @@ export function createEdge(opts: EdgeOptions): Edge {
   };
 }
 
-function errorBody(code: ErrorCode, message: string) {
-  const requestId = `req_${randomUUID().replaceAll('-', '')}`;
-  const status = ERROR_STATUS[code];
-  return { requestId, status, body: JSON.stringify({ error: { type: errorTypeForStatus(status), code, message, request_id: requestId } }) };
-}
-
-function sendError(res: ServerResponse, code: ErrorCode, message: string): void {
-  const { requestId, status, body } = errorBody(code, message);
+function sendError(res: ServerResponse, err: AppError): void {
+  const requestId = newRequestId();
+  const { status, headers, body } = httpErrorAnswer(err, requestId);
   res.writeHead(status, {
+    ...headers,
     'Content-Type': 'application/json; charset=utf-8',
     'X-Request-Id': requestId,
-    'Retry-After': '1',
     'Cache-Control': 'no-store',
   });
-  res.end(body);
-}
-
-/** An ErrorResponse on a socket that asked for an upgrade (nothing was upgraded). */
-function writeRawError(socket: Duplex, code: ErrorCode, message: string): void {
-  if (!socket.writable) return void socket.destroy();
-  const { requestId, status, body } = errorBody(code, message);
-  socket.end(
-    [
-      `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}`,
-      'Connection: close',
-      'Content-Type: application/json; charset=utf-8',
-      `Content-Length: ${Buffer.byteLength(body)}`,
-      `X-Request-Id: ${requestId}`,
-      'Cache-Control: no-store',
-      '',
-      body,
-    ].join('\r\n'),
-  );
-}
-
-function pathOf(url: string | undefined): string {
-  const u = url ?? '/';
-  const q = u.indexOf('?');
-  return q === -1 ? u : u.slice(0, q);
+  res.end(JSON.stringify(body));
 }

@@ -1,7 +1,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { errors, newId, type AppError } from '@s2s/core';
-import { httpErrorAnswer, isServerError, newRequestId, toAppError } from '@s2s/http-errors';
+import { errors, newId } from '@s2s/core';
+import { httpErrorAnswer, isServerError, newRequestId, pathOf, toAppError, writeRawError } from '@s2s/http-errors';
 import { activeTraceId, context } from '@s2s/telemetry';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { authorizeAttach, type AttachTarget } from './domain/authorize.js';
@@ -204,36 +204,3 @@ function checkHandshake(req: IncomingMessage): AttachTarget {
 }
 
 const draining = () => errors.serviceUnavailable(undefined, 'This relay is shutting down; attach again.');
-
-/** An HTTP error answer on a socket that asked for an upgrade (nothing was upgraded). */
-/** `status` overrides the mapped one only for a parser refusal (431: headers too large, not an error code). */
-function writeRawError(socket: Duplex, err: AppError, requestId: string, statusOverride?: number): void {
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const answer = httpErrorAnswer(err, requestId);
-  const status = statusOverride ?? answer.status;
-  const body = JSON.stringify(answer.body);
-  const extra = Object.entries(answer.headers).map(([name, value]) => `${name}: ${value}`);
-  socket.once('finish', () => socket.destroy());
-  socket.end(
-    [
-      `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}`,
-      'Connection: close',
-      'Content-Type: application/json; charset=utf-8',
-      `Content-Length: ${Buffer.byteLength(body)}`,
-      `X-Request-Id: ${requestId}`,
-      'Cache-Control: no-store',
-      ...extra,
-      '',
-      body,
-    ].join('\r\n'),
-  );
-}
-
-function pathOf(url: string | undefined): string {
-  const u = url ?? '/';
-  const q = u.indexOf('?');
-  return q === -1 ? u : u.slice(0, q);
-}
