@@ -1,13 +1,13 @@
 import { startLocalProvider } from '@s2s/local-provider';
 import { createLogger, startTelemetry } from '@s2s/telemetry';
-import { loadConfig, providerOptions } from './config.js';
+import { loadConfig } from './config.js';
 
 // Spans of its upstream sessions (children of the relay's connect spans) when OTEL_* configures an export.
 const telemetry = startTelemetry({ serviceName: 'local-provider', instrumentations: [] });
 const config = loadConfig(process.env);
-const logger = createLogger({ service: 'local-provider', level: config.LOG_LEVEL });
+const logger = createLogger({ service: 'local-provider', level: config.logLevel });
 
-const provider = await startLocalProvider({ ...providerOptions(config), logger, metrics: telemetry.metrics.handler });
+const provider = await startLocalProvider({ ...config.provider, logger, metrics: telemetry.metrics.handler });
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {

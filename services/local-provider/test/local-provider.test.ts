@@ -4,52 +4,37 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { request } from 'node:http';
 import type { Socket } from 'node:net';
-import { loadConfig, providerOptions } from '../src/config.js';
+import { loadConfig } from '../src/config.js';
 
 t.test('config: defaults, overrides and readable errors', async (t) => {
-  t.same(loadConfig({}), {
-    LOCAL_PROVIDER_PORT: 8090,
-    LOCAL_PROVIDER_HOST: '127.0.0.1',
-    LOCAL_PROVIDER_API_KEY: null,
-    LOCAL_PROVIDER_REPLY_INTERVAL_MS: 10,
-    LOCAL_PROVIDER_MAX_CONNECTION_MS: 0,
-    LOCAL_PROVIDER_CAP_WARNING_MS: 0,
-    LOCAL_PROVIDER_REFUSE_CONNECTIONS: false,
-    LOG_LEVEL: 'info',
-  });
+  const defaults = {
+    port: 8090,
+    host: '127.0.0.1',
+    apiKey: null,
+    replyChunkIntervalMs: 10,
+    maxConnectionMs: null,
+    capWarningMs: null,
+    refuseConnections: false,
+  };
+  t.same(loadConfig({}), { logLevel: 'info', provider: defaults });
   t.same(loadConfig({ LOCAL_PROVIDER_PORT: '0', LOCAL_PROVIDER_API_KEY: 'k', LOCAL_PROVIDER_API_KEY_UNUSED: 'x', LOG_LEVEL: 'warn' }), {
-    LOCAL_PROVIDER_PORT: 0,
-    LOCAL_PROVIDER_HOST: '127.0.0.1',
-    LOCAL_PROVIDER_API_KEY: 'k',
-    LOCAL_PROVIDER_REPLY_INTERVAL_MS: 10,
-    LOCAL_PROVIDER_MAX_CONNECTION_MS: 0,
-    LOCAL_PROVIDER_CAP_WARNING_MS: 0,
-    LOCAL_PROVIDER_REFUSE_CONNECTIONS: false,
-    LOG_LEVEL: 'warn',
+    logLevel: 'warn',
+    provider: { ...defaults, port: 0, apiKey: 'k' },
   });
-  t.same(loadConfig({ LOCAL_PROVIDER_API_KEY: '' }).LOCAL_PROVIDER_API_KEY, null, 'empty means unset');
+  t.same(loadConfig({ LOCAL_PROVIDER_API_KEY: '' }).provider.apiKey, null, 'empty means unset');
   t.throws(() => loadConfig({ LOCAL_PROVIDER_PORT: '70000' }), /LOCAL_PROVIDER_PORT/);
-  t.throws(() => loadConfig({ LOCAL_PROVIDER_REFUSE_CONNECTIONS: 'yes' }), /LOCAL_PROVIDER_REFUSE_CONNECTIONS/);
+  t.throws(() => loadConfig({ LOCAL_PROVIDER_REFUSE_CONNECTIONS: 'maybe' }), /LOCAL_PROVIDER_REFUSE_CONNECTIONS/);
   t.same(
-    providerOptions(
-      loadConfig({
-        LOCAL_PROVIDER_MAX_CONNECTION_MS: '3000',
-        LOCAL_PROVIDER_CAP_WARNING_MS: '1000',
-        LOCAL_PROVIDER_REFUSE_CONNECTIONS: 'false',
-      }),
-    ),
-    {
-      port: 8090,
-      host: '127.0.0.1',
-      apiKey: null,
-      replyChunkIntervalMs: 10,
-      maxConnectionMs: 3000,
-      capWarningMs: 1000,
-      refuseConnections: false,
-    },
+    loadConfig({
+      LOCAL_PROVIDER_MAX_CONNECTION_MS: '3000',
+      LOCAL_PROVIDER_CAP_WARNING_MS: '1000',
+      LOCAL_PROVIDER_REFUSE_CONNECTIONS: 'false',
+    }).provider,
+    { ...defaults, maxConnectionMs: 3000, capWarningMs: 1000 },
   );
-  t.equal(providerOptions(loadConfig({ LOCAL_PROVIDER_REFUSE_CONNECTIONS: '1' })).refuseConnections, true);
-  t.equal(providerOptions(loadConfig({})).maxConnectionMs, null, '0 means no cap');
+  t.equal(loadConfig({ LOCAL_PROVIDER_REFUSE_CONNECTIONS: '1' }).provider.refuseConnections, true);
+  t.equal(loadConfig({ LOCAL_PROVIDER_REFUSE_CONNECTIONS: 'yes' }).provider.refuseConnections, true, 'the booleans of every service');
+  t.equal(loadConfig({}).provider.maxConnectionMs, null, '0 means no cap');
   t.throws(() => loadConfig({ LOCAL_PROVIDER_PORT: 'abc', LOG_LEVEL: 'loud' }), /LOCAL_PROVIDER_PORT[\s\S]*LOG_LEVEL/);
 });
 
