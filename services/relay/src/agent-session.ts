@@ -10,7 +10,7 @@ import {
 } from './agent-model.js';
 import type { InternalClientEvent, InternalServerEvent, OutputPlace } from './codec/model.js';
 import { Conversation } from './conversation.js';
-import type { ProviderCapabilities, UpstreamConnection, UpstreamEvent } from './providers/types.js';
+import type { ProviderCapabilities, ReplayContext, UpstreamConnection, UpstreamEvent } from './providers/types.js';
 
 type AgentClientEvent = Extract<
   InternalClientEvent,
@@ -18,7 +18,18 @@ type AgentClientEvent = Extract<
 >;
 type AgentUpstreamEvent = Exclude<
   UpstreamEvent,
-  { type: 'speech_started' | 'speech_stopped' | 'response_created' | 'audio_delta' | 'audio_done' | 'response_done' | 'error' | 'closed' }
+  {
+    type:
+      | 'speech_started'
+      | 'speech_stopped'
+      | 'response_created'
+      | 'audio_delta'
+      | 'audio_done'
+      | 'response_done'
+      | 'error'
+      | 'expiring'
+      | 'closed';
+  }
 >;
 
 export interface AgentSessionDeps {
@@ -62,6 +73,12 @@ export class AgentSession {
 
   settings(): Readonly<EffectiveSettings> {
     return this.effective;
+  }
+
+  /** What a new upstream connection of this session is seeded with (continuity): settings in force, the conversation. */
+  replayContext(): ReplayContext {
+    const { voice, ...rest } = this.effective;
+    return { settings: { ...rest, ...(voice !== null ? { voice } : {}) }, items: this.conversation.entries() };
   }
 
   /**
@@ -357,6 +374,7 @@ const NOT_AGENT: ReadonlySet<string> = new Set([
   'audio_done',
   'response_done',
   'error',
+  'expiring',
   'closed',
 ]);
 

@@ -82,7 +82,10 @@ export class Attachment implements MeteredSource {
       open: (signal) =>
         this.trace.upstreamOpen((onRetry) => {
           const settings = { providerModel: session.providerModel, ...this.agent.opening() };
-          return ctx.providers.open(session.provider, settings, this.onUpstreamEvent, signal, { onRetry });
+          return ctx.providers.open(session.provider, settings, this.onUpstreamEvent, signal, {
+            onRetry,
+            context: () => this.agent.replayContext(),
+          });
         }),
       stage: (e) => this.agent.stageOpening(e),
       opened: (staged) => this.agent.opened(staged),

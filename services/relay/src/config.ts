@@ -46,6 +46,13 @@ export const RelayConfig = CommonEnv.extend({
   RESPONSE_GRACE_MS: envInt(10_000, { min: 0, max: 60_000 }),
   // Opening an upstream session (all retries included) gives up after this.
   PROVIDER_CONNECT_TIMEOUT_MS: envInt(5000, { min: 100, max: 60_000 }),
+  // Continuity (openai, azure, local): the longest upstream connection the provider allows (OpenAI: 60 min);
+  // a session moves to a new connection before it (0: only on the provider's announcement or a loss) …
+  UPSTREAM_MAX_CONNECTION_MS: envInt(3_600_000, { min: 0, max: 7 * 86_400_000 }),
+  // … planned this long before the cap and made at the first quiet moment (no answer under way) …
+  UPSTREAM_RECONNECT_MARGIN_MS: envInt(60_000, { min: 1000, max: 3_600_000 }),
+  // … with this many connection attempts (backoff 100 ms doubling) before the session fails upstream_unavailable.
+  UPSTREAM_RECONNECT_ATTEMPTS: envInt(3, { min: 1, max: 20 }),
   // The local upstream simulator (provider `local`).
   LOCAL_PROVIDER_URL: wsUrl().default('ws://127.0.0.1:8090/v1/realtime'),
   // Bearer key of the local simulator, when it was started with one.
@@ -83,6 +90,13 @@ export const RelayConfig = CommonEnv.extend({
   AGENT_MAX_ITEMS: envInt(4096, { min: 1, max: 100_000 }),
 })
   .superRefine((e, ctx) => {
+    if (e.UPSTREAM_MAX_CONNECTION_MS > 0 && e.UPSTREAM_RECONNECT_MARGIN_MS >= e.UPSTREAM_MAX_CONNECTION_MS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['UPSTREAM_RECONNECT_MARGIN_MS'],
+        message: 'must be less than UPSTREAM_MAX_CONNECTION_MS',
+      });
+    }
     if (e.RELAY_LEASE_TTL_MS < 2 * e.RELAY_LEASE_RENEW_MS) {
       ctx.addIssue({
         code: 'custom',
@@ -105,6 +119,11 @@ export const RelayConfig = CommonEnv.extend({
     drainTimeoutMs: e.DRAIN_TIMEOUT_MS,
     responseGraceMs: e.RESPONSE_GRACE_MS,
     providerConnectTimeoutMs: e.PROVIDER_CONNECT_TIMEOUT_MS,
+    continuity: {
+      maxConnectionMs: e.UPSTREAM_MAX_CONNECTION_MS,
+      marginMs: e.UPSTREAM_RECONNECT_MARGIN_MS,
+      attempts: e.UPSTREAM_RECONNECT_ATTEMPTS,
+    },
     localProviderUrl: e.LOCAL_PROVIDER_URL,
     localProviderApiKey: e.LOCAL_PROVIDER_API_KEY,
     openaiApiKey: e.OPENAI_API_KEY,

@@ -43,6 +43,14 @@ export class Conversation {
     return this.order.map((id) => this.byId.get(id)!.item);
   }
 
+  /** Items in conversation order with their upstream keys (what a new upstream connection is seeded with). */
+  entries(): { key: string; item: ConversationItem }[] {
+    return this.order.map((id) => {
+      const entry = this.byId.get(id)!;
+      return { key: entry.key, item: entry.item };
+    });
+  }
+
   retrieve(id: string): ConversationItem | undefined {
     return this.byId.get(id)?.item;
   }

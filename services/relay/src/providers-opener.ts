@@ -13,6 +13,7 @@ export function createProviderOpener(config: Config, logger: Logger): UpstreamOp
       ? { gemini: { apiKey: config.geminiApiKey, ...(config.geminiLiveUrl ? { url: config.geminiLiveUrl } : {}) } }
       : {}),
     connectTimeoutMs: config.providerConnectTimeoutMs,
+    continuity: config.continuity,
     logger,
   });
   return {
@@ -20,7 +21,10 @@ export function createProviderOpener(config: Config, logger: Logger): UpstreamOp
       const base = registry.get(provider);
       // A catalog model routed to a provider this relay has no credentials for: an upstream failure.
       if (!base) return Promise.reject(new Error(`provider ${provider} is not configured on this relay`));
-      return base.open(sessionConfig, onEvent, signal, hooks?.onRetry ? { onRetry: hooks.onRetry } : {});
+      return base.open(sessionConfig, onEvent, signal, {
+        ...(hooks?.onRetry ? { onRetry: hooks.onRetry } : {}),
+        ...(hooks?.context ? { context: hooks.context } : {}),
+      });
     },
     capabilities: (provider) => registry.get(provider)?.adapter.supports ?? NO_CAPABILITIES,
   };

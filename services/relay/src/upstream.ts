@@ -1,4 +1,4 @@
-import type { MeteredUpstream, ProviderCapabilities, UpstreamEvent, UpstreamSessionConfig } from './providers/types.js';
+import type { MeteredUpstream, ProviderCapabilities, ReplayContext, UpstreamEvent, UpstreamSessionConfig } from './providers/types.js';
 
 /**
  * What the relay needs of the providers: open a metered upstream session for a catalog provider name.
@@ -11,7 +11,8 @@ export interface UpstreamOpener {
     config: UpstreamSessionConfig,
     onEvent: (event: UpstreamEvent) => void,
     signal: AbortSignal,
-    hooks?: { onRetry?: () => void },
+    /** `context`: the session's settings and conversation now, for a move to a new upstream connection. */
+    hooks?: { onRetry?: () => void; context?: () => ReplayContext },
   ): Promise<MeteredUpstream>;
   /** What the provider can do beyond audio (nothing, for a provider this relay does not have). */
   capabilities(provider: string): Readonly<ProviderCapabilities>;

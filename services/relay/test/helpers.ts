@@ -6,7 +6,15 @@ import { newId, type SessionRecord } from '@s2s/core';
 import { createSession } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
 import { createTestDatabase, createWalletAndKey, insertCurrentRate } from '@s2s/db/testing';
-import { pcmFrames, pcmSilence, pcmTone, startLocalProvider, type LocalProvider, type ReceivedClientEvent } from '@s2s/local-provider';
+import {
+  pcmFrames,
+  pcmSilence,
+  pcmTone,
+  startLocalProvider,
+  type LocalProvider,
+  type LocalProviderOptions,
+  type ReceivedClientEvent,
+} from '@s2s/local-provider';
 import { createLogger, createMetrics, type Metrics } from '@s2s/telemetry';
 import WebSocket from 'ws';
 import { buildRelay, type RelayApp } from '../src/app.js';
@@ -66,11 +74,15 @@ export interface RelayFaults {
 }
 
 /** One relay on port 0 with its own database, bus prefix and simulator, all cleaned up in t.teardown. */
-export async function setupRelay(t: Teardown, env: Record<string, string> = {}): Promise<RelayEnv> {
+export async function setupRelay(
+  t: Teardown,
+  env: Record<string, string> = {},
+  simOptions: Pick<LocalProviderOptions, 'maxConnectionMs' | 'capWarningMs'> = {},
+): Promise<RelayEnv> {
   const { db, url: dbUrl } = await createTestDatabase(t);
   const bus = await testBus(t);
   const simEvents: ReceivedClientEvent[] = [];
-  const sim = await startLocalProvider({ port: 0, onClientEvent: (e) => simEvents.push(e) });
+  const sim = await startLocalProvider({ port: 0, ...simOptions, onClientEvent: (e) => simEvents.push(e) });
   t.teardown(() => sim.close());
   const checkpoints: UsageCheckpoint[] = [];
   const endRequests: BusMessage[] = [];

@@ -144,7 +144,7 @@ t.test('upstream unavailable at open: upstream_unavailable, session failed, clos
   t.match(final, { audio_in_ms: 0, audio_out_ms: 0 }, 'a frame held while opening is never billed');
 });
 
-t.test('upstream lost mid-stream: upstream_unavailable, close 1011, the produced audio billed', async (t) => {
+t.test('upstream lost mid-stream and not re-established: upstream_unavailable, close 1011, the produced audio billed', async (t) => {
   const env = await setupRelay(t);
   await createModel(env.db, { id: 'local/echo', providerModel: 'echo-stream' });
   const key = await createKey(env.db, 10_000);
@@ -152,6 +152,8 @@ t.test('upstream lost mid-stream: upstream_unavailable, close 1011, the produced
   const { client } = await attach(attachUrl(env.url, s.id), key.secret);
   client.append(tone(100));
   await client.next('response.output_audio.delta');
+  // A lost connection is replaced (continuity.test.ts); an outage of the provider ends the session.
+  env.sim.refuseConnections(true);
   env.sim.terminateConnections();
   const err = await client.next('error');
   t.equal((err.error as { code: string }).code, 'upstream_unavailable');

@@ -1,16 +1,21 @@
-import { addUsage, BYTES_PER_MS, ZERO_USAGE, type Usage } from '@s2s/core';
+import { BYTES_PER_MS } from '@s2s/core';
 import type { Logger } from '@s2s/telemetry';
-import type { Audio } from '../audio.js';
+import type { TokenReport } from '../agent-model.js';
+import { DEFAULT_CONTINUITY, sleep, type ContinuityPolicy } from './continuity.js';
 import { UpstreamError, isUpstreamError } from './errors.js';
-import { ZERO_TOKENS, type NewItem, type ResponseOptions, type SessionSettings, type TokenReport } from '../agent-model.js';
+import { MeteredConnection } from './metered-connection.js';
 import type {
   MeteredUpstream,
   ProviderAdapter,
+  ReplayContext,
   UpstreamConnection,
   UpstreamEvent,
   UpstreamSessionConfig,
   UpstreamTokenUsage,
 } from './types.js';
+import { UsageMeter } from './usage-meter.js';
+
+export { UsageMeter };
 
 /** The audio part of a token report (the shared adapter suite compares it with a fake's expected reply). */
 export function audioTokensOf(tokens: TokenReport | null): UpstreamTokenUsage | null {
@@ -30,14 +35,19 @@ export interface ProviderBaseOptions {
   /** Backoff before retry n is backoffMs * 2^(n-1), with jitter (default 100 ms). */
   backoffMs?: number;
   logger?: Logger;
+  /** Moving sessions to new connections (adapters that replay history); false: never. Default DEFAULT_CONTINUITY. */
+  continuity?: Partial<ContinuityPolicy> | false;
 }
 
 export type OpenOptions = Pick<ProviderBaseOptions, 'connectTimeoutMs' | 'retries'> & {
   /** Called before each new connection attempt after a failed one (the relay counts upstream reconnects). */
   onRetry?: () => void;
+  /**
+   * The session's settings and conversation now: with it (and an adapter that replays history) the
+   * connection outlives its upstream connections (docs/providers.md, "Continuity").
+   */
+  context?: () => ReplayContext;
 };
-
-type TokenRatio = ProviderAdapter['tokenRatio'];
 
 /**
  * Owns what every provider shares: the connect timeout, connection retries and metering. Adapters
@@ -49,6 +59,7 @@ export class ProviderBase {
   private readonly retries: number;
   private readonly backoffMs: number;
   private readonly logger: Logger | undefined;
+  private readonly continuity: ContinuityPolicy | null;
 
   constructor(
     readonly adapter: ProviderAdapter,
@@ -59,6 +70,7 @@ export class ProviderBase {
     this.retries = opts.retries ?? DEFAULT_CONNECT_RETRIES;
     this.backoffMs = opts.backoffMs ?? DEFAULT_RETRY_BACKOFF_MS;
     this.logger = opts.logger;
+    this.continuity = opts.continuity === false ? null : { ...DEFAULT_CONTINUITY, ...opts.continuity };
   }
 
   /**
@@ -75,7 +87,22 @@ export class ProviderBase {
     const timeoutMs = opts.connectTimeoutMs ?? this.connectTimeoutMs;
     const retries = opts.retries ?? this.retries;
     const deadline = Date.now() + timeoutMs;
-    const metered = new MeteredConnection(this.name, this.adapter.tokenRatio, onEvent, this.logger);
+    const context = opts.context;
+    const metered: MeteredConnection = new MeteredConnection(
+      this.name,
+      new UsageMeter(this.adapter.tokenRatio),
+      onEvent,
+      this.logger,
+      context && this.continuity && this.adapter.replaysHistory
+        ? {
+            policy: this.continuity,
+            context,
+            providerModel: config.providerModel,
+            reopen: (next, abort) => this.attempt(next, metered, abort, this.connectTimeoutMs),
+            ...(opts.onRetry ? { onReconnect: opts.onRetry } : {}),
+          }
+        : null,
+    );
     for (let attempt = 0; ; attempt++) {
       if (signal.aborted) throw new UpstreamError(this.name, 'aborted');
       const remaining = deadline - Date.now();
@@ -135,234 +162,6 @@ export class ProviderBase {
     } finally {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
-    }
-  }
-}
-
-/** Resolves true after `ms`, or false as soon as `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve(false);
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/**
- * Server-side metering of one upstream session (decisions.md: 48 bytes = 1 ms). Byte totals are kept
- * exact and converted with floor only when read, and each response's `metered` is the difference of two
- * such readings, so per-response figures always add up to the cumulative ones.
- */
-export class UsageMeter {
-  private inBytes = 0;
-  private outBytes = 0;
-  /** The token counters (and transcribed_ms) of every response closed so far. */
-  private reported: Usage = ZERO_USAGE;
-  /** Cumulative ms at the previous response_done (or settlement). */
-  private inMsMark = 0;
-  private outMsMark = 0;
-  private responseOpen = false;
-
-  constructor(private readonly ratio: TokenRatio) {}
-
-  addInput(bytes: number): void {
-    this.inBytes += bytes;
-  }
-
-  addOutput(bytes: number): void {
-    this.outBytes += bytes;
-  }
-
-  responseCreated(): void {
-    this.responseOpen = true;
-  }
-
-  /**
-   * Closes the books on one response: its audio since the previous one and every counter of the provider's
-   * report (decisions.md "Usage and price by modality": none is dropped), or the adapter's audio ratio when
-   * it reported none.
-   */
-  responseDone(tokens: TokenReport | null): Usage {
-    this.responseOpen = false;
-    const inMs = Math.floor(this.inBytes / BYTES_PER_MS);
-    const outMs = Math.floor(this.outBytes / BYTES_PER_MS);
-    const audioIn = inMs - this.inMsMark;
-    const audioOut = outMs - this.outMsMark;
-    this.inMsMark = inMs;
-    this.outMsMark = outMs;
-    const t = tokens ?? this.estimate(audioIn, audioOut);
-    const response: Usage = {
-      audio_in_ms: audioIn,
-      audio_out_ms: audioOut,
-      input_audio_tokens: t.inputAudioTokens,
-      input_text_tokens: t.inputTextTokens,
-      cached_input_tokens: t.cachedInputTokens,
-      output_audio_tokens: t.outputAudioTokens,
-      output_text_tokens: t.outputTextTokens,
-      transcribed_ms: t.transcribedMs,
-    };
-    this.reported = addUsage(this.reported, { ...response, audio_in_ms: 0, audio_out_ms: 0 });
-    return response;
-  }
-
-  /**
-   * A response the provider never reported on (the session ended mid-answer) still cost what it produced:
-   * it is settled at the adapter's ratio. Returns its usage, or null when no response was under way.
-   */
-  settleUnreported(): Usage | null {
-    const outMs = Math.floor(this.outBytes / BYTES_PER_MS);
-    if (!this.responseOpen && outMs === this.outMsMark) return null;
-    return this.responseDone(null);
-  }
-
-  /** Cumulative: the audio measured so far and the counters of every response closed. */
-  usage(): Usage {
-    return {
-      ...this.reported,
-      audio_in_ms: Math.floor(this.inBytes / BYTES_PER_MS),
-      audio_out_ms: Math.floor(this.outBytes / BYTES_PER_MS),
-    };
-  }
-
-  private estimate(inMs: number, outMs: number): TokenReport {
-    return {
-      ...ZERO_TOKENS,
-      inputAudioTokens: Math.ceil(inMs / this.ratio.inputMsPerToken),
-      outputAudioTokens: Math.ceil(outMs / this.ratio.outputMsPerToken),
-    };
-  }
-}
-
-/** The adapter's connection with metering in front of it; what open() returns. */
-class MeteredConnection implements MeteredUpstream {
-  private readonly meter: UsageMeter;
-  private connection: UpstreamConnection | null = null;
-  private generation = 0;
-  private closed = false;
-  private lastResponseId = '';
-
-  constructor(
-    private readonly provider: string,
-    ratio: TokenRatio,
-    private readonly onEvent: (event: UpstreamEvent) => void,
-    private readonly logger: Logger | undefined,
-  ) {
-    this.meter = new UsageMeter(ratio);
-  }
-
-  /** Each connect attempt gets a number; events of an abandoned attempt are ignored. */
-  nextGeneration(): number {
-    return ++this.generation;
-  }
-
-  attach(connection: UpstreamConnection): void {
-    this.connection = connection;
-  }
-
-  handle(event: UpstreamEvent, generation: number): void {
-    if (generation !== this.generation || this.closed) return;
-    switch (event.type) {
-      case 'response_created':
-        this.lastResponseId = event.responseId;
-        this.meter.responseCreated();
-        break;
-      case 'audio_delta':
-        this.lastResponseId = event.responseId;
-        this.meter.addOutput(event.audio.bytes);
-        break;
-      case 'response_done':
-        event = { ...event, metered: this.meter.responseDone(event.tokens) };
-        break;
-      case 'closed':
-        if (event.unexpected) {
-          // The answer under way is lost: it is still accounted, and reported as failed.
-          const unreported = this.meter.settleUnreported();
-          if (unreported)
-            this.deliver({ type: 'response_done', responseId: this.lastResponseId, status: 'failed', tokens: null, metered: unreported });
-        }
-        this.closed = true;
-        break;
-      default:
-        break;
-    }
-    this.deliver(event);
-  }
-
-  appendAudio(audio: Audio): void {
-    if (this.closed || !this.connection || audio.bytes === 0) return;
-    this.meter.addInput(audio.bytes);
-    this.connection.appendAudio(audio);
-  }
-
-  commit(): void {
-    if (!this.closed) this.connection?.commit();
-  }
-
-  clear(): void {
-    if (!this.closed) this.connection?.clear();
-  }
-
-  createResponse(options?: ResponseOptions): void {
-    if (!this.closed) this.connection?.createResponse(options);
-  }
-
-  cancelResponse(responseId: string | null, playedMs: number): void {
-    if (!this.closed) this.connection?.cancelResponse(responseId, playedMs);
-  }
-
-  updateSession(settings: SessionSettings): void {
-    if (!this.closed) this.connection?.updateSession(settings);
-  }
-
-  createItem(key: string, item: NewItem, previousKey: string | null): void {
-    if (this.closed || !this.connection) return;
-    // Audio parts of a created item are input audio like appended audio: metered the same way.
-    if (item.type === 'message') for (const part of item.content) if (part.type === 'input_audio') this.meter.addInput(part.pcm.length);
-    this.connection.createItem(key, item, previousKey);
-  }
-
-  deleteItem(key: string): void {
-    if (!this.closed) this.connection?.deleteItem(key);
-  }
-
-  truncateItem(key: string, contentIndex: number, audioEndMs: number): void {
-    if (!this.closed) this.connection?.truncateItem(key, contentIndex, audioEndMs);
-  }
-
-  clearOutputAudio(): void {
-    if (!this.closed) this.connection?.clearOutputAudio();
-  }
-
-  /** Closes the upstream; an answer cut short is settled at the adapter's ratio before usage() is read. */
-  async close(): Promise<void> {
-    if (!this.closed) {
-      this.closed = true;
-      this.meter.settleUnreported();
-    }
-    await this.connection?.close();
-  }
-
-  usage(): Usage {
-    return this.meter.usage();
-  }
-
-  private deliver(event: UpstreamEvent): void {
-    try {
-      this.onEvent(event);
-    } catch (err) {
-      // A failing handler must not break the upstream socket's dispatch; without a logger it surfaces.
-      if (!this.logger)
-        queueMicrotask(() => {
-          throw err;
-        });
-      else this.logger.error({ provider: this.provider, err, event_type: event.type }, 'upstream event handler failed');
     }
   }
 }

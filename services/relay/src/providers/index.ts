@@ -1,5 +1,5 @@
 import type { Logger } from '@s2s/telemetry';
-import { ProviderBase } from './base.js';
+import { ProviderBase, type ProviderBaseOptions } from './base.js';
 import { GeminiLiveAdapter } from './gemini.js';
 import { LocalAdapter } from './local.js';
 import { OpenAIRealtimeAdapter } from './openai.js';
@@ -19,6 +19,7 @@ export {
 } from './base.js';
 export { OpenAIRealtimeAdapter, OPENAI_CAPABILITIES, OPENAI_REALTIME_URL, openAIVoice, type OpenAIRealtimeOptions } from './openai.js';
 export { GEMINI_CAPABILITIES } from './gemini.js';
+export { DEFAULT_CONTINUITY, type ContinuityPolicy } from './continuity.js';
 export { LocalAdapter } from './local.js';
 export { GeminiLiveAdapter, GEMINI_LIVE_URL, geminiVoice, type GeminiLiveOptions } from './gemini.js';
 export { Resampler24kTo16k, resampledLength } from './resample.js';
@@ -33,6 +34,8 @@ export interface ProviderRegistryConfig {
   gemini?: { apiKey: string; url?: string };
   connectTimeoutMs?: number;
   retries?: number;
+  /** Moving sessions to new upstream connections (openai, azure, local); see ContinuityPolicy. */
+  continuity?: ProviderBaseOptions['continuity'];
   /** Backoff base between connection attempts (ms). */
   backoffMs?: number;
   logger?: Logger;
@@ -48,6 +51,7 @@ export function createProviderRegistry(config: ProviderRegistryConfig): Provider
     ...(config.connectTimeoutMs !== undefined ? { connectTimeoutMs: config.connectTimeoutMs } : {}),
     ...(config.retries !== undefined ? { retries: config.retries } : {}),
     ...(config.backoffMs !== undefined ? { backoffMs: config.backoffMs } : {}),
+    ...(config.continuity !== undefined ? { continuity: config.continuity } : {}),
     ...(config.logger ? { logger: config.logger } : {}),
   };
   const providers = new Map<string, ProviderBase>();

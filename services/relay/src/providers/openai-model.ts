@@ -166,6 +166,33 @@ export function openAIItemCreate(key: string, item: NewItem, previousKey: string
   };
 }
 
+/**
+ * An item of the conversation so far as a GA `conversation.item.create` for a new session (continuity):
+ * text only, audio turns by their transcripts; null when nothing of it can be said in text.
+ */
+export function openAIHistoryItem(key: string, item: ItemBody, eventId?: string): ConversationItemCreateEvent | null {
+  const head = { type: 'conversation.item.create' as const, ...(eventId !== undefined ? { event_id: eventId } : {}) };
+  if (item.type === 'function_call') {
+    if (!item.callId) return null;
+    return { ...head, item: { id: key, type: 'function_call', call_id: item.callId, name: item.name, arguments: item.arguments } };
+  }
+  if (item.type === 'function_call_output') {
+    return { ...head, item: { id: key, type: 'function_call_output', call_id: item.callId, output: item.output } };
+  }
+  const texts = item.content.flatMap((p) => {
+    const text = p.type === 'input_text' || p.type === 'output_text' ? p.text : p.transcript;
+    return text ? [text] : [];
+  });
+  if (texts.length === 0) return null;
+  if (item.role === 'assistant') {
+    return {
+      ...head,
+      item: { id: key, type: 'message', role: 'assistant', content: texts.map((text) => ({ type: 'output_text', text })) },
+    };
+  }
+  return { ...head, item: { id: key, type: 'message', role: item.role, content: texts.map((text) => ({ type: 'input_text', text })) } };
+}
+
 function textOf(part: NewItem extends infer I ? (I extends { content: (infer P)[] } ? P : never) : never): string {
   return 'text' in part ? part.text : '';
 }

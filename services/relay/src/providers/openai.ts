@@ -1,6 +1,7 @@
 import { BYTES_PER_MS, REFERENCE_TOKENS } from '@s2s/core';
 import { traceHeaders } from '@s2s/telemetry';
 import type {
+  ConversationItemCreateEvent,
   ConversationItemDeleteEvent,
   ConversationItemTruncateEvent,
   InputAudioBufferClearEvent,
@@ -16,6 +17,7 @@ import {
   itemBody,
   neutralParam,
   num,
+  openAIHistoryItem,
   openAIItemCreate,
   openAIResponseCreate,
   openAISessionUpdate,
@@ -86,6 +88,7 @@ export class OpenAIRealtimeAdapter implements ProviderAdapter {
   readonly name: string;
   readonly tokenRatio: { inputMsPerToken: number; outputMsPerToken: number };
   readonly supports = OPENAI_CAPABILITIES;
+  readonly replaysHistory = true;
   private readonly url: string;
   private readonly apiKey: string | null;
   private readonly propagateTrace: boolean;
@@ -142,10 +145,30 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
   private readonly committedMs = new Map<string, number>();
   /** Audio transcribed since the previous response report, added to the next one. */
   private transcribedMs = 0;
+  /** Continuity: the items a new connection is seeded with, and the id whose acknowledgement ends the set-up. */
+  private replay: ConversationItemCreateEvent[] = [];
+  private replayLast: string | null = null;
 
   configure(config: UpstreamSessionConfig, signal: AbortSignal): Promise<void> {
-    const { providerModel: _model, ...settings } = config;
+    const { providerModel: _model, history = [], ...settings } = config;
+    this.replay = history.flatMap((h) => openAIHistoryItem(h.key, h.item) ?? []);
     return this.awaitSetup(openAISessionUpdate(settings, true) as unknown as Record<string, unknown>, signal);
+  }
+
+  /** Set-up, then the conversation so far: `connect` resolves once the provider has the last item. */
+  private configuredStep(msg: Record<string, unknown>): void {
+    if (msg.type === 'session.updated' && this.replayLast === null) {
+      const last = this.replay.at(-1);
+      if (!last) return this.configured?.resolve();
+      this.replayLast = last.item.id ?? null;
+      for (const item of this.replay) this.send(item as unknown as Record<string, unknown>);
+      this.replay = [];
+      return;
+    }
+    const id = str((msg.item as { id?: unknown } | undefined)?.id);
+    if ((msg.type === 'conversation.item.done' || msg.type === 'conversation.item.created') && id !== null && id === this.replayLast) {
+      this.configured?.resolve();
+    }
   }
 
   appendAudio(audio: Audio): void {
@@ -224,9 +247,9 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
   protected onMessage(msg: Record<string, unknown> | null): void {
     if (!msg || typeof msg.type !== 'string') return;
     if (this.pendingError && msg.type !== 'error') this.flushError(false);
+    if (this.configured && msg.type !== 'error') return this.configuredStep(msg);
     switch (msg.type) {
       case 'session.updated':
-        if (this.configured) return this.configured.resolve();
         return this.emit({ type: 'session_updated' });
       case 'error':
         return this.onUpstreamError(msg);
@@ -408,6 +431,13 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
       return;
     }
     if (BENIGN_ERROR_CODES.has(code)) return;
+    if (code === 'session_expiring') {
+      // The simulator's announcement of the cap (OpenAI itself sends none): ProviderBase moves the session.
+      const left = /ends in (\d+) ms/.exec(typeof msg.error === 'object' ? String((msg.error as { message?: unknown }).message) : '');
+      return this.emit({ type: 'expiring', timeLeftMs: left ? Number(left[1]) : 0 });
+    }
+    // OpenAI's cap reached: the close (1001) follows, which ProviderBase answers with a new connection.
+    if (code === 'session_expired') return;
     const request = typeof error.event_id === 'string' ? REQUEST_ID.exec(error.event_id)?.[1] : undefined;
     if (request !== undefined && REQUEST_KINDS.has(request)) {
       // A refusal of one of our requests: the session goes on.

@@ -1,6 +1,6 @@
 import type { Usage } from '@s2s/core';
 import type { Audio } from '../audio.js';
-import type { ContentPart, ItemBody, NewItem, ResponseOptions, SessionSettings, TokenReport } from '../agent-model.js';
+import type { ContentPart, ConversationItem, ItemBody, NewItem, ResponseOptions, SessionSettings, TokenReport } from '../agent-model.js';
 
 /**
  * The provider adapter interface. An adapter implements only its upstream protocol; ProviderBase (base.ts)
@@ -89,10 +89,31 @@ export type UpstreamEvent =
    * `param`: the field it named, in the neutral model's terms (e.g. `voice`, `instructions`).
    */
   | { type: 'error'; message: string; fatal: boolean; request?: UpstreamRequestKind; param?: string }
+  /**
+   * The provider announced that it will end this connection in `timeLeftMs` (the simulator's OpenAI-like
+   * warning). ProviderBase moves the session to a new connection; the relay never sees it.
+   */
+  | { type: 'expiring'; timeLeftMs: number }
   | { type: 'closed'; unexpected: boolean };
 
-/** The effective settings a new upstream opens with: all of them in its opening configuration, before any audio. */
-export type UpstreamSessionConfig = { providerModel: string } & SessionSettings;
+/** An item a new upstream connection is seeded with (text only); `key` is the id it gets upstream. */
+export interface HistoryEntry {
+  key: string;
+  item: ItemBody;
+}
+
+/**
+ * The effective settings a new upstream opens with: all of them in its opening configuration, before any
+ * audio. `history`: the conversation so far, replayed (in order, at the end) before `connect` resolves.
+ */
+export type UpstreamSessionConfig = { providerModel: string; history?: HistoryEntry[] } & SessionSettings;
+
+/** What the relay hands ProviderBase so that a session can move to a new connection: its settings and conversation now. */
+export interface ReplayContext {
+  settings: SessionSettings;
+  /** Conversation order; `key` is the relay's upstream key for the item, `item.id` its gateway id. */
+  items: { key: string; item: ConversationItem }[];
+}
 
 export interface UpstreamConnection {
   appendAudio(audio: Audio): void;
@@ -164,6 +185,12 @@ export interface ProviderAdapter {
   readonly tokenRatio: { inputMsPerToken: number; outputMsPerToken: number };
   /** What this provider can do beyond audio (static per adapter). */
   readonly supports: Readonly<ProviderCapabilities>;
+  /**
+   * The adapter seeds a new connection with `config.history` (OpenAI protocol): ProviderBase may then
+   * move a session to a new connection at a deadline or after a loss (docs/providers.md, "Continuity").
+   * Absent: the adapter keeps its session across connections itself (Gemini) or not at all.
+   */
+  readonly replaysHistory?: boolean;
   /** Opens one upstream session. Rejects on failure; ProviderBase retries and times it out. */
   connect(config: UpstreamSessionConfig, onEvent: (event: UpstreamEvent) => void, signal: AbortSignal): Promise<UpstreamConnection>;
 }
