@@ -280,7 +280,7 @@ export class MeteredConnection implements MeteredUpstream {
     const config: UpstreamSessionConfig = { ...context.settings, providerModel: setup.providerModel, history };
     this.logger?.info({ provider: this.provider, reason, items: history.length }, 'moving the session to a new upstream connection');
     let next: UpstreamConnection | null = null;
-    let lastError: UpstreamError | null = null;
+    let lastError: UpstreamError | undefined;
     for (let attempt = 0; attempt < setup.policy.attempts && !this.closed; attempt++) {
       if (attempt > 0 && !(await sleep(backoffMs(attempt, setup.policy.backoffMs, 5000), this.stop.signal))) break;
       setup.onReconnect?.();
@@ -300,6 +300,7 @@ export class MeteredConnection implements MeteredUpstream {
       return;
     }
     if (!next) {
+      this.logger?.warn({ provider: this.provider, kind: lastError?.kind ?? 'aborted' }, 'upstream could not be re-established');
       this.closed = true;
       this.moving = false;
       this.deliver({ type: 'error', message: `provider ${this.provider} could not be reached again`, fatal: true });
