@@ -4,8 +4,9 @@ import fc from 'fast-check';
 import t from 'tap';
 import { REFERENCE_TOKENS } from '@s2s/core';
 import { Audio, checkBase64 } from '../src/audio.js';
-import { decodePcmFrame, type AudioFrameProblem } from '../src/codec/pcm-frame.js';
-import { SvcRealtimeV1Codec } from '../src/codec/svc-realtime-v1.js';
+import { decodePcmFrame, readCompactAppend, type AudioFrameProblem } from '../src/codec/pcm-frame.js';
+import { isAppendShape, SvcRealtimeV1Codec, validEventId } from '../src/codec/svc-realtime-v1.js';
+import { FlatShape } from '../src/flat-json.js';
 import { UsageMeter } from '../src/providers/base.js';
 
 const STRICT = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -184,4 +185,108 @@ t.test('metering through the fast paths equals metering through the decoding pat
     }),
     { numRuns: 500 },
   );
+});
+
+t.test('FlatShape reads exactly what JSON.parse reads, or declines (property)', async () => {
+  const keys = ['type', 'event_id', 'audio', 'n'];
+  const shape = new FlatShape(keys, 2);
+  const closed = new FlatShape(keys, 2, true);
+  const value = fc.oneof(
+    fc.string({ maxLength: 6 }),
+    fc.string({ unit: 'binary', maxLength: 4 }),
+    fc.nat(),
+    fc.integer({ min: -5, max: 5 }),
+    fc.double(),
+    fc.constant(null),
+    fc.boolean(),
+    fc.constant({ a: 1 }),
+    fc.base64String({ maxLength: 12 }),
+  );
+  const member = fc.tuple(fc.oneof(fc.constantFrom(...keys), fc.string({ maxLength: 3 })), value);
+  const frame = fc.oneof(
+    fc.array(member, { maxLength: 5 }).map((ms) => '{' + ms.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`).join(',') + '}'),
+    fc
+      .tuple(fc.array(member, { maxLength: 4 }), fc.nat(60), fc.constantFrom(' ', '"', '\\', ',', '}', '{', ':', '0', '\u00e9'))
+      .map(([ms, i, c]) => {
+        const s = '{' + ms.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`).join(',') + '}';
+        const k = i % (s.length + 1);
+        return s.slice(0, k) + c + s.slice(k);
+      }),
+  );
+  const out: (string | number | undefined)[] = [];
+  fc.assert(
+    fc.property(frame, (text) => {
+      for (const [s, isClosed] of [
+        [shape, false],
+        [closed, true],
+      ] as const) {
+        if (!s.read(Buffer.from(text), out)) continue;
+        let parsed: Record<string, unknown>;
+        try {
+          parsed = JSON.parse(text) as Record<string, unknown>;
+        } catch {
+          // Only the long member is left unchecked: its caller checks it as strict base64, never escaped.
+          if (typeof out[2] === 'string' && checkBase64(out[2]) >= 0) return false;
+          continue;
+        }
+        if (typeof out[2] === 'string' && checkBase64(out[2]) < 0) continue;
+        if (isClosed && Object.keys(parsed).some((k) => !keys.includes(k))) return false;
+        for (const [i, k] of keys.entries()) if (parsed[k] !== out[i]) return false;
+      }
+      return true;
+    }),
+    { numRuns: 20_000 },
+  );
+});
+
+t.test('the compact append path gives what the full path gives, on every frame it takes (property)', async () => {
+  const audio = fc.oneof(
+    fc.uint8Array({ maxLength: 40 }).map((b) => Buffer.from(b).toString('base64')),
+    fc.string({ maxLength: 10 }),
+    fc.constant('AQ==AQ=='),
+    fc.constant(wavHeader(4).toString('base64')),
+  );
+  const eventId = fc.oneof(fc.constant(undefined), fc.string({ maxLength: 4 }), fc.string({ minLength: 126, maxLength: 130 }), fc.nat());
+  const extra = fc.oneof(fc.constant({}), fc.constant({ x: 1 }), fc.constant({ audio_format: 'pcm' }));
+  const frame = fc
+    .tuple(audio, eventId, extra, fc.boolean())
+    .map(([a, id, x, audioFirst]) =>
+      JSON.stringify(
+        audioFirst
+          ? { audio: a, type: 'input_audio_buffer.append', ...(id === undefined ? {} : { event_id: id }), ...x }
+          : { type: 'input_audio_buffer.append', ...(id === undefined ? {} : { event_id: id }), audio: a, ...x },
+      ),
+    );
+  fc.assert(
+    fc.property(frame, (text) => {
+      const fast = readCompactAppend(Buffer.from(text));
+      // The codec takes it only with a valid event id (its own rule), else parses the frame whole.
+      if (fast === null || (fast.eventId !== undefined && validEventId(fast.eventId) === undefined)) return true;
+      const msg = JSON.parse(text) as Record<string, unknown>;
+      if (!isAppendShape(msg)) return false;
+      const slow = slowPcmFrame(msg.audio);
+      return typeof slow !== 'string' && fast.audio.pcm.equals(slow) && fast.eventId === msg.event_id;
+    }),
+    { numRuns: 5_000 },
+  );
+  // Frames the fast path declines go the full way, which refuses or reads them.
+  const codec = new SvcRealtimeV1Codec();
+  for (const text of [
+    '{"type":"input_audio_buffer.append","audio":"AQ=="}',
+    '{"type":"input_audio_buffer.append","audio":"AQIDBA==","x":1}',
+  ]) {
+    t.equal(readCompactAppend(Buffer.from(text)), null, text);
+    t.equal(codec.decode(Buffer.from(text), false).type, 'refusal', text);
+  }
+  t.equal(codec.decode(Buffer.from('{"type":"input_audio_buffer.append","audio":"AQIDBA==","event_id":""}'), false).type, 'refusal');
+  const escaped = '{"type":"input_audio_buffer.append","audio":"AQID\\u0042A=="}';
+  t.equal(readCompactAppend(Buffer.from(escaped)), null, 'an escape in the audio: parsed whole');
+  const unescaped = codec.decode(Buffer.from(escaped), false);
+  t.ok(unescaped.type === 'audio.append' && unescaped.audio.base64 === 'AQIDBA==', 'and read as JSON reads it');
+  const ok = codec.decode(Buffer.from('{"type":"input_audio_buffer.append","event_id":"e1","audio":"AQIDBA=="}'), false);
+  t.same(ok.type === 'audio.append' && { id: ok.eventId, bytes: ok.audio.bytes, b64: ok.audio.base64 }, {
+    id: 'e1',
+    bytes: 4,
+    b64: 'AQIDBA==',
+  });
 });

@@ -1,4 +1,5 @@
 import { Audio, checkBase64, isWavHeaderBase64 } from '../audio.js';
+import { FlatShape } from '../flat-json.js';
 
 /** Why an `input_audio_buffer.append` frame is not raw aligned PCM16LE (all answer `invalid_audio_format`). */
 export type AudioFrameProblem = 'not_base64' | 'empty' | 'odd_length' | 'wav_header';
@@ -23,4 +24,20 @@ export function decodePcmFrame(audio: string): Audio | AudioFrameProblem {
   if ((bytes & 1) !== 0) return 'odd_length';
   if (isWavHeaderBase64(audio)) return 'wav_header';
   return Audio.ofCheckedBase64(audio, bytes);
+}
+
+const APPEND = new FlatShape(['type', 'event_id', 'audio'], 2, true);
+const appendSlots: (string | number | undefined)[] = [];
+
+/**
+ * The append fast path of every dialect: a compact `input_audio_buffer.append` (type, audio, optional
+ * string event_id, nothing else) whose audio passes decodePcmFrame, read without JSON.parse. null for
+ * anything else, which the codec parses whole (refusals included), so both paths agree on every frame.
+ */
+export function readCompactAppend(data: Buffer): { eventId: string | undefined; audio: Audio } | null {
+  if (!APPEND.read(data, appendSlots)) return null;
+  const [type, eventId, audio] = appendSlots;
+  if (type !== 'input_audio_buffer.append' || typeof audio !== 'string' || typeof eventId === 'number') return null;
+  const checked = decodePcmFrame(audio);
+  return typeof checked === 'string' ? null : { eventId, audio: checked };
 }

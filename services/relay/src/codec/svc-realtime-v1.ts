@@ -24,7 +24,7 @@ import type {
 } from '../agent-model.js';
 import type { ResponseStatus } from '../providers/types.js';
 import type { ClientCodec, InternalClientEvent, InternalServerEvent, OutputPlace, Refusal } from './model.js';
-import { AUDIO_FRAME_MESSAGES, decodePcmFrame } from './pcm-frame.js';
+import { AUDIO_FRAME_MESSAGES, decodePcmFrame, readCompactAppend } from './pcm-frame.js';
 
 /** Client events other than append, which takes the fast path (see isAppendShape). */
 export type ControlEvent = Exclude<ClientEvent, { type: 'input_audio_buffer.append' }>;
@@ -429,6 +429,10 @@ export class SvcRealtimeV1Codec implements ClientCodec {
 
   decode(data: Buffer, isBinary: boolean): InternalClientEvent | Refusal {
     if (isBinary) return refuse('invalid_event', 'Events are JSON text frames.', undefined);
+    const fast = readCompactAppend(data);
+    if (fast !== null && (fast.eventId === undefined || validEventId(fast.eventId) !== undefined)) {
+      return { type: 'audio.append', audio: fast.audio, eventId: fast.eventId };
+    }
     let msg: unknown;
     try {
       msg = JSON.parse(data.toString());

@@ -9,7 +9,8 @@ import type {
   OutputAudioBufferClearEvent,
   ResponseCancelEvent,
 } from 'openai/resources/realtime/realtime';
-import { Audio } from '../audio.js';
+import { Audio, checkBase64 } from '../audio.js';
+import { FlatShape } from '../flat-json.js';
 import type { NewItem, ResponseOptions, SessionSettings } from '../agent-model.js';
 import { UpstreamError } from './errors.js';
 import {
@@ -34,7 +35,7 @@ import type {
   UpstreamRequestKind,
   UpstreamSessionConfig,
 } from './types.js';
-import { openUpstreamSocket, safeCode, WsUpstreamConnection } from './ws-upstream.js';
+import { openUpstreamSocket, safeCode, WsUpstreamConnection, type WebSocket } from './ws-upstream.js';
 
 export const OPENAI_REALTIME_URL = 'wss://api.openai.com/v1/realtime';
 export { OPENAI_DEFAULT_VOICE, OPENAI_VOICES, openAIVoice, openAISessionUpdate } from './openai-model.js';
@@ -119,6 +120,10 @@ interface TrackedItem {
   itemId: string;
   bytes: number;
 }
+
+/** The members of an output audio delta the adapter reads (the hot upstream event). */
+const DELTA = new FlatShape(['type', 'response_id', 'item_id', 'output_index', 'content_index', 'delta'], 5);
+const deltaSlots: (string | number | undefined)[] = [];
 
 /** Our requests carry event ids `gw_<kind>_<n>`, so that an `error` naming one tells which request failed. */
 const REQUEST_ID = /^gw_([a-z_]+)_\d+$/;
@@ -244,6 +249,26 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
     this.send({ type: 'output_audio_buffer.clear', event_id: this.requestId('clear_output_audio') } satisfies OutputAudioBufferClearEvent);
   }
 
+  /**
+   * An output audio delta in compact JSON with strict base64 is read from the bytes (no JSON.parse, the
+   * base64 carried as is); anything else, or any doubt, is parsed whole. Both read the same members.
+   */
+  protected override onFrame(data: WebSocket.RawData): void {
+    if (!Buffer.isBuffer(data) || !DELTA.read(data, deltaSlots)) return super.onFrame(data);
+    const [type, responseId, itemId, outputIndex, contentIndex, delta] = deltaSlots;
+    if (
+      (type !== 'response.output_audio.delta' && type !== 'response.audio.delta') ||
+      typeof responseId !== 'string' ||
+      typeof delta !== 'string' ||
+      (itemId !== undefined && typeof itemId !== 'string')
+    )
+      return super.onFrame(data);
+    const bytes = checkBase64(delta);
+    if (bytes < 0) return super.onFrame(data);
+    if (this.pendingError) this.flushError(false);
+    this.onAudioDelta(str(responseId), str(itemId), num(outputIndex), num(contentIndex), Audio.ofCheckedBase64(delta, bytes));
+  }
+
   protected onMessage(msg: Record<string, unknown> | null): void {
     if (!msg || typeof msg.type !== 'string') return;
     if (this.pendingError && msg.type !== 'error') this.flushError(false);
@@ -300,18 +325,7 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
         const responseId = str(msg.response_id);
         // Carried to the client as the provider's base64 when it is strict base64 (no decode, no encode).
         const audio = typeof msg.delta === 'string' ? Audio.ofProviderBase64(msg.delta) : null;
-        if (!responseId || !audio || audio.bytes === 0) return;
-        const itemKey = str(msg.item_id);
-        this.track(responseId, itemKey, audio.bytes);
-        if (itemKey === null) return this.emit({ type: 'audio_delta', responseId, audio });
-        return this.emit({
-          type: 'audio_delta',
-          responseId,
-          audio,
-          itemKey,
-          outputIndex: num(msg.output_index),
-          contentIndex: num(msg.content_index),
-        });
+        return this.onAudioDelta(responseId, str(msg.item_id), num(msg.output_index), num(msg.content_index), audio);
       }
       case 'response.output_audio.done':
       case 'response.audio.done': {
@@ -339,6 +353,19 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
       default:
         return this.onOutputEvent(msg);
     }
+  }
+
+  private onAudioDelta(
+    responseId: string | null,
+    itemKey: string | null,
+    outputIndex: number,
+    contentIndex: number,
+    audio: Audio | null,
+  ): void {
+    if (!responseId || !audio || audio.bytes === 0) return;
+    this.track(responseId, itemKey, audio.bytes);
+    if (itemKey === null) return this.emit({ type: 'audio_delta', responseId, audio });
+    return this.emit({ type: 'audio_delta', responseId, audio, itemKey, outputIndex, contentIndex });
   }
 
   /** Output items, content parts, text, transcripts and function call arguments of a response. */

@@ -99,7 +99,7 @@ export abstract class WsUpstreamConnection {
   protected phase: 'configuring' | 'open' | 'closed' = 'configuring';
   protected closingByUs = false;
   protected configured: SetupWaiter | null = null;
-  private readonly onData = (data: WebSocket.RawData) => this.onMessage(parseUpstreamJson(data));
+  private readonly onData = (data: WebSocket.RawData) => this.onFrame(data);
   private readonly onSocketClose = (code: number, reason: Buffer) => this.onClose(code, reason);
 
   constructor(
@@ -127,6 +127,11 @@ export abstract class WsUpstreamConnection {
     if (previous.readyState === previous.OPEN || previous.readyState === previous.CONNECTING) previous.close(1000);
     this.ws = next;
     this.listen(next);
+  }
+
+  /** One upstream frame; a protocol may read its hot event from the bytes and parse the rest. */
+  protected onFrame(data: WebSocket.RawData): void {
+    this.onMessage(parseUpstreamJson(data));
   }
 
   protected abstract onMessage(msg: Record<string, unknown> | null): void;

@@ -49,6 +49,7 @@ async function scripted(t: Test, opts: { status?: number; refuseSession?: boolea
     received,
     handshakes: () => handshakes,
     send: (m: Record<string, unknown>) => sockets.forEach((ws) => ws.send(JSON.stringify(m))),
+    sendText: (text: string) => sockets.forEach((ws) => ws.send(text)),
     closeAll: (code: number) => sockets.forEach((ws) => ws.close(code)),
   };
 }
@@ -228,4 +229,84 @@ t.test('openai live API (OPENAI_API_KEY)', { skip: !process.env.OPENAI_API_KEY &
   const done = await ev.wait('response_done');
   t.ok(done.tokens, 'the provider reported usage');
   t.equal(up.usage().audio_in_ms, 1000);
+});
+
+t.test('openai: output audio deltas read from the bytes equal those parsed whole, in every form', async (t) => {
+  const fake = await scripted(t);
+  const { ev } = await openTo(t, fake.url);
+  const pcm = Buffer.from(Array.from({ length: 96 }, (_, i) => (i * 37) & 0xff));
+  const b64 = pcm.toString('base64');
+  // Compact frames take the byte path; the rest (spaces, escapes, lenient base64, odd members) are parsed whole.
+  const frames = [
+    JSON.stringify({
+      type: 'response.output_audio.delta',
+      event_id: 'e1',
+      response_id: 'r1',
+      item_id: 'i1',
+      output_index: 2,
+      content_index: 1,
+      delta: b64,
+    }),
+    JSON.stringify({ delta: b64, content_index: 0, type: 'response.audio.delta', response_id: 'r1', output_index: 0, item_id: 'i1' }),
+    JSON.stringify({ type: 'response.output_audio.delta', response_id: 'r1', delta: b64 }),
+    JSON.stringify({ type: 'response.output_audio.delta', response_id: 'r1', item_id: 7, delta: b64 }),
+    JSON.stringify({ type: 'response.output_audio.delta', response_id: 'r1', item_id: '', delta: b64 }),
+    JSON.stringify({
+      type: 'response.output_audio.delta',
+      response_id: 'r1',
+      item_id: 'i1',
+      output_index: -1,
+      content_index: 1.5,
+      delta: b64,
+    }),
+    JSON.stringify({ type: 'response.output_audio.delta', response_id: 'r1', item_id: 'i1', extra: { a: [1] }, delta: b64 }),
+    JSON.stringify({ type: 'response.output_audio.delta', response_id: 'r1', item_id: 'i\u00e9', delta: b64 }),
+    JSON.stringify({ type: 'response.output_audio.delta', response_id: 'r1', item_id: 'i1', delta: b64.slice(0, 8) + '\n' + b64.slice(8) }),
+    JSON.stringify({
+      type: 'response.output_audio.delta',
+      response_id: 'r1',
+      item_id: 'i1',
+      delta: b64.replace(/\+/g, '-').replace(/\//g, '_'),
+    }),
+    JSON.stringify({ type: 'response.output_audio.delta', response_id: 'r1', item_id: 'i1', delta: b64.slice(0, -2) }),
+    JSON.stringify({ type: 'response.output_audio.delta', response_id: 'r1', item_id: 'i1', delta: '' }),
+    JSON.stringify({ type: 'response.output_audio.delta', response_id: '', item_id: 'i1', delta: b64 }),
+    JSON.stringify({ type: 'response.output_audio.delta', response_id: 'r1', response_id2: 'x', item_id: 'i1', delta: b64 }),
+    '{"type":"response.output_audio.delta","response_id":"r1","item_id":"i1","delta":"' + b64 + '","delta":"AAAA"}',
+    '{"type": "response.output_audio.delta", "response_id": "r1", "item_id": "i1", "delta": "' + b64 + '"}',
+    '{"type":"response.output_audio.delta","response_id":"r1","item_id":"i1","delta":"' + b64.slice(0, 4) + '\\u0041' + b64.slice(5) + '"}',
+  ];
+  const expected = frames.flatMap((text) => {
+    const m = JSON.parse(text) as Record<string, unknown>;
+    const responseId = typeof m.response_id === 'string' && m.response_id !== '' ? m.response_id : null;
+    const bytes = typeof m.delta === 'string' ? Buffer.from(m.delta, 'base64') : null;
+    if (!responseId || !bytes || bytes.length === 0) return [];
+    const itemKey = typeof m.item_id === 'string' && m.item_id !== '' ? m.item_id : null;
+    const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+    return [
+      itemKey === null
+        ? { responseId, pcm: bytes.toString('hex') }
+        : { responseId, pcm: bytes.toString('hex'), itemKey, outputIndex: n(m.output_index), contentIndex: n(m.content_index) },
+    ];
+  });
+  for (const f of frames) fake.sendText(f);
+  await sync(fake, ev, 1);
+  const got = ev.all.flatMap((e) =>
+    e.type !== 'audio_delta'
+      ? []
+      : [
+          {
+            responseId: e.responseId,
+            pcm: e.audio.pcm.toString('hex'),
+            ...(e.itemKey === undefined ? {} : { itemKey: e.itemKey, outputIndex: e.outputIndex, contentIndex: e.contentIndex }),
+          },
+        ],
+  );
+  t.same(got, expected);
+  const bytes = ev.all.flatMap((e) => (e.type === 'audio_delta' ? [e.audio.bytes] : []));
+  t.same(
+    bytes,
+    expected.map((e) => e.pcm.length / 2),
+    'metered sizes are the decoded sizes',
+  );
 });

@@ -1,0 +1,86 @@
+/**
+ * Reads the hot events (an append in, an audio delta out) straight from a frame's bytes, without
+ * JSON.parse: only a compact flat object (`{"k":"v","n":0}`: no whitespace, string members without escapes,
+ * control or non-ASCII bytes, non-negative integer members). Anything else answers false and the caller
+ * parses the frame with JSON.parse as before, so every accepted frame reads exactly as JSON.parse reads it.
+ */
+export class FlatShape {
+  private readonly keys: Buffer[];
+
+  /**
+   * `keys`: the members read, in result order; others are skipped when simple. `long`: the index of the
+   * one member that may be long (base64); its bytes are not checked here: the caller checks it strictly
+   * (escapes, control and non-ASCII bytes are never base64) and parses the frame again if it fails.
+   * `closed`: a member not in `keys` answers false (the event's schema refuses unknown members).
+   */
+  constructor(
+    keys: readonly string[],
+    private readonly long: number,
+    private readonly closed = false,
+  ) {
+    this.keys = keys.map((k) => Buffer.from(k, 'latin1'));
+  }
+
+  /** Fills `out` (one slot per key, undefined when absent); false when the frame is not such an object. */
+  read(buf: Buffer, out: (string | number | undefined)[]): boolean {
+    const n = buf.length;
+    for (let k = 0; k < this.keys.length; k++) out[k] = undefined;
+    if (n < 2 || buf[0] !== 0x7b || buf[n - 1] !== 0x7d) return false;
+    let i = 1;
+    if (n === 2) return true;
+    for (;;) {
+      if (buf[i] !== 0x22) return false;
+      const keyEnd = plainEnd(buf, i + 1);
+      if (keyEnd < 0 || buf[keyEnd + 1] !== 0x3a) return false;
+      const slot = this.slotOf(buf, i + 1, keyEnd);
+      if (slot < 0 && this.closed) return false;
+      if (slot >= 0 && out[slot] !== undefined) return false; // a repeated member: JSON.parse keeps the last
+      let v = keyEnd + 2;
+      if (buf[v] === 0x22) {
+        const end = slot === this.long ? buf.indexOf(0x22, v + 1) : plainEnd(buf, v + 1);
+        if (end < 0) return false;
+        if (slot >= 0) out[slot] = buf.toString('latin1', v + 1, end);
+        i = end + 1;
+      } else {
+        // A non-negative integer without a leading zero, small enough to be exact.
+        let x = 0;
+        const start = v;
+        while (v < n && buf[v]! >= 0x30 && buf[v]! <= 0x39) x = x * 10 + (buf[v++]! - 0x30);
+        const digits = v - start;
+        if (digits === 0 || digits > 15 || (digits > 1 && buf[start] === 0x30)) return false;
+        if (slot >= 0) out[slot] = x;
+        i = v;
+      }
+      if (buf[i] === 0x2c) {
+        i++;
+        continue;
+      }
+      return i === n - 1;
+    }
+  }
+
+  private slotOf(buf: Buffer, start: number, end: number): number {
+    const len = end - start;
+    for (let k = 0; k < this.keys.length; k++) {
+      const key = this.keys[k]!;
+      if (key.length !== len) continue;
+      let j = 0;
+      while (j < len && key[j] === buf[start + j]) j++;
+      if (j === len) return k;
+    }
+    return -1;
+  }
+}
+
+/**
+ * The closing quote of a string starting at `start` whose bytes read as themselves (printable ASCII, no
+ * `\`), or -1.
+ */
+function plainEnd(buf: Buffer, start: number): number {
+  for (let j = start; j < buf.length; j++) {
+    const c = buf[j]!;
+    if (c === 0x22) return j;
+    if (c < 0x20 || c > 0x7e || c === 0x5c) return -1;
+  }
+  return -1;
+}
