@@ -22,12 +22,12 @@ module.exports = {
       name: 'only-through-exports',
       comment:
         'Another workspace package is entered only through its package.json exports (src/index.ts, src/testing.ts, ' +
-        'src/register.ts), never by a path into its src/.',
+        'src/register.ts, and the browser-safe src/money.ts of core), never by a path into its src/.',
       severity: 'error',
       from: { path: '^(packages|services|scripts|tests)/([^/]+)/' },
       to: {
         path: '^(packages|scripts)/[^/]+/src/',
-        pathNot: ['^$1/$2/', '^(packages|scripts)/[^/]+/src/(index|testing|register)\\.ts$'],
+        pathNot: ['^$1/$2/', '^(packages|scripts)/[^/]+/src/(index|testing|register|money)\\.ts$'],
       },
     },
     {
@@ -67,13 +67,13 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: ['/dist/', '/generated/', '^\\.tools/', '^\\.data/'] },
+    exclude: { path: ['/dist/', '/web-dist/', '/generated/', '^\\.tools/', '^\\.data/'] },
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
     enhancedResolveOptions: {
       exportsFields: ['exports'],
       conditionNames: ['@s2s/source', 'import', 'require', 'node', 'types', 'default'],
-      extensions: ['.ts', '.js', '.mjs', '.cjs', '.json', '.d.ts'],
+      extensions: ['.ts', '.tsx', '.js', '.mjs', '.cjs', '.json', '.d.ts'],
       mainFields: ['module', 'main', 'types', 'typings'],
     },
     skipAnalysisNotInRules: true,

@@ -8,7 +8,7 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['**/node_modules/**', '**/dist/**', '**/generated/**', '.tools/**', '.data/**', '.tap/**', 'coverage/**'],
+    ignores: ['**/node_modules/**', '**/dist/**', '**/web-dist/**', '**/generated/**', '.tools/**', '.data/**', '.tap/**', 'coverage/**'],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,

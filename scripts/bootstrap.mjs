@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // Makes a fresh clone runnable with nothing but Node.js and npm: finds or fetches pnpm 10,
-// installs the workspace from the lockfile when it changed, and generates the Prisma client.
+// installs the workspace from the lockfile when it changed, generates the Prisma client, and builds the web
+// console (packages/console/web-dist) when its sources changed.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pnpmCommand, root } from './pnpm.mjs';
 
@@ -39,4 +40,22 @@ if (have !== wanted) {
     });
   }
   writeFileSync(marker, wanted);
+}
+
+// The console the control plane serves at /console: built from its sources, not committed.
+const consoleDir = join(root, 'packages', 'console');
+const consoleMarker = join(consoleDir, 'web-dist', '.source-digest');
+const consoleSources = [
+  lock,
+  join(consoleDir, 'build-web.mjs'),
+  join(root, 'packages', 'core', 'src', 'money.ts'),
+  ...readdirSync(join(consoleDir, 'web'))
+    .sort()
+    .map((f) => join(consoleDir, 'web', f)),
+];
+const consoleWanted = digest(consoleSources);
+if ((existsSync(consoleMarker) ? readFileSync(consoleMarker, 'utf8') : '') !== consoleWanted) {
+  log('building the web console');
+  execFileSync(process.execPath, [join(consoleDir, 'build-web.mjs')], { cwd: consoleDir, stdio: ['ignore', 'ignore', 'inherit'] });
+  writeFileSync(consoleMarker, consoleWanted);
 }

@@ -5,3 +5,4 @@ export * from './realtime.js';
 export * from './bus.js';
 export * from './client-secrets.js';
 export * from './admin-lists.js';
+export * from './console.js';

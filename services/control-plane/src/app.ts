@@ -6,6 +6,7 @@ import { deferredJsonBody } from './http/body.js';
 import { errorHandler, notFoundHandler } from './http/errors.js';
 import { requestContext } from './http/request-context.js';
 import { adminRouter } from './routes/admin.js';
+import { consoleRouter } from './routes/console.js';
 import { realtimeClientSecretsRouter, sessionClientSecretsRouter } from './routes/client-secrets.js';
 import { healthRouter } from './routes/health.js';
 import { modelsRouter } from './routes/models.js';
@@ -36,6 +37,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use('/v1/realtime', realtimeClientSecretsRouter(ctx));
   app.use('/v1/models', modelsRouter(ctx));
   app.use('/admin/v1', adminRouter(ctx));
+  app.use('/console', consoleRouter(ctx));
   app.use(healthRouter(ctx));
   app.use('/v1/voice/sessions', sessionEndRouter(ctx));
 

@@ -1,0 +1,81 @@
+// Pure audio helpers of the playground (no DOM): PCM16 24 kHz mono on the wire, float samples at the
+// device's rate in the Web Audio graph, a streaming resampler between the two.
+
+/** The wire format of svc-realtime-v1 (api-v1.md): PCM16 little-endian, 24 kHz, mono. */
+export const WIRE_RATE = 24_000;
+
+/**
+ * Streaming linear-interpolation resampler: chunks in, chunks out, continuous across chunk boundaries
+ * (the last sample of a chunk is kept to interpolate into the next). Adequate for speech at 24-48 kHz.
+ */
+export class LinearResampler {
+  private readonly step: number;
+  /** Position of the next output sample, in input samples from the start of the next chunk (≥ -1). */
+  private pos = 0;
+  private last = 0;
+
+  constructor(
+    readonly fromRate: number,
+    readonly toRate: number,
+  ) {
+    if (!(fromRate > 0 && toRate > 0)) throw new RangeError('sample rates must be positive');
+    this.step = fromRate / toRate;
+  }
+
+  push(input: Float32Array): Float32Array {
+    if (input.length === 0) return new Float32Array(0);
+    const out = new Float32Array(Math.ceil((input.length - this.pos) / this.step) + 1);
+    let n = 0;
+    while (this.pos <= input.length - 1) {
+      const i = Math.floor(this.pos);
+      const frac = this.pos - i;
+      const a = i < 0 ? this.last : input[i]!;
+      const b = frac === 0 ? a : input[i + 1]!;
+      out[n++] = a + (b - a) * frac;
+      this.pos += this.step;
+    }
+    this.pos -= input.length;
+    this.last = input[input.length - 1]!;
+    return out.subarray(0, n);
+  }
+}
+
+/** Float samples (-1..1, clipped) to PCM16. */
+export function floatToPcm16(samples: Float32Array): Int16Array {
+  const out = new Int16Array(samples.length);
+  for (let i = 0; i < samples.length; i++) {
+    const s = Math.max(-1, Math.min(1, samples[i]!));
+    out[i] = s < 0 ? Math.round(s * 0x8000) : Math.round(s * 0x7fff);
+  }
+  return out;
+}
+
+export function pcm16ToFloat(samples: Int16Array): Float32Array {
+  const out = new Float32Array(samples.length);
+  for (let i = 0; i < samples.length; i++) out[i] = samples[i]! / 0x8000;
+  return out;
+}
+
+/** PCM16 little-endian bytes as base64 (the `audio` field of input_audio_buffer.append). */
+export function pcm16ToBase64(samples: Int16Array): string {
+  const bytes = new Uint8Array(samples.length * 2);
+  const view = new DataView(bytes.buffer);
+  samples.forEach((s, i) => view.setInt16(i * 2, s, true));
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+/** base64 PCM16 little-endian (response.output_audio.delta) to samples; an odd trailing byte is dropped. */
+export function base64ToPcm16(b64: string): Int16Array {
+  const binary = atob(b64);
+  const out = new Int16Array(binary.length >> 1);
+  for (let i = 0; i < out.length; i++) {
+    const v = binary.charCodeAt(2 * i) | (binary.charCodeAt(2 * i + 1) << 8);
+    out[i] = v >= 0x8000 ? v - 0x10000 : v;
+  }
+  return out;
+}
+
+/** Milliseconds of wire audio in `samples` samples. */
+export const wireMs = (samples: number) => (samples * 1000) / WIRE_RATE;
