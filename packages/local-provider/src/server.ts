@@ -22,6 +22,10 @@ export interface LocalProviderOptions {
   host?: string;
   /** When set, `Authorization: Bearer <apiKey>` is required; anything else is refused 401 before the upgrade. */
   apiKey?: string | null;
+  /** `api-key`: the key is expected in an `api-key` header instead, as Azure OpenAI takes it. */
+  apiKeyHeader?: 'authorization' | 'api-key';
+  /** The realtime endpoint's path (default `/v1/realtime`; Azure OpenAI's GA endpoint: `/openai/v1/realtime`). */
+  path?: string;
   logger?: Logger;
   /** The process's Prometheus scrape handler, served at /metrics (the service passes its telemetry's). */
   metrics?: (req: IncomingMessage, res: ServerResponse) => void;
@@ -70,7 +74,9 @@ export async function startLocalProvider(opts: LocalProviderOptions): Promise<Lo
   const host = opts.host ?? '127.0.0.1';
   const log = opts.logger;
   const interval = opts.replyChunkIntervalMs ?? DEFAULT_REPLY_CHUNK_INTERVAL_MS;
-  const expectedAuth = opts.apiKey ? Buffer.from(`Bearer ${opts.apiKey}`) : null;
+  const azureAuth = opts.apiKeyHeader === 'api-key';
+  const expectedAuth = opts.apiKey ? Buffer.from(azureAuth ? opts.apiKey : `Bearer ${opts.apiKey}`) : null;
+  const path = opts.path ?? REALTIME_PATH;
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_EVENT_BYTES, perMessageDeflate: false });
   const server: Server = createServer((req, res) => {
     if (req.url === '/metrics' && opts.metrics) return opts.metrics(req, res);
@@ -86,9 +92,10 @@ export async function startLocalProvider(opts: LocalProviderOptions): Promise<Lo
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const model = url.searchParams.get('model');
-    const authorized = expectedAuth === null || sameSecret(req.headers.authorization, expectedAuth);
+    const given = azureAuth ? req.headers['api-key'] : req.headers.authorization;
+    const authorized = expectedAuth === null || sameSecret(typeof given === 'string' ? given : undefined, expectedAuth);
     opts.onHandshake?.({ path: url.pathname, model, authorized });
-    if (url.pathname !== REALTIME_PATH) return refuse(socket, 404, 'not_found', 'Unknown path.');
+    if (url.pathname !== path) return refuse(socket, 404, 'not_found', 'Unknown path.');
     if (!authorized) return refuse(socket, 401, 'invalid_api_key', 'Incorrect or missing API key.');
     if (!model) return refuse(socket, 400, 'missing_model', 'The model query parameter is required.');
     if (refusing) return refuse(socket, 503, 'service_unavailable', 'The service is temporarily unavailable.', 'server_error');
@@ -153,7 +160,7 @@ export async function startLocalProvider(opts: LocalProviderOptions): Promise<Lo
   log?.info({ host, port }, 'local provider listening');
 
   return {
-    url: `ws://${urlHost}:${port}${REALTIME_PATH}`,
+    url: `ws://${urlHost}:${port}${path}`,
     port,
     connections: () => wss.clients.size,
     terminateConnections: () => {

@@ -61,6 +61,10 @@ export const RelayConfig = CommonEnv.extend({
   OPENAI_API_KEY: optionalSecret,
   // Its endpoint.
   OPENAI_REALTIME_URL: wsUrl().default('wss://api.openai.com/v1/realtime'),
+  // Azure OpenAI (provider `azure`): the resource endpoint (https://<resource>.openai.azure.com) and its key;
+  // a catalog model's provider_model is the deployment name. Both set: the provider is offered.
+  AZURE_OPENAI_ENDPOINT: z.url({ protocol: /^(https?|wss?)$/, error: 'must be an https:// (or wss://) URL' }).optional(),
+  AZURE_OPENAI_API_KEY: optionalSecret,
   // Gemini Live (provider `gemini`).
   GEMINI_API_KEY: optionalSecret,
   // Its endpoint; the adapter's default when unset.
@@ -128,6 +132,8 @@ export const RelayConfig = CommonEnv.extend({
     localProviderApiKey: e.LOCAL_PROVIDER_API_KEY,
     openaiApiKey: e.OPENAI_API_KEY,
     openaiRealtimeUrl: e.OPENAI_REALTIME_URL,
+    azureOpenAI:
+      e.AZURE_OPENAI_ENDPOINT && e.AZURE_OPENAI_API_KEY ? { endpoint: e.AZURE_OPENAI_ENDPOINT, apiKey: e.AZURE_OPENAI_API_KEY } : undefined,
     geminiApiKey: e.GEMINI_API_KEY,
     geminiLiveUrl: e.GEMINI_LIVE_URL,
     session: {

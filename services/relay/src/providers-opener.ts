@@ -9,6 +9,7 @@ export function createProviderOpener(config: Config, logger: Logger): UpstreamOp
     localUrl: config.localProviderUrl,
     ...(config.localProviderApiKey ? { localApiKey: config.localProviderApiKey } : {}),
     ...(config.openaiApiKey ? { openai: { apiKey: config.openaiApiKey, url: config.openaiRealtimeUrl } } : {}),
+    ...(config.azureOpenAI ? { azure: config.azureOpenAI } : {}),
     ...(config.geminiApiKey
       ? { gemini: { apiKey: config.geminiApiKey, ...(config.geminiLiveUrl ? { url: config.geminiLiveUrl } : {}) } }
       : {}),

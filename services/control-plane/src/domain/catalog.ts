@@ -35,6 +35,7 @@ const FULL_DUPLEX: Capabilities = Object.freeze({
 export const PROVIDER_CAPABILITIES: Readonly<Record<string, Capabilities>> = Object.freeze({
   local: FULL_DUPLEX,
   openai: FULL_DUPLEX,
+  azure: FULL_DUPLEX,
   gemini: FULL_DUPLEX,
 });
 

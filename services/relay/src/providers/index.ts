@@ -1,5 +1,6 @@
 import type { Logger } from '@s2s/telemetry';
 import { ProviderBase, type ProviderBaseOptions } from './base.js';
+import { AzureOpenAIAdapter } from './azure.js';
 import { GeminiLiveAdapter } from './gemini.js';
 import { LocalAdapter } from './local.js';
 import { OpenAIRealtimeAdapter } from './openai.js';
@@ -21,6 +22,7 @@ export { OpenAIRealtimeAdapter, OPENAI_CAPABILITIES, OPENAI_REALTIME_URL, openAI
 export { GEMINI_CAPABILITIES } from './gemini.js';
 export { DEFAULT_CONTINUITY, type ContinuityPolicy } from './continuity.js';
 export { LocalAdapter } from './local.js';
+export { AzureOpenAIAdapter, AZURE_REALTIME_PATH, azureRealtimeUrl } from './azure.js';
 export { GeminiLiveAdapter, GEMINI_LIVE_URL, geminiVoice, type GeminiLiveOptions } from './gemini.js';
 export { Resampler24kTo16k, resampledLength } from './resample.js';
 
@@ -30,6 +32,8 @@ export interface ProviderRegistryConfig {
   localApiKey?: string;
   /** The OpenAI Realtime API; absent: provider `openai` is not offered. */
   openai?: { apiKey: string; url?: string };
+  /** Azure OpenAI (resource endpoint, key); absent: provider `azure` is not offered. */
+  azure?: { endpoint: string; apiKey: string };
   /** Gemini Live; absent: provider `gemini` is not offered. */
   gemini?: { apiKey: string; url?: string };
   connectTimeoutMs?: number;
@@ -65,6 +69,7 @@ export function createProviderRegistry(config: ProviderRegistryConfig): Provider
       ),
     );
   }
+  if (config.azure) providers.set('azure', new ProviderBase(new AzureOpenAIAdapter(config.azure), opts));
   if (config.gemini) {
     providers.set(
       'gemini',

@@ -73,8 +73,10 @@ export interface OpenAIRealtimeOptions {
   name?: string;
   /** Base URL of the realtime endpoint; `?model=<provider_model>` is added. */
   url?: string;
-  /** Sent as `Authorization: Bearer <apiKey>`; omitted when null (a simulator without a key). */
+  /** Sent as `Authorization: Bearer <apiKey>` (or in `apiKeyHeader`); omitted when null (a simulator without a key). */
   apiKey?: string | null;
+  /** `api-key`: the key goes in an `api-key` header (Azure OpenAI) instead of `Authorization: Bearer`. */
+  apiKeyHeader?: 'authorization' | 'api-key';
   /** Token ratio when a response reports no usage; default: input 1 token / 100 ms, output 1 / 50 ms. */
   tokenRatio?: { inputMsPerToken: number; outputMsPerToken: number };
   /** Send the W3C trace context on the upgrade request (our own simulator; never a vendor). */
@@ -92,6 +94,7 @@ export class OpenAIRealtimeAdapter implements ProviderAdapter {
   readonly replaysHistory = true;
   private readonly url: string;
   private readonly apiKey: string | null;
+  private readonly apiKeyHeader: 'authorization' | 'api-key';
   private readonly propagateTrace: boolean;
 
   constructor(opts: OpenAIRealtimeOptions = {}) {
@@ -99,6 +102,7 @@ export class OpenAIRealtimeAdapter implements ProviderAdapter {
     this.name = opts.name ?? 'openai';
     this.url = opts.url ?? OPENAI_REALTIME_URL;
     this.apiKey = opts.apiKey ?? null;
+    this.apiKeyHeader = opts.apiKeyHeader ?? 'authorization';
     this.tokenRatio = opts.tokenRatio ?? { ...REFERENCE_TOKENS };
   }
 
@@ -107,7 +111,7 @@ export class OpenAIRealtimeAdapter implements ProviderAdapter {
     url.searchParams.set('model', config.providerModel);
     const headers: Record<string, string> = {
       ...(this.propagateTrace ? traceHeaders() : {}),
-      ...(this.apiKey ? { Authorization: `Bearer ${this.apiKey}` } : {}),
+      ...(this.apiKey ? (this.apiKeyHeader === 'api-key' ? { 'api-key': this.apiKey } : { Authorization: `Bearer ${this.apiKey}` }) : {}),
     };
     const ws = await openUpstreamSocket({ provider: this.name, url: url.toString(), headers, signal });
     const connection = new OpenAIRealtimeConnection(this.name, ws, onEvent);

@@ -1,4 +1,4 @@
-import { LOCAL_TOKEN_RATIO, startLocalProvider, type ReceivedClientEvent } from '@s2s/local-provider';
+import { LOCAL_TOKEN_RATIO, startLocalProvider, type LocalProviderOptions, type ReceivedClientEvent } from '@s2s/local-provider';
 import type { Test } from 'tap';
 import type { ProviderAdapter, UpstreamSessionConfig } from '../../src/providers/index.js';
 import type { AdapterSuiteSpec, UpstreamHarness } from './adapter-suite.js';
@@ -14,12 +14,14 @@ export interface SimulatorHarness extends UpstreamHarness {
 export async function startSimulatorHarness(
   opts: { apiKey: string; paced: boolean },
   makeAdapter: (url: string, apiKey: string) => ProviderAdapter,
+  endpoint: SimulatedEndpoint = {},
 ): Promise<SimulatorHarness> {
   const events: ReceivedClientEvent[] = [];
   const handshakeLog: SimulatorHarness['handshakeLog'] = [];
   const sim = await startLocalProvider({
     port: 0,
     apiKey: opts.apiKey,
+    ...endpoint,
     // Paced: one delta, then nothing for a minute, so a barge-in always lands mid-reply.
     replyChunkIntervalMs: opts.paced ? 60_000 : 0,
     onClientEvent: (e) => events.push(e),
@@ -37,21 +39,25 @@ export async function startSimulatorHarness(
   };
 }
 
-/** The spec of the OpenAI Realtime (GA) protocol against the simulator, shared by `local` and `openai`. */
+/** Where the simulator answers and how it takes the key (Azure OpenAI: its own path, an `api-key` header). */
+export type SimulatedEndpoint = Pick<LocalProviderOptions, 'path' | 'apiKeyHeader'>;
+
+/** The spec of the OpenAI Realtime (GA) protocol against the simulator, shared by `local`, `openai` and `azure`. */
 export function openAIProtocolSpec(
   name: string,
   makeAdapter: (url: string, apiKey: string) => ProviderAdapter,
+  endpoint: SimulatedEndpoint = {},
 ): AdapterSuiteSpec<SimulatorHarness> {
   return {
     name,
     agentScript: true,
-    start: (opts) => startSimulatorHarness(opts, makeAdapter),
+    start: (opts) => startSimulatorHarness(opts, makeAdapter, endpoint),
     adapterFor: (h, url, apiKey) => makeAdapter(url ?? h!.url, apiKey),
     checkSession(t: Test, h: SimulatorHarness, config: UpstreamSessionConfig) {
       t.same(
         h.handshakeLog[0],
-        { path: '/v1/realtime', model: config.providerModel, authorized: true },
-        'model in the query, bearer key accepted',
+        { path: endpoint.path ?? '/v1/realtime', model: config.providerModel, authorized: true },
+        `model in the query, the key accepted (${endpoint.apiKeyHeader ?? 'authorization'} header)`,
       );
       const first = h.events[0]?.event;
       t.same(
