@@ -1,6 +1,6 @@
 import t from 'tap';
 import { CreateKeyResponse, REALTIME_PROTOCOL, ResponseDoneEvent, VoiceSession, Wallet, type Rate } from '@s2s/contract';
-import { billedCents, preauthorizationCents, usageOf } from '@s2s/core';
+import { billedCents, preauthorizationCents, SEED_RATE, usageOf } from '@s2s/core';
 import { checkLedgerInvariants } from '@s2s/db/testing';
 import { pcmFrames, pcmSilence, pcmTone } from '@s2s/local-provider';
 import { Client, eventually } from '@s2s/testing';
@@ -9,16 +9,7 @@ import { api, startStack, type Stack } from './stack.js';
 
 // The seeded catalog entry local/echo-1 (provider local, VAD playback) and its rate.
 const MODEL = 'local/echo-1';
-const RATE: Rate = {
-  per_minute: 1000,
-  audio_in_token: 10,
-  audio_out_token: 20,
-  text_in_token: 2,
-  text_out_token: 8,
-  cached_in_token: 1,
-  transcription_per_minute: 600,
-  relay_fee_milli_cents: 500,
-};
+const RATE: Rate = SEED_RATE;
 
 async function operatorKey(stack: Stack, balanceCents: number): Promise<CreateKeyResponse> {
   const res = await api<CreateKeyResponse>(stack, 'POST', '/admin/v1/keys', {

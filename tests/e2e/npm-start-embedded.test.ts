@@ -1,12 +1,12 @@
 // `npm start` where no PostgreSQL and no NATS answer: it starts an embedded PostgreSQL and nats-server,
 // runs the gateway on them behind one public origin, stops every process on Ctrl-C, and finds its data
 // again on the next start (that one with TLS and two relays).
-import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
+import { selfSignedCertificate } from '@s2s/testing';
 import WebSocket from 'ws';
 import { ADMIN_TOKEN, answers, portsFrom, startScript, stop } from './npm-start.js';
 
@@ -66,34 +66,6 @@ function tempDir(t: { teardown(fn: () => unknown): void }): string {
   chmodSync(dir, 0o755);
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
-}
-
-/** A certificate for 127.0.0.1 made with openssl, in `dir`. */
-function selfSignedCertificate(dir: string): { cert: string; key: string } {
-  const cert = join(dir, 'cert.pem');
-  const key = join(dir, 'key.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-    ],
-    { stdio: 'ignore' },
-  );
-  return { cert, key };
 }
 
 /** One request over http or https (trusting `ca`), JSON in and out. */

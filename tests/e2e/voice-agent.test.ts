@@ -4,39 +4,22 @@
 // context billed on every response with the previous response's context counted as cached.
 import t, { type Test } from 'tap';
 import { CreateKeyResponse, REALTIME_PROTOCOL, VoiceSession, Wallet } from '@s2s/contract';
+import { ZERO_USAGE, type Usage } from '@s2s/core';
 import { checkLedgerInvariants } from '@s2s/db/testing';
-import { pcmFrames, pcmSilence, pcmTone } from '@s2s/local-provider';
+import { BYTES_PER_MS, pcmFrames, pcmSilence, pcmTone } from '@s2s/local-provider';
 import { Client, type ServerEventLike } from '@s2s/testing';
 import WebSocket from 'ws';
 import { api, startStack, type Stack } from './stack.js';
 
 const MODEL = 'local/echo-1';
-const BYTES_PER_MS = 48;
 
 const text = (s: string) => Math.ceil(s.length / 4);
 const audioIn = (ms: number) => Math.ceil(ms / 100);
 const audioOut = (ms: number) => Math.ceil(ms / 50);
 
-interface Counters {
-  audio_in_ms: number;
-  audio_out_ms: number;
-  input_audio_tokens: number;
-  input_text_tokens: number;
-  cached_input_tokens: number;
-  output_audio_tokens: number;
-  output_text_tokens: number;
-  transcribed_ms: number;
-}
-const ZERO: Counters = {
-  audio_in_ms: 0,
-  audio_out_ms: 0,
-  input_audio_tokens: 0,
-  input_text_tokens: 0,
-  cached_input_tokens: 0,
-  output_audio_tokens: 0,
-  output_text_tokens: 0,
-  transcribed_ms: 0,
-};
+// The counters' names and zeros are the contract's; every figure below is computed here on its own.
+type Counters = Usage;
+const ZERO: Counters = ZERO_USAGE;
 const sum = (parts: Counters[]): Counters =>
   parts.reduce(
     (a, b) => Object.fromEntries(Object.keys(ZERO).map((k) => [k, a[k as keyof Counters] + b[k as keyof Counters]])) as unknown as Counters,

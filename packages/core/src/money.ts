@@ -74,6 +74,22 @@ export type RateField = (typeof RATE_FIELDS)[number];
 const _everyRate: Record<Exclude<keyof Rate, RateField>, never> = {};
 void _everyRate;
 
+/**
+ * The seeded catalog's selling rate, milli-cents (`npm start`, tests): audio tokens 10 in / 20 out; text tokens
+ * a fifth (in) and two fifths (out) of the audio rates, cached input a tenth of text input (at least 1),
+ * transcription 0.6 cents a minute.
+ */
+export const SEED_RATE: Readonly<Rate> = Object.freeze({
+  per_minute: 1000,
+  audio_in_token: 10,
+  audio_out_token: 20,
+  text_in_token: 2,
+  text_out_token: 8,
+  cached_in_token: 1,
+  transcription_per_minute: 600,
+  relay_fee_milli_cents: 500,
+});
+
 export function sameUsage(a: Usage, b: Usage): boolean {
   return USAGE_COUNTERS.every((k) => a[k] === b[k]);
 }

@@ -8,6 +8,7 @@ import {
   preauthorizationCents,
   scaledCost,
   scaledCostIfSafe,
+  SEED_RATE,
   settledCents,
   USAGE_COUNTERS,
   usageOf,
@@ -15,16 +16,7 @@ import {
   type Usage,
 } from '../src/money.js';
 
-const rate: Rate = {
-  per_minute: 1000,
-  audio_in_token: 10,
-  audio_out_token: 20,
-  text_in_token: 2,
-  text_out_token: 8,
-  cached_in_token: 1,
-  transcription_per_minute: 600,
-  relay_fee_milli_cents: 500,
-};
+const rate: Rate = SEED_RATE;
 const audioOnly: Rate = { ...rate, text_in_token: 0, text_out_token: 0, cached_in_token: 0, transcription_per_minute: 0 };
 
 /** Exact rationals on BigInt: the formula of decisions.md written term by term, independently of money.ts. */

@@ -1,21 +1,13 @@
 import t from 'tap';
 import { ModelList, AdminModel } from '@s2s/contract';
+import { SEED_RATE } from '@s2s/core';
 import { createDb } from '@s2s/db';
 import { seedCatalog } from '../src/domain/catalog.js';
 import { createContext } from '../src/context.js';
 import { adminHeaders, api, createKey, createSession, startControlPlane, type Harness } from './helpers.js';
 
 // The seeded rate: every field, the text, cached and transcription rates included (decisions.md).
-const ECHO_PRICING = {
-  per_minute: 1000,
-  audio_in_token: 10,
-  audio_out_token: 20,
-  text_in_token: 2,
-  text_out_token: 8,
-  cached_in_token: 1,
-  transcription_per_minute: 600,
-  relay_fee_milli_cents: 500,
-};
+const ECHO_PRICING = SEED_RATE;
 
 async function snapshots(h: Harness, modelId: string) {
   const { rows } = await h.db.pool.query<{ id: string; per_minute: number; current: boolean }>(

@@ -1,7 +1,10 @@
 // Test harness: a control plane on port 0 over its own fresh database and its own bus prefix.
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { connectBus, type Bus } from '@s2s/bus';
 import { createDb, type DbHandle } from '@s2s/db';
 import { createTestDatabase, type TestDatabase } from '@s2s/db/testing';
@@ -157,4 +160,30 @@ export async function walletRow(h: Harness, walletId: string): Promise<{ balance
   );
   if (!rows[0]) throw new Error(`no wallet ${walletId}`);
   return rows[0];
+}
+
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+
+/** A billing consumer process (as `npm start` runs it) for this harness's database and prefix, killed at teardown. */
+export function startBilling(t: TeardownHost, h: Harness, env: Record<string, string> = {}) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'services/billing/src/main.ts'], {
+    cwd: repoRoot,
+    env: {
+      ...process.env,
+      NODE_ENV: 'test',
+      DATABASE_URL: h.testDb.url,
+      BUS_PREFIX: h.config.BUS_PREFIX,
+      NATS_URL: h.config.NATS_URL,
+      LOG_LEVEL: 'silent',
+      OTEL_SDK_DISABLED: 'true',
+      ...env,
+    },
+    stdio: 'ignore',
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  t.teardown(async () => {
+    child.kill('SIGKILL');
+    await exited;
+  });
+  return child;
 }

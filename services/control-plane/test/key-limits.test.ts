@@ -1,10 +1,7 @@
 // Issue 8, item 5: per-key limits on live sessions and on the create rate (decisions.md, "Limits"),
 // settable and visible in the operator API, enforced across control-plane replicas.
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { ErrorResponse } from '@s2s/contract';
 import { createDb } from '@s2s/db';
@@ -19,12 +16,12 @@ import {
   api,
   bearer,
   createSession,
+  startBilling,
   startControlPlane,
   walletRow,
   type Harness,
 } from './helpers.js';
 
-const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const LIMIT_ENV = { KEY_MAX_LIVE_SESSIONS: '7', KEY_MAX_CREATES_PER_MINUTE: '70' };
 
 /** A second control plane on the same database and bus prefix: another replica. */
@@ -39,28 +36,6 @@ async function startReplica(t: Test, h: Harness): Promise<{ url: string }> {
     await db.close();
   });
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
-}
-
-function startBilling(t: Test, h: Harness): void {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'services/billing/src/main.ts'], {
-    cwd: repoRoot,
-    env: {
-      ...process.env,
-      NODE_ENV: 'test',
-      DATABASE_URL: h.testDb.url,
-      BUS_PREFIX: h.config.BUS_PREFIX,
-      NATS_URL: h.config.NATS_URL,
-      END_GRACE_MS: '200',
-      LOG_LEVEL: 'silent',
-      OTEL_SDK_DISABLED: 'true',
-    },
-    stdio: 'ignore',
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  t.teardown(async () => {
-    child.kill('SIGKILL');
-    await exited;
-  });
 }
 
 async function newKey(h: { url: string }, body: Record<string, unknown>) {
@@ -147,7 +122,7 @@ t.test('limits are settable in POST /admin/v1/keys and PATCH /admin/v1/keys/{id}
 
 t.test('max_live_sessions: over the limit, 429 rate_limit_exceeded with Retry-After, nothing reserved', async (t) => {
   const h = await startControlPlane(t, { env: LIMIT_ENV });
-  startBilling(t, h);
+  startBilling(t, h, { END_GRACE_MS: '200' });
   const key = await newKey(h, { max_live_sessions: 2 });
   const a = await createSession(h, key.key, { idempotencyKey: 'first' });
   const b = await createSession(h, key.key);

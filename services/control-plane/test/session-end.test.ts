@@ -1,8 +1,5 @@
 // POST /v1/voice/sessions/{id}/end against a real billing process (services/billing/src/main.ts, spawned
 // as a child like `npm start` runs it) on the same database and bus prefix.
-import { spawn } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { subscribeMessages } from '@s2s/bus';
 import { VoiceSession, type UsageCheckpoint } from '@s2s/contract';
@@ -10,34 +7,10 @@ import { newId, USAGE_COUNTERS, usageOf, type Usage } from '@s2s/core';
 import { publishUsageCheckpoint } from '@s2s/sessions';
 import { createDb } from '@s2s/db';
 import { checkLedgerInvariants } from '@s2s/db/testing';
-import { api, bearer, createKey, createSession, startControlPlane, walletRow, type Harness } from './helpers.js';
+import { api, bearer, createKey, createSession, startBilling, startControlPlane, walletRow, type Harness } from './helpers.js';
 
-const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-
-/** A billing consumer process for this test's database and prefix, killed at teardown. */
-function startBilling(t: { teardown(fn: () => unknown): void }, h: Harness) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'services/billing/src/main.ts'], {
-    cwd: repoRoot,
-    env: {
-      ...process.env,
-      NODE_ENV: 'test',
-      DATABASE_URL: h.testDb.url,
-      BUS_PREFIX: h.config.BUS_PREFIX,
-      NATS_URL: h.config.NATS_URL,
-      END_GRACE_MS: '300',
-      SWEEP_INTERVAL_MS: '200',
-      LOG_LEVEL: 'silent',
-      OTEL_SDK_DISABLED: 'true',
-    },
-    stdio: 'ignore',
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  t.teardown(async () => {
-    child.kill('SIGKILL');
-    await exited;
-  });
-  return child;
-}
+/** The billing process of these tests: a short grace for gone relays, a fast expiry sweeper. */
+const END_ENV = { END_GRACE_MS: '300', SWEEP_INTERVAL_MS: '200' };
 
 function end(
   h: { url: string },
@@ -93,7 +66,7 @@ async function relayAttachment(h: Harness, sessionId: string, partial: Partial<U
 
 t.test('200: the settled terminal resource, billed from server usage of every attachment; a repeat changes nothing', async (t) => {
   const h = await startControlPlane(t);
-  startBilling(t, h);
+  startBilling(t, h, END_ENV);
   const key = await createKey(h, 1000);
   const { body: created } = await createSession(h, key.key);
   await relayAttachment(h, created.id, { audio_in_ms: 60_000, audio_out_ms: 30_000, input_audio_tokens: 600, output_audio_tokens: 600 });
@@ -121,7 +94,7 @@ t.test('200: the settled terminal resource, billed from server usage of every at
 
 t.test('terminal status by reason; an unused session bills nothing', async (t) => {
   const h = await startControlPlane(t);
-  startBilling(t, h);
+  startBilling(t, h, END_ENV);
   const key = await createKey(h, 1000);
   const cases = [
     [undefined, 'cancelled'],
@@ -206,7 +179,7 @@ t.test('409 when settlement cannot finish in time; the session still settles exa
   t.same([res.status, res.body.error.code, res.body.error.type], [409, 'session_termination_failed', 'conflict_error']);
   t.match(await sessionRow(h, s.id), { end_cause: 'client_closed', settled_at: null });
 
-  startBilling(t, h);
+  startBilling(t, h, END_ENV);
   const deadline = Date.now() + 30_000;
   while (!(await sessionRow(h, s.id)).settled_at && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   const later = await end(h, key.key, s.id);
@@ -218,7 +191,7 @@ t.test('409 when settlement cannot finish in time; the session still settles exa
 
 t.test('concurrent end requests for one session all answer the one settlement', async (t) => {
   const h = await startControlPlane(t);
-  startBilling(t, h);
+  startBilling(t, h, END_ENV);
   const key = await createKey(h, 1000);
   const { body: s } = await createSession(h, key.key);
   await relayAttachment(h, s.id, { audio_in_ms: 6000, audio_out_ms: 6000, input_audio_tokens: 60, output_audio_tokens: 120 });
@@ -239,7 +212,7 @@ t.test('concurrent end requests for one session all answer the one settlement', 
 
 t.test('an idle session past its deadline ends as expired and answers 200 with its terminal resource', async (t) => {
   const h = await startControlPlane(t);
-  startBilling(t, h);
+  startBilling(t, h, END_ENV);
   const key = await createKey(h, 1000);
   const { body: s } = await createSession(h, key.key);
   h.advanceClock(301_000);

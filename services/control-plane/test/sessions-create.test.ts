@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { VoiceSession } from '@s2s/contract';
-import { preauthorizationCents } from '@s2s/core';
+import { preauthorizationCents, SEED_RATE } from '@s2s/core';
 import { checkLedgerInvariants } from '@s2s/db/testing';
 import {
   CREATE_BODY,
@@ -116,16 +116,7 @@ t.test('the preauthorization follows config and the current rate snapshot', asyn
   });
   const key = await createKey(h, 100_000);
   const first = await createSession(h, key.key);
-  const seedRate = {
-    per_minute: 1000,
-    audio_in_token: 10,
-    audio_out_token: 20,
-    text_in_token: 2,
-    text_out_token: 8,
-    cached_in_token: 1,
-    transcription_per_minute: 600,
-    relay_fee_milli_cents: 500,
-  };
+  const seedRate = SEED_RATE;
   t.equal(first.body.billing.preauthorized_cents, preauthorizationCents(seedRate, 2));
   t.equal(first.body.expires_at - first.body.created_at, 30);
 

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import { Model, type UpsertModelRequest } from '@s2s/contract';
-import { AppError, preauthorizationCents } from '@s2s/core';
+import { AppError, preauthorizationCents, SEED_RATE } from '@s2s/core';
 import { httpStatus } from '@s2s/http-errors';
 import { DEV_ADMIN_TOKEN, loadConfig } from '../src/config.js';
 import { SEED_MODELS, toModel, withModelDefaults, type CatalogRow } from '../src/domain/catalog.js';
@@ -142,14 +142,7 @@ t.test('a catalog row maps to the public model with legacy aliases and no routin
     source: 'upstream_derived',
     currency: 'cent',
     unit: 'milli_cents',
-    per_minute: 1000,
-    audio_in_token: 10,
-    audio_out_token: 20,
-    text_in_token: 2,
-    text_out_token: 8,
-    cached_in_token: 1,
-    transcription_per_minute: 600,
-    relay_fee_milli_cents: 500,
+    ...SEED_RATE,
     rate_snapshot_id: 'rate_abc',
   });
   t.equal(model.price_per_minute_milli_cents, 1000);

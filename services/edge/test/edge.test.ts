@@ -1,5 +1,4 @@
 // The edge: one port for the HTTP API and /v1/realtime (WebSocket), plain or TLS (decisions.md, "Running it").
-import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -9,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { createLogger } from '@s2s/telemetry';
+import { selfSignedCertificate } from '@s2s/testing';
 import WebSocket, { WebSocketServer } from 'ws';
 import { createEdge, type EdgeOptions } from '../src/edge.js';
 import { loadConfig } from '../src/config.js';
@@ -139,30 +139,7 @@ t.test('refusals at the edge: an upgrade elsewhere (404), no backend answering (
 t.test('TLS_CERT_FILE/TLS_KEY_FILE: https and wss on the same port', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 's2s-edge-tls-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const cert = join(dir, 'cert.pem');
-  const key = join(dir, 'key.pem');
-  // A self-signed certificate for 127.0.0.1, made here (openssl is part of every supported machine).
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-    ],
-    { stdio: 'ignore' },
-  );
+  const { cert, key } = selfSignedCertificate(dir);
   const config = loadConfig({ TLS_CERT_FILE: cert, TLS_KEY_FILE: key });
   t.equal(config.TLS_CERT_FILE, cert);
   t.throws(() => loadConfig({ TLS_CERT_FILE: cert }), /TLS_CERT_FILE and TLS_KEY_FILE go together/);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { connectBus, subscribeMessages, type Bus } from '@s2s/bus';
 import { REALTIME_PROTOCOL, type BusMessage, type Rate, type UsageCheckpoint } from '@s2s/contract';
-import { newId, type SessionRecord } from '@s2s/core';
+import { newId, SEED_RATE, type SessionRecord } from '@s2s/core';
 import { createSession } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
 import { createTestDatabase, createWalletAndKey, insertCurrentRate } from '@s2s/db/testing';
@@ -156,16 +156,7 @@ export async function createKey(db: DbHandle, balanceCents: number, opts: { revo
   return createWalletAndKey(db.pool, { balanceCents, ...opts });
 }
 
-export const DEFAULT_RATE: Rate = {
-  per_minute: 1000,
-  audio_in_token: 10,
-  audio_out_token: 20,
-  text_in_token: 2,
-  text_out_token: 8,
-  cached_in_token: 1,
-  transcription_per_minute: 600,
-  relay_fee_milli_cents: 500,
-};
+export const DEFAULT_RATE: Rate = SEED_RATE;
 
 const CAPABILITIES = {
   speech_to_speech: true,

@@ -12,7 +12,7 @@ import {
   type Rate,
   type UpsertModelRequest,
 } from '@s2s/contract';
-import { errors, newId, RATE_FIELDS } from '@s2s/core';
+import { errors, newId, RATE_FIELDS, SEED_RATE } from '@s2s/core';
 import { rateColumns, rateFromRow, withTransaction, type Sql } from '@s2s/db';
 import type { AppContext } from '../context.js';
 import { decodeCursor, toPage } from './paging.js';
@@ -39,21 +39,6 @@ export const PROVIDER_CAPABILITIES: Readonly<Record<string, Capabilities>> = Obj
   gemini: FULL_DUPLEX,
 });
 
-/**
- * The seeded selling rate, milli-cents: audio tokens as before; text tokens a fifth (in) and two fifths (out)
- * of the audio rates, cached input a tenth of text input (at least 1), transcription 0.6 cents a minute.
- */
-const SEED_PRICING: Rate = Object.freeze({
-  per_minute: 1000,
-  audio_in_token: 10,
-  audio_out_token: 20,
-  text_in_token: 2,
-  text_out_token: 8,
-  cached_in_token: 1,
-  transcription_per_minute: 600,
-  relay_fee_milli_cents: 500,
-});
-
 /** The default catalog: one approved model on the local simulator and one registered but not approved. */
 export const SEED_MODELS: readonly UpsertModelRequest[] = Object.freeze([
   {
@@ -64,7 +49,7 @@ export const SEED_MODELS: readonly UpsertModelRequest[] = Object.freeze([
     provider_model: 'echo-1',
     enabled: true,
     approved: true,
-    pricing: SEED_PRICING,
+    pricing: SEED_RATE,
   },
   {
     id: 'local/unapproved-1',
@@ -74,7 +59,7 @@ export const SEED_MODELS: readonly UpsertModelRequest[] = Object.freeze([
     provider_model: 'unapproved-1',
     enabled: true,
     approved: false,
-    pricing: SEED_PRICING,
+    pricing: SEED_RATE,
   },
 ]);
 

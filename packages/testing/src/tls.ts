@@ -1,0 +1,13 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+
+/** A self-signed certificate for 127.0.0.1 (a day long), made with openssl in `dir`: PEM file paths. */
+export function selfSignedCertificate(dir: string): { cert: string; key: string } {
+  const cert = join(dir, 'cert.pem');
+  const key = join(dir, 'key.pem');
+  const subject = ['-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'];
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', ...subject, '-keyout', key, '-out', cert], {
+    stdio: 'ignore',
+  });
+  return { cert, key };
+}
