@@ -114,9 +114,10 @@ export class Checkpointer {
   /**
    * The attachment's usage changed: the tick of its slice publishes it, or this call at once when the audio
    * not yet published reaches `earlyAudioMs` either way (issue 8: a relay killed right after a fast answer
-   * lost up to an interval of output). Cheap; called per frame.
+   * lost up to an interval of output). Cheap; called per frame. `current`: the source's usage() of this
+   * very moment, when the caller has it already (one object less per frame).
    */
-  markDirty(ticket: CheckpointTicket): void {
+  markDirty(ticket: CheckpointTicket, current?: Usage): void {
     const t = ticket as Tracked;
     if (t.sealed) return;
     const set = this.slices[t.slice] as Set<Tracked>;
@@ -125,7 +126,7 @@ export class Checkpointer {
       set.add(t);
     }
     if (t.inflight || t.failures > 0) return;
-    const u = t.source.usage();
+    const u = current ?? t.source.usage();
     const early = this.deps.earlyAudioMs ?? this.deps.intervalMs;
     const sent = t.sent ?? ZERO_USAGE;
     if (u.audio_in_ms - sent.audio_in_ms >= early || u.audio_out_ms - sent.audio_out_ms >= early) this.visit(set, t, this.now(), u);

@@ -28,13 +28,13 @@ export class AttachmentMeter {
     if (this.exhaustedFlag) return 'exhausted';
     const state = this.budget.check(usage, pcmMsCeil(bytes));
     if (state !== 'under') this.exhaustedFlag = true;
-    if (state !== 'over') this.checkpoints.markDirty(this.ticket);
+    if (state !== 'over') this.checkpoints.markDirty(this.ticket, usage);
     return state;
   }
 
   /** Usage changed (input forwarded, output delivered, a response settled); true when the budget just ran out. */
   changed(usage: Usage | null): boolean {
-    this.checkpoints.markDirty(this.ticket);
+    this.checkpoints.markDirty(this.ticket, usage ?? undefined);
     if (this.exhaustedFlag || usage === null) return false;
     if (this.budget.check(usage) === 'under') return false;
     this.exhaustedFlag = true;

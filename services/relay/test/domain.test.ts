@@ -75,6 +75,37 @@ t.test('Budget agrees with billedCents on every counter', async (t) => {
   t.equal(new Budget({ ...NO_RATE, transcription_per_minute: 1000 }, 1, ZERO_USAGE).check(usageOf({ transcribed_ms: 60_001 })), 'over');
 });
 
+t.test('one Budget checked frame after frame answers as a fresh one on every check (its per-frame shortcut)', async () => {
+  const step = fc.record({
+    inMs: fc.integer({ min: 0, max: 40 }),
+    outMs: fc.integer({ min: 0, max: 40 }),
+    extra: fc.integer({ min: 0, max: 30 }),
+    tokens: fc.option(fc.record({ input_audio_tokens: counter(50), output_text_tokens: counter(50), transcribed_ms: counter(500) }), {
+      freq: 8,
+    }),
+  });
+  fc.assert(
+    fc.property(
+      rateArb,
+      usageArb.map((u) => ({ ...u, audio_in_ms: u.audio_in_ms % 1000, audio_out_ms: u.audio_out_ms % 1000 })),
+      fc.integer({ min: 1, max: 2_000 }),
+      fc.array(step, { maxLength: 60 }),
+      (r, prior, preauth, steps) => {
+        const budget = new Budget(r, preauth, prior);
+        let u: Usage = ZERO_USAGE;
+        for (const s of steps) {
+          u = { ...u, audio_in_ms: u.audio_in_ms + s.inMs, audio_out_ms: u.audio_out_ms + s.outMs };
+          if (s.tokens) u = addUsage(u, usageOf(s.tokens));
+          if (budget.check(u, s.extra) !== expectedState(r, prior, u, preauth, s.extra)) return false;
+          if (budget.check(u) !== expectedState(r, prior, u, preauth, 0)) return false;
+        }
+        return true;
+      },
+    ),
+    { numRuns: 3000 },
+  );
+});
+
 t.test('Budget is exact near 2^53 (integer arithmetic, no float screen)', async (t) => {
   const huge = fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 1000 }), fc.integer({ min: 2 ** 40, max: 2 ** 53 - 1 }));
   const hugeRate = fc.record(Object.fromEntries(Object.keys(NO_RATE).map((k) => [k, huge])) as Record<keyof Rate, typeof huge>);
