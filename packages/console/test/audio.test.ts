@@ -1,5 +1,5 @@
 import t from 'tap';
-import { LinearResampler, base64ToPcm16, floatToPcm16, pcm16ToBase64, pcm16ToFloat } from '../web/audio.js';
+import { LinearResampler, floatToPcm16, pcm16ToFloat } from '../web/audio.js';
 
 const sine = (rate: number, hz: number, n: number, from = 0) =>
   Float32Array.from({ length: n }, (_, i) => Math.sin((2 * Math.PI * hz * (from + i)) / rate));
@@ -36,12 +36,7 @@ t.test('resampling 24 kHz → 44.1 kHz interpolates continuously', async (t) => 
   t.throws(() => new LinearResampler(0, 24_000));
 });
 
-t.test('PCM16 conversions and base64 round trip (little-endian)', async (t) => {
+t.test('PCM16 conversions', async (t) => {
   t.same([...floatToPcm16(Float32Array.from([0, 1, -1, 2, -2, 0.5]))], [0, 32767, -32768, 32767, -32768, 16384]);
-  const pcm = Int16Array.from([0, 1, -1, 32767, -32768, 258]);
-  const b64 = pcm16ToBase64(pcm);
-  t.equal(Buffer.from(b64, 'base64').readInt16LE(10), 258);
-  t.same([...base64ToPcm16(b64)], [...pcm]);
   t.same([...pcm16ToFloat(Int16Array.from([-32768, 16384]))], [-1, 0.5]);
-  t.equal(base64ToPcm16(Buffer.from([1, 0, 7]).toString('base64')).length, 1, 'an odd byte is dropped');
 });

@@ -56,26 +56,5 @@ export function pcm16ToFloat(samples: Int16Array): Float32Array {
   return out;
 }
 
-/** PCM16 little-endian bytes as base64 (the `audio` field of input_audio_buffer.append). */
-export function pcm16ToBase64(samples: Int16Array): string {
-  const bytes = new Uint8Array(samples.length * 2);
-  const view = new DataView(bytes.buffer);
-  samples.forEach((s, i) => view.setInt16(i * 2, s, true));
-  let binary = '';
-  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(binary);
-}
-
-/** base64 PCM16 little-endian (response.output_audio.delta) to samples; an odd trailing byte is dropped. */
-export function base64ToPcm16(b64: string): Int16Array {
-  const binary = atob(b64);
-  const out = new Int16Array(binary.length >> 1);
-  for (let i = 0; i < out.length; i++) {
-    const v = binary.charCodeAt(2 * i) | (binary.charCodeAt(2 * i + 1) << 8);
-    out[i] = v >= 0x8000 ? v - 0x10000 : v;
-  }
-  return out;
-}
-
 /** Milliseconds of wire audio in `samples` samples. */
 export const wireMs = (samples: number) => (samples * 1000) / WIRE_RATE;

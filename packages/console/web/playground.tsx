@@ -1,9 +1,10 @@
-import type { AdminSession, ApiKeyResource, Model, ModelList, PlaygroundSecret, ResponseUsage } from '@s2s/contract';
+import type { ServerEvent } from '@s2s/client';
+import type { AdminSession, ApiKeyResource, Model, ModelList, PlaygroundSecret } from '@s2s/contract';
 import { USAGE_COUNTERS, ZERO_USAGE, addUsage, billedCents, type Usage } from '@s2s/core/money';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { admin, request, type Page } from './api';
 import { ErrorNote, Field } from './ui';
-import { startVoice, type VoiceLink, type WireEvent } from './voice';
+import { startVoice, type VoiceLink } from './voice';
 
 interface Line {
   who: 'you' | 'model';
@@ -50,18 +51,17 @@ export function PlaygroundPage() {
   const usage = runningUsage(responses, audio.sentSamples, audio.receivedSamples);
   const cost = session ? billedCents(session.model.pricing, usage) : 0;
 
-  function onEvent(e: WireEvent) {
-    const detail = e.type === 'error' ? ` ${JSON.stringify(e.error)}` : '';
+  function onEvent(e: ServerEvent) {
+    const detail = e.type === 'error' ? ` ${e.error.code}: ${e.error.message}` : '';
     if (e.type !== 'response.output_audio.delta') setLog((l) => [...l.slice(-(LOG_MAX - 1)), `${e.type}${detail}`]);
     if (e.type === 'conversation.item.input_audio_transcription.completed') {
-      setLines((l) => [...l, { who: 'you', text: String(e.transcript ?? '') }]);
+      setLines((l) => [...l, { who: 'you', text: e.transcript }]);
     } else if (e.type === 'response.output_audio_transcript.done') {
-      setLines((l) => [...l, { who: 'model', text: String(e.transcript ?? '') }]);
+      setLines((l) => [...l, { who: 'model', text: e.transcript }]);
     } else if (e.type === 'response.output_text.done') {
-      setLines((l) => [...l, { who: 'model', text: String(e.text ?? '') }]);
+      setLines((l) => [...l, { who: 'model', text: e.text }]);
     } else if (e.type === 'response.done') {
-      const u = (e.response as { usage: ResponseUsage }).usage;
-      setResponses((r) => addUsage(r, u));
+      setResponses((r) => addUsage(r, e.response.usage));
     }
   }
 

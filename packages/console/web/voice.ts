@@ -1,17 +1,12 @@
 // The playground's realtime link: the microphone through an AudioWorklet (device rate → 24 kHz PCM16), the
-// svc-realtime-v1 WebSocket authenticated by an `ek_` secret in a subprotocol, and the answer played back
-// through a second worklet (24 kHz → device rate). Everything the gateway sends is handed to `onEvent`.
+// svc-realtime-v1 socket of @s2s/client (in a browser the `ek_` secret travels in a subprotocol), and the
+// answer played back through a second worklet (24 kHz → device rate). Every server event goes to `onEvent`.
+import { connectRealtime, type ServerEvent } from '@s2s/client';
 import type { PlaygroundSecret } from '@s2s/contract';
-import { LinearResampler, WIRE_RATE, base64ToPcm16, floatToPcm16, pcm16ToBase64, pcm16ToFloat } from './audio';
-
-/** A server event as the page reads it (the contract's ServerEvent, loosely: the log shows any type). */
-export interface WireEvent {
-  type: string;
-  [field: string]: unknown;
-}
+import { LinearResampler, WIRE_RATE, floatToPcm16, pcm16ToFloat } from './audio';
 
 export interface VoiceCallbacks {
-  onEvent(event: WireEvent): void;
+  onEvent(event: ServerEvent): void;
   /** Wire samples sent so far (24 kHz), received so far, and milliseconds actually played. */
   onAudio(progress: { sentSamples: number; receivedSamples: number; playedMs: number }): void;
   onClose(code: number, reason: string): void;
@@ -21,25 +16,14 @@ export interface VoiceLink {
   stop(): void;
 }
 
-/** Samples of 24 kHz audio per input_audio_buffer.append (40 ms). */
-const APPEND_SAMPLES = 960;
-
-function openSocket(secret: PlaygroundSecret): Promise<WebSocket> {
-  const url = new URL(secret.realtime_url);
-  url.searchParams.set('session_id', secret.session_id);
-  // A browser WebSocket cannot set Authorization: the secret travels as a subprotocol, never echoed back.
-  const ws = new WebSocket(url, ['svc-realtime-v1', `svc-realtime-v1.auth.${secret.value}`]);
-  return new Promise((resolve, reject) => {
-    ws.onopen = () => resolve(ws);
-    ws.onerror = () => reject(new Error(`WebSocket to ${url.origin}${url.pathname} failed`));
-  });
-}
-
 /** What the page asks of the session first: instructions, a voice, and input transcription (live transcripts). */
 export interface VoiceSettings {
   instructions?: string;
   voice?: string;
 }
+
+/** 24 kHz samples per input_audio_buffer.append (40 ms). */
+const APPEND_SAMPLES = 960;
 
 export async function startVoice(opts: {
   secret: PlaygroundSecret;
@@ -47,7 +31,7 @@ export async function startVoice(opts: {
   voiceProcessing: boolean;
   callbacks: VoiceCallbacks;
 }): Promise<VoiceLink> {
-  const { callbacks } = opts;
+  const { callbacks, secret } = opts;
   const processing = opts.voiceProcessing;
   const stream = await navigator.mediaDevices.getUserMedia({
     audio: { channelCount: 1, echoCancellation: processing, noiseSuppression: processing, autoGainControl: processing },
@@ -57,26 +41,28 @@ export async function startVoice(opts: {
     stream.getTracks().forEach((t) => t.stop());
     void audio.close();
   };
-  let ws: WebSocket;
+  const url = new URL(secret.realtime_url);
+  url.searchParams.set('session_id', secret.session_id);
+  let conn: Awaited<ReturnType<typeof connectRealtime>>;
   try {
     await audio.audioWorklet.addModule(new URL('./worklet.js', document.baseURI));
-    ws = await openSocket(opts.secret);
+    conn = await connectRealtime(url.href, { credential: secret.value });
   } catch (err) {
     cleanup();
     throw err;
   }
   await audio.resume();
+  callbacks.onEvent({ type: 'session.created', event_id: '', session: conn.session });
+  conn.on('*', callbacks.onEvent);
   // Before any audio, so that the first turn is transcribed and answered with these settings.
-  ws.send(
-    JSON.stringify({
-      type: 'session.update',
-      session: {
-        ...(opts.settings.instructions ? { instructions: opts.settings.instructions } : {}),
-        ...(opts.settings.voice ? { voice: opts.settings.voice } : {}),
-        audio: { input: { transcription: {} } },
-      },
-    }),
-  );
+  conn.send({
+    type: 'session.update',
+    session: {
+      ...(opts.settings.instructions ? { instructions: opts.settings.instructions } : {}),
+      ...(opts.settings.voice ? { voice: opts.settings.voice } : {}),
+      audio: { input: { transcription: {} } },
+    },
+  });
 
   const progress = { sentSamples: 0, receivedSamples: 0, playedMs: 0 };
   const report = () => callbacks.onAudio({ ...progress });
@@ -88,6 +74,15 @@ export async function startVoice(opts: {
     progress.playedMs += (e.data.played_frames * 1000) / audio.sampleRate;
     report();
   };
+  conn.onAudio((pcm) => {
+    const samples = new Int16Array(pcm.buffer, pcm.byteOffset, pcm.byteLength >> 1);
+    progress.receivedSamples += samples.length;
+    const played = upsample.push(pcm16ToFloat(samples));
+    playback.port.postMessage(played, [played.buffer]);
+    report();
+  });
+  // Barge-in: the gateway cancels the answer; drop what is queued but not played yet.
+  conn.on('input_audio_buffer.speech_started', () => playback.port.postMessage('clear'));
 
   // The capture node is pulled by the graph only when connected to the destination (through a muted gain).
   const capture = new AudioWorkletNode(audio, 's2s-capture', { numberOfInputs: 1, numberOfOutputs: 1 });
@@ -98,7 +93,7 @@ export async function startVoice(opts: {
   let pending: Float32Array[] = [];
   let pendingSamples = 0;
   capture.port.onmessage = (e: MessageEvent<Float32Array>) => {
-    if (ws.readyState !== WebSocket.OPEN) return;
+    if (!conn.isOpen) return;
     const chunk = downsample.push(e.data);
     pending.push(chunk);
     pendingSamples += chunk.length;
@@ -111,34 +106,18 @@ export async function startVoice(opts: {
     }
     pending = [];
     pendingSamples = 0;
-    ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: pcm16ToBase64(floatToPcm16(joined)) }));
+    conn.appendAudio(floatToPcm16(joined), { frameMs: 40 });
     progress.sentSamples += joined.length;
     report();
   };
 
-  ws.onmessage = (e: MessageEvent<string>) => {
-    const event = JSON.parse(e.data) as WireEvent;
-    if (event.type === 'response.output_audio.delta' && typeof event.audio === 'string') {
-      const samples = base64ToPcm16(event.audio);
-      progress.receivedSamples += samples.length;
-      const played = upsample.push(pcm16ToFloat(samples));
-      playback.port.postMessage(played, [played.buffer]);
-      report();
-    } else if (event.type === 'input_audio_buffer.speech_started') {
-      // Barge-in: the gateway cancels the answer; drop what is queued but not played yet.
-      playback.port.postMessage('clear');
-    }
-    callbacks.onEvent(event);
-  };
-  ws.onclose = (e) => {
+  void conn.closed.then(({ code, reason }) => {
     cleanup();
-    callbacks.onClose(e.code, e.reason);
-  };
-
+    callbacks.onClose(code, reason);
+  });
   return {
     stop() {
-      if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close(1000, 'playground ended');
-      else cleanup();
+      void conn.close(1000, 'playground ended');
     },
   };
 }
