@@ -105,6 +105,17 @@ export const RealtimeSessionSettings = z.strictObject({
 });
 export type RealtimeSessionSettings = z.infer<typeof RealtimeSessionSettings>;
 
+/**
+ * `session.update` in the OpenAI-compatible dialect (decisions.md): OpenAI's GA session, `type: "realtime"`.
+ * `model` is accepted and changes nothing (SDKs send their default there): the session keeps its model.
+ */
+export const OpenAISessionUpdateEvent = z.strictObject({
+  type: z.literal('session.update'),
+  event_id: z.string().min(1).max(128).optional(),
+  session: RealtimeSessionSettings.extend({ type: z.literal('realtime'), model: z.string().max(200).optional() }),
+});
+export type OpenAISessionUpdateEvent = z.infer<typeof OpenAISessionUpdateEvent>;
+
 /** `POST /v1/realtime/client_secrets`: OpenAI's body; `session.model` is a catalog id. */
 export const CreateRealtimeClientSecretRequest = z.strictObject({
   expires_after: ExpiresAfter.optional(),

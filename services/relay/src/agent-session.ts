@@ -86,14 +86,18 @@ export class AgentSession {
    * (session.updated follows once the upstream accepted it: `opened()`). False when refused.
    */
   stageOpening(e: Extract<InternalClientEvent, { type: 'session.update' }>): boolean {
-    const bad = checkSessionUpdate(e.update, this.limits, this.can);
-    if (bad) {
-      this.deps.refuse(bad.code, bad.message, e.eventId, bad.param);
-      return false;
-    }
-    this.requested = { ...this.requested, ...e.update };
-    this.effective = applySettings(this.effective, e.update);
-    return true;
+    const bad = this.stage(e.update);
+    if (bad) this.deps.refuse(bad.code, bad.message, e.eventId, bad.param);
+    return bad === null;
+  }
+
+  /** Checks and stages opening settings without answering (a client secret's, applied at attach); the problem or null. */
+  stage(update: SessionSettings): { code: RealtimeErrorCode; message: string; param: string } | null {
+    const bad = checkSessionUpdate(update, this.limits, this.can);
+    if (bad) return bad;
+    this.requested = { ...this.requested, ...update };
+    this.effective = applySettings(this.effective, update);
+    return null;
   }
 
   /** The upstream opened with `opening()`: the staged settings are in force. */

@@ -4,7 +4,7 @@ import type { DbHandle } from '@s2s/db';
 import type { Logger } from '@s2s/telemetry';
 import type { WebSocket } from 'ws';
 import type { Checkpointer } from './checkpoints.js';
-import type { ClientCodec } from './codec/model.js';
+import type { ClientCodec, InternalClientEvent, Refusal } from './codec/model.js';
 import type { Config } from './config.js';
 import type { Dialect } from './domain/handshake.js';
 import type { AttachmentTelemetry, RelayTelemetry, UpgradeTelemetry } from './telemetry.js';
@@ -37,6 +37,11 @@ export interface AttachmentInit {
   /** The wire dialect negotiated before the upgrade; the client codec is chosen by it. */
   dialect: Dialect;
   requestId: string;
+  /**
+   * The session's opening settings kept with its client secret (`initialSettings`), in the neutral model, or
+   * the codec's refusal of them: staged at attach like a first session.update.
+   */
+  initial?: Extract<InternalClientEvent, { type: 'session.update' }> | Refusal | undefined;
   /** The upgrade request's span, which the attachment's span links to. */
   upgrade?: UpgradeTelemetry;
 }

@@ -7,6 +7,7 @@ import type { Logger, Metrics } from '@s2s/telemetry';
 import type { WebSocket } from 'ws';
 import { Attachment, type AttachmentContext, type AttachmentInit } from './attachment.js';
 import { Checkpointer } from './checkpoints.js';
+import { gaSessionUpdate, OpenAIGaCodec } from './codec/openai-ga.js';
 import { SvcRealtimeV1Codec } from './codec/svc-realtime-v1.js';
 import type { Config } from './config.js';
 import { RelayLease } from './lease.js';
@@ -38,6 +39,8 @@ export class Relay {
   private readonly checkpoints: Checkpointer;
   private readonly lease: RelayLease;
   private readonly ctx: AttachmentContext<Attachment>;
+  /** svc-realtime-v1 keeps no per-session state: one for the process. */
+  private readonly svcCodec = new SvcRealtimeV1Codec();
   private readonly subscriptions: Subscription[] = [];
   private reconcileTimer: NodeJS.Timeout | undefined;
   private reconciling = false;
@@ -67,7 +70,7 @@ export class Relay {
       logger: deps.logger,
       providers: deps.providers,
       checkpoints: this.checkpoints,
-      codec: new SvcRealtimeV1Codec(),
+      codec: this.svcCodec,
       telemetry: this.telemetry,
       onFinished: (a) => this.remove(a),
     };
@@ -110,7 +113,11 @@ export class Relay {
 
   /** Takes over a freshly upgraded socket: registers it, replaces older attachments here and elsewhere. */
   attach(init: AttachmentInit & { ws: WebSocket }): Attachment {
-    const a = new Attachment(this.ctx, init);
+    const { session } = init;
+    // The dialect negotiated before the upgrade picks the codec; nothing past it knows one.
+    const codec = init.dialect === 'openai' ? new OpenAIGaCodec({ id: session.id, model: session.modelId }) : this.svcCodec;
+    const initial = session.initialSettings ? gaSessionUpdate(session.initialSettings, undefined) : undefined;
+    const a = new Attachment({ ...this.ctx, codec }, { ...init, initial });
     this.supersede(a.sessionId, { id: a.attachmentId, startedAtMs: a.startedAtMs });
     this.all.add(a);
     let set = this.bySession.get(a.sessionId);

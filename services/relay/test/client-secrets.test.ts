@@ -227,18 +227,3 @@ t.test('unset REALTIME_ALLOWED_ORIGINS: any Origin passes', async (t) => {
   );
   o.ws.close();
 });
-
-t.test('the legacy path without svc-realtime-v1 negotiates the OpenAI dialect, refused with 400 until its codec exists', async (t) => {
-  const env = await setupRelay(t);
-  await createModel(env.db, { id: MODEL });
-  const key = await createKey(env.db, 1000);
-  for (const protocols of [[], ['realtime'], ['realtime', 'openai-agents-sdk.1.0']]) {
-    const r = await refusal(connect(`${env.url}?model=${MODEL}`, protocols, { Authorization: `Bearer ${key.secret}` }));
-    t.match(
-      r,
-      { status: 400, body: { error: { code: 'invalid_request', message: /OpenAI-compatible dialect/ } } },
-      JSON.stringify(protocols),
-    );
-  }
-  t.equal(await countRows(env.db, 'voice_sessions'), 0, 'nothing created');
-});

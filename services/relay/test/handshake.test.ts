@@ -18,23 +18,38 @@ t.test('svc-realtime-v1 offered: that protocol, on either path', async (t) => {
   t.same(same.credential, { kind: 'client_secret', secret: EK }, 'the same secret twice is one credential');
 });
 
-t.test('the canonical path requires svc-realtime-v1; the legacy path falls to the OpenAI dialect (400 until its codec)', async (t) => {
+t.test('the canonical path requires svc-realtime-v1; the legacy path falls to the OpenAI dialect', async (t) => {
   t.throws(() => negotiate({ offered: 'realtime', authorization: undefined, legacyPath: false }), {
     code: 'invalid_request',
     message: /svc-realtime-v1 subprotocol is required/,
   });
   t.throws(() => negotiate({ offered: undefined, authorization: undefined, legacyPath: false }), { code: 'invalid_request' });
-  for (const offered of [
-    undefined,
-    'realtime',
-    `realtime, openai-insecure-api-key.${EK}, openai-beta.realtime-v1, openai-agents-sdk.0.1`,
-  ]) {
-    t.throws(
-      () => negotiate({ offered, authorization: undefined, legacyPath: true }),
-      { code: 'invalid_request', message: /OpenAI-compatible dialect/ },
-      String(offered),
-    );
-  }
+  const none = negotiate({ offered: undefined, authorization: `Bearer ${KEY}`, legacyPath: true });
+  t.same(
+    none,
+    { dialect: 'openai', protocol: null, credential: { kind: 'api_key', authorization: `Bearer ${KEY}` } },
+    'nothing offered: nothing echoed',
+  );
+  const realtime = negotiate({ offered: 'realtime', authorization: `Bearer ${KEY}`, legacyPath: true });
+  t.same(
+    realtime,
+    { dialect: 'openai', protocol: 'realtime', credential: { kind: 'api_key', authorization: `Bearer ${KEY}` } },
+    'realtime echoed',
+  );
+  const sdk = negotiate({
+    offered: `realtime, openai-insecure-api-key.${EK}, openai-beta.realtime-v1, openai-agents-sdk.0.1`,
+    authorization: undefined,
+    legacyPath: true,
+  });
+  t.same(sdk, { dialect: 'openai', protocol: 'realtime', credential: { kind: 'client_secret', secret: EK } }, 'the secret never echoed');
+  const markers = negotiate({
+    offered: 'openai-agents-sdk.0.1, openai-beta.realtime-v1',
+    authorization: `Bearer ${KEY}`,
+    legacyPath: true,
+  });
+  t.equal(markers.protocol, null, 'SDK markers are ignored, not echoed');
+  const svc = negotiate({ offered: 'realtime, svc-realtime-v1', authorization: `Bearer ${KEY}`, legacyPath: true });
+  t.equal(svc.dialect, 'svc-realtime-v1', 'svc-realtime-v1 offered wins');
 });
 
 t.test('credentials in subprotocols: API keys 401, malformed or conflicting secrets 401, two credentials 400', async (t) => {

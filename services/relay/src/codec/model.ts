@@ -32,7 +32,7 @@ export type InternalClientEvent =
 /** A client frame the codec refuses: answered with an error event, the socket stays open. */
 export interface Refusal {
   type: 'refusal';
-  code: Extract<RealtimeErrorCode, 'invalid_event' | 'invalid_audio_format' | 'invalid_value' | 'limit_exceeded'>;
+  code: Extract<RealtimeErrorCode, 'invalid_event' | 'invalid_audio_format' | 'invalid_value' | 'limit_exceeded' | 'unsupported_parameter'>;
   message: string;
   /** The client's event_id when the frame carried a valid one. */
   eventId: string | undefined;
@@ -49,7 +49,8 @@ export interface OutputPlace {
 }
 
 export type InternalServerEvent =
-  | { type: 'session.created'; session: VoiceSession }
+  /** `settings`: in force at attach (defaults, or a client secret's settings). */
+  | { type: 'session.created'; session: VoiceSession; settings: EffectiveSettings }
   | { type: 'session.updated'; settings: EffectiveSettings }
   | { type: 'conversation.created'; conversationId: string }
   | { type: 'speech.started'; audioStartMs: number }

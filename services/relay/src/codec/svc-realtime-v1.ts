@@ -40,7 +40,7 @@ export function eventIdOf(msg: unknown): string | undefined {
   return typeof msg === 'object' && msg !== null ? validEventId((msg as { event_id?: unknown }).event_id) : undefined;
 }
 
-function refuse(code: Refusal['code'], message: string, eventId: string | undefined, wireParam?: string): Refusal {
+export function refuse(code: Refusal['code'], message: string, eventId: string | undefined, wireParam?: string): Refusal {
   return wireParam === undefined ? { type: 'refusal', code, message, eventId } : { type: 'refusal', code, message, eventId, wireParam };
 }
 
@@ -128,7 +128,7 @@ type WireTool = NonNullable<Extract<ControlEvent, { type: 'session.update' }>['s
 type WireToolChoice = NonNullable<Extract<ControlEvent, { type: 'session.update' }>['session']['tool_choice']>;
 type WireTurnDetection = Extract<ControlEvent, { type: 'session.update' }>['session']['turn_detection'];
 
-function toolsOf(tools: WireTool[]): FunctionTool[] {
+export function toolsOf(tools: WireTool[]): FunctionTool[] {
   return tools.map((t) => ({
     name: t.name,
     ...(t.description !== undefined ? { description: t.description } : {}),
@@ -136,11 +136,11 @@ function toolsOf(tools: WireTool[]): FunctionTool[] {
   }));
 }
 
-function toolChoiceOf(c: WireToolChoice): ToolChoice {
+export function toolChoiceOf(c: WireToolChoice): ToolChoice {
   return typeof c === 'string' ? c : { type: 'function', name: c.name };
 }
 
-function turnDetectionOf(td: NonNullable<WireTurnDetection> | null): TurnDetection {
+export function turnDetectionOf(td: NonNullable<WireTurnDetection> | null): TurnDetection {
   if (td === null) return null;
   const common = {
     ...(td.create_response !== undefined ? { createResponse: td.create_response } : {}),
@@ -157,15 +157,25 @@ function turnDetectionOf(td: NonNullable<WireTurnDetection> | null): TurnDetecti
   };
 }
 
-function settingsOf(s: Extract<ControlEvent, { type: 'session.update' }>['session']): SessionSettings {
+type WireSession = Extract<ControlEvent, { type: 'session.update' }>['session'];
+
+/**
+ * A session.update's settings. Both dialects spell them alike except where the voice and turn detection
+ * sit, which each passes from its own position.
+ */
+export function settingsOf(
+  s: Omit<WireSession, 'voice' | 'turn_detection'>,
+  voice: string | undefined,
+  td: WireTurnDetection | undefined,
+): SessionSettings {
   const out: SessionSettings = {};
-  if (s.voice !== undefined) out.voice = s.voice;
+  if (voice !== undefined) out.voice = voice;
   if (s.instructions !== undefined) out.instructions = s.instructions;
   if (s.tools !== undefined) out.tools = toolsOf(s.tools);
   if (s.tool_choice !== undefined) out.toolChoice = toolChoiceOf(s.tool_choice);
   if (s.output_modalities !== undefined) out.outputModalities = [...s.output_modalities];
   if (s.max_output_tokens !== undefined) out.maxOutputTokens = s.max_output_tokens;
-  if (s.turn_detection !== undefined) out.turnDetection = turnDetectionOf(s.turn_detection);
+  if (td !== undefined) out.turnDetection = turnDetectionOf(td);
   const tr = s.audio?.input?.transcription;
   if (tr !== undefined) {
     out.inputTranscription =
@@ -217,7 +227,7 @@ function toInternal(event: ControlEvent): InternalClientEvent | Refusal {
   const eventId = event.event_id;
   switch (event.type) {
     case 'session.update':
-      return { type: 'session.update', eventId, update: settingsOf(event.session) };
+      return { type: 'session.update', eventId, update: settingsOf(event.session, event.session.voice, event.session.turn_detection) };
     case 'input_audio_buffer.commit':
       return { type: 'input.commit', eventId };
     case 'input_audio_buffer.clear':
@@ -242,6 +252,63 @@ function toInternal(event: ControlEvent): InternalClientEvent | Refusal {
   }
 }
 
+/**
+ * One client frame into the internal model, for every dialect: the append fast paths, then `own` (the
+ * dialect's events whose positions differ: OpenAI's session.update), then every other event of the model,
+ * whose positions both dialects share.
+ */
+export function decodeFrame(
+  data: Buffer,
+  isBinary: boolean,
+  own?: (msg: object) => InternalClientEvent | Refusal | null,
+): InternalClientEvent | Refusal {
+  if (isBinary) return refuse('invalid_event', 'Events are JSON text frames.', undefined);
+  const fast = readCompactAppend(data);
+  if (fast !== null && (fast.eventId === undefined || validEventId(fast.eventId) !== undefined)) {
+    return { type: 'audio.append', audio: fast.audio, eventId: fast.eventId };
+  }
+  let msg: unknown;
+  try {
+    msg = JSON.parse(data.toString());
+  } catch {
+    return refuse('invalid_event', 'The event is not valid JSON.', undefined);
+  }
+  if (typeof msg === 'object' && msg !== null && (msg as { type?: unknown }).type === 'input_audio_buffer.append') {
+    const ev = msg as Record<string, unknown>;
+    if (!isAppendShape(ev)) {
+      return refuse(
+        'invalid_event',
+        'Invalid input_audio_buffer.append event: expected type, audio (string) and an optional event_id.',
+        eventIdOf(ev),
+        typeof ev.audio === 'string' ? undefined : 'audio',
+      );
+    }
+    const audio = decodePcmFrame(ev.audio);
+    if (typeof audio === 'string') return refuse('invalid_audio_format', AUDIO_FRAME_MESSAGES[audio], ev.event_id, 'audio');
+    return { type: 'audio.append', audio, eventId: ev.event_id };
+  }
+  if (own !== undefined && typeof msg === 'object' && msg !== null) {
+    const mine = own(msg);
+    if (mine !== null) return mine;
+  }
+  const event = parseControlEvent(msg);
+  return isRefusal(event) ? event : toInternal(event);
+}
+
+/** Function tools as both dialects write them. */
+export function toolsView(tools: readonly FunctionTool[]) {
+  return tools.map((t) => ({
+    type: 'function' as const,
+    name: t.name,
+    ...(t.description !== undefined ? { description: t.description } : {}),
+    parameters: t.parameters,
+  }));
+}
+
+export function toolChoiceView(c: ToolChoice): 'auto' | 'none' | 'required' | { type: 'function'; name: string } {
+  return typeof c === 'string' ? c : { type: 'function', name: c.name };
+}
+
 /** The effective settings in session.update's positions. */
 export function settingsView(s: EffectiveSettings): SessionSettingsView {
   return {
@@ -256,19 +323,14 @@ export function settingsView(s: EffectiveSettings): SessionSettingsView {
       output: { format: AUDIO_FORMAT },
     },
     instructions: s.instructions,
-    tools: s.tools.map((t) => ({
-      type: 'function' as const,
-      name: t.name,
-      ...(t.description !== undefined ? { description: t.description } : {}),
-      parameters: t.parameters,
-    })),
-    tool_choice: typeof s.toolChoice === 'string' ? s.toolChoice : { type: 'function', name: s.toolChoice.name },
+    tools: toolsView(s.tools),
+    tool_choice: toolChoiceView(s.toolChoice),
     output_modalities: s.outputModalities,
     max_output_tokens: s.maxOutputTokens,
   };
 }
 
-function turnDetectionView(td: TurnDetection): SessionSettingsView['turn_detection'] {
+export function turnDetectionView(td: TurnDetection): SessionSettingsView['turn_detection'] {
   if (td === null) return null;
   const common = {
     ...(td.createResponse !== undefined ? { create_response: td.createResponse } : {}),
@@ -320,13 +382,13 @@ export function itemView(item: ConversationItem): WireItem {
 }
 
 /** A response content part in OpenAI GA's names (`text`, `audio`). */
-function partView(part: ContentPart): { type: 'text'; text: string } | { type: 'audio'; transcript: string } {
+export function partView(part: ContentPart): { type: 'text'; text: string } | { type: 'audio'; transcript: string } {
   return part.type === 'output_text' || part.type === 'input_text'
     ? { type: 'text', text: part.text }
     : { type: 'audio', transcript: part.transcript ?? '' };
 }
 
-function place(p: OutputPlace): { response_id: string; item_id: string; output_index: number; content_index: number } {
+export function place(p: OutputPlace): { response_id: string; item_id: string; output_index: number; content_index: number } {
   return { response_id: p.responseId, item_id: p.itemId, output_index: p.outputIndex, content_index: p.contentIndex };
 }
 
@@ -412,59 +474,40 @@ export function audioDeltaPrefix(p: OutputPlace): string {
   );
 }
 
-function msInt(ms: number): number {
+/**
+ * The constant JSON head of each place's deltas. One codec serves every socket of the relay and their
+ * deltas interleave, but each attachment hands the same place object for a run of deltas of one item.
+ */
+export class AudioDeltaHeads {
+  private readonly prefixes = new WeakMap<OutputPlace, string>();
+
+  of(place: OutputPlace): string {
+    let prefix = this.prefixes.get(place);
+    if (prefix === undefined) this.prefixes.set(place, (prefix = audioDeltaPrefix(place)));
+    return prefix;
+  }
+}
+
+export function msInt(ms: number): number {
   return Number.isFinite(ms) && ms > 0 ? Math.round(ms) : 0;
 }
 
 /** The gateway's own dialect (api-v1 §4, decisions.md "Realtime"), negotiated as `svc-realtime-v1`. */
 export class SvcRealtimeV1Codec implements ClientCodec {
   readonly protocol = REALTIME_PROTOCOL;
-  /**
-   * The constant JSON head of each place's deltas. One codec serves every socket of the relay and their
-   * deltas interleave, but each attachment hands the same place object for a run of deltas of one item.
-   */
-  private readonly prefixes = new WeakMap<OutputPlace, string>();
+  private readonly heads = new AudioDeltaHeads();
 
   constructor(private readonly ids: EventIds = new EventIds()) {}
 
   decode(data: Buffer, isBinary: boolean): InternalClientEvent | Refusal {
-    if (isBinary) return refuse('invalid_event', 'Events are JSON text frames.', undefined);
-    const fast = readCompactAppend(data);
-    if (fast !== null && (fast.eventId === undefined || validEventId(fast.eventId) !== undefined)) {
-      return { type: 'audio.append', audio: fast.audio, eventId: fast.eventId };
-    }
-    let msg: unknown;
-    try {
-      msg = JSON.parse(data.toString());
-    } catch {
-      return refuse('invalid_event', 'The event is not valid JSON.', undefined);
-    }
-    if (typeof msg === 'object' && msg !== null && (msg as { type?: unknown }).type === 'input_audio_buffer.append') {
-      const ev = msg as Record<string, unknown>;
-      if (!isAppendShape(ev)) {
-        return refuse(
-          'invalid_event',
-          'Invalid input_audio_buffer.append event: expected type, audio (string) and an optional event_id.',
-          eventIdOf(ev),
-          typeof ev.audio === 'string' ? undefined : 'audio',
-        );
-      }
-      const audio = decodePcmFrame(ev.audio);
-      if (typeof audio === 'string') return refuse('invalid_audio_format', AUDIO_FRAME_MESSAGES[audio], ev.event_id, 'audio');
-      return { type: 'audio.append', audio, eventId: ev.event_id };
-    }
-    const event = parseControlEvent(msg);
-    return isRefusal(event) ? event : toInternal(event);
+    return decodeFrame(data, isBinary);
   }
 
   encode(e: InternalServerEvent): string | Buffer {
     const id = this.ids.next();
     switch (e.type) {
-      case 'response.audio.delta': {
-        let prefix = this.prefixes.get(e.place);
-        if (prefix === undefined) this.prefixes.set(e.place, (prefix = audioDeltaPrefix(e.place)));
-        return serverEvents.audioDelta(id, prefix, e.audio.base64);
-      }
+      case 'response.audio.delta':
+        return serverEvents.audioDelta(id, this.heads.of(e.place), e.audio.base64);
       case 'session.created':
         return serverEvents.sessionCreated(id, e.session);
       case 'session.updated':

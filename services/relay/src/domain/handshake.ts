@@ -4,12 +4,6 @@ import { bearerToken, errors, isApiKeyShaped, isClientSecretShaped } from '@s2s/
 /** The wire dialect of an attachment; the relay picks its client codec by it. */
 export type Dialect = 'svc-realtime-v1' | 'openai';
 
-/**
- * Whether the OpenAI-compatible codec exists yet. Until it does, a client that negotiates that dialect is
- * refused before the upgrade with 400 (the one line to change when the codec lands).
- */
-export const OPENAI_DIALECT_AVAILABLE = false;
-
 /** How the client proved who it is: an API key (Authorization only) or an ephemeral client secret. */
 export type Credential = { kind: 'api_key'; authorization: string | undefined } | { kind: 'client_secret'; secret: string };
 
@@ -63,11 +57,6 @@ export function negotiate(input: { offered: string | undefined; authorization: s
   if (offered.includes(REALTIME_PROTOCOL)) return { dialect: 'svc-realtime-v1', protocol: REALTIME_PROTOCOL, credential };
   if (!input.legacyPath) {
     throw errors.invalidRequest(`The ${REALTIME_PROTOCOL} subprotocol is required (Sec-WebSocket-Protocol).`);
-  }
-  if (!OPENAI_DIALECT_AVAILABLE) {
-    throw errors.invalidRequest(
-      `The OpenAI-compatible dialect is not available on this gateway yet; offer the ${REALTIME_PROTOCOL} subprotocol.`,
-    );
   }
   return { dialect: 'openai', protocol: offered.includes(OPENAI_REALTIME_SUBPROTOCOL) ? OPENAI_REALTIME_SUBPROTOCOL : null, credential };
 }
