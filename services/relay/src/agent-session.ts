@@ -8,7 +8,7 @@ import {
   type ItemBody,
   type SessionSettings,
 } from './agent-model.js';
-import type { InternalClientEvent, InternalServerEvent, OutputPlace } from './codec/model.js';
+import type { InternalClientEvent, InternalServerEvent, OutputPlace, Refusal } from './codec/model.js';
 import { Conversation } from './conversation.js';
 import type { ProviderCapabilities, ReplayContext, UpstreamConnection, UpstreamEvent } from './providers/types.js';
 
@@ -91,13 +91,24 @@ export class AgentSession {
     return bad === null;
   }
 
-  /** Checks and stages opening settings without answering (a client secret's, applied at attach); the problem or null. */
-  stage(update: SessionSettings): { code: RealtimeErrorCode; message: string; param: string } | null {
+  /** Checks and stages opening settings without answering; the problem or null. */
+  private stage(update: SessionSettings): { code: RealtimeErrorCode; message: string; param: string } | null {
     const bad = checkSessionUpdate(update, this.limits, this.can);
     if (bad) return bad;
     this.requested = { ...this.requested, ...update };
     this.effective = applySettings(this.effective, update);
     return null;
+  }
+
+  /**
+   * A client secret's settings (or the codec's refusal of them) open the session like a first session.update,
+   * before session.created shows them (no session.updated); the error event when refused, the defaults staying.
+   */
+  stageInitial(initial: Extract<InternalClientEvent, { type: 'session.update' }> | Refusal | undefined): InternalServerEvent | null {
+    if (initial === undefined) return null;
+    if (initial.type === 'refusal') return { type: 'error', code: initial.code, message: initial.message, wireParam: initial.wireParam };
+    const bad = this.stage(initial.update);
+    return bad && { type: 'error', code: bad.code, message: bad.message, param: bad.param };
   }
 
   /** The upstream opened with `opening()`: the staged settings are in force. */

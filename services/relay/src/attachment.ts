@@ -38,7 +38,8 @@ export class Attachment implements MeteredSource {
 
   private readonly ws: WebSocket;
   private readonly session: SessionRecord;
-  private readonly initial: AttachmentInit['initial'];
+  /** The error for a client secret's settings the session cannot take (answered after session.created). */
+  private readonly initialRefusal: InternalServerEvent | null;
   private readonly log: Logger;
   private readonly ticket: CheckpointTicket;
   private readonly meter: AttachmentMeter;
@@ -65,7 +66,6 @@ export class Attachment implements MeteredSource {
     this.attachmentId = init.attachmentId;
     this.startedAtMs = init.startedAt.getTime();
     this.legacy = init.legacy;
-    this.initial = init.initial;
     this.trace = ctx.telemetry.attachment(init.session, init.attachmentId, init.upgrade);
     this.ticket = ctx.checkpoints.track(this);
     this.meter = new AttachmentMeter(
@@ -78,6 +78,7 @@ export class Attachment implements MeteredSource {
       refuse: (code, message, clientEventId, param) => this.refuse(code, message, clientEventId, param),
       responseId: (upstreamId) => this.tracker.resolve(upstreamId).id,
     });
+    this.initialRefusal = this.agent.stageInitial(init.initial);
     this.log = ctx.logger.child({ session_id: this.sessionId, attachment_id: this.attachmentId, request_id: init.requestId });
     const { session } = init;
     this.link = new UpstreamLink({
@@ -140,24 +141,13 @@ export class Attachment implements MeteredSource {
     ws.on('close', () => void this.finish('client_closed'));
     // ws closes the socket itself after an error (1007 bad UTF-8, 1009 oversize event, 1002 protocol error).
     ws.on('error', (err) => this.log.debug({ err }, 'client socket error'));
-    // A client secret's settings open the session like a first session.update (no session.updated: they
-    // are in session.created); refused ones are answered after it, and the defaults stay.
-    const initial = this.initial;
-    const bad = initial === undefined ? null : initial.type === 'refusal' ? initial : this.agent.stage(initial.update);
     this.send({
       type: 'session.created',
       session: toVoiceSession(this.session, this.ctx.config.realtimePublicUrl),
       settings: this.agent.settings(),
     });
     this.send({ type: 'conversation.created', conversationId: newId('conv') });
-    if (bad)
-      this.send({
-        type: 'error',
-        code: bad.code,
-        message: bad.message,
-        param: 'param' in bad ? bad.param : undefined,
-        wireParam: 'wireParam' in bad ? bad.wireParam : undefined,
-      });
+    if (this.initialRefusal) this.send(this.initialRefusal);
   }
 
   // ---- client → upstream ----
