@@ -307,6 +307,7 @@ export class MeteredConnection implements MeteredUpstream {
       this.deliver({ type: 'closed', unexpected: true });
       return;
     }
+    this.logger?.info({ provider: this.provider, reason }, 'session moved to a new upstream connection');
     this.keys.next(keys);
     this.connection = next;
     this.deadline = null;

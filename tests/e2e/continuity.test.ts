@@ -1,0 +1,198 @@
+// Sessions that outlive their upstream connections, end to end (issue 11, Tests): the real local provider
+// capping every connection OpenAI's way (a warning, then session_expired and close 1001), the real relay
+// moving the session, billing settling it. Expected figures follow the simulator's documented rules
+// (packages/local-provider/README.md): the whole context billed on every response, text 1 token per 4
+// characters, audio in 1 per 100 ms, out 1 per 50 ms; a new connection's context is the replayed text.
+import t, { type Test } from 'tap';
+import { CreateKeyResponse, REALTIME_PROTOCOL, VoiceSession, Wallet } from '@s2s/contract';
+import { checkLedgerInvariants } from '@s2s/db/testing';
+import { pcmFrames, pcmSilence, pcmTone } from '@s2s/local-provider';
+import { Client, eventually, type ServerEventLike } from '@s2s/testing';
+import WebSocket from 'ws';
+import { api, startStack, type Stack } from './stack.js';
+
+const MODEL = 'local/echo-1';
+const BYTES_PER_MS = 48;
+const text = (s: string) => Math.ceil(s.length / 4);
+const audioIn = (ms: number) => Math.ceil(ms / 100);
+const audioOut = (ms: number) => Math.ceil(ms / 50);
+const COUNTERS = [
+  'audio_in_ms',
+  'audio_out_ms',
+  'input_audio_tokens',
+  'input_text_tokens',
+  'cached_input_tokens',
+  'output_audio_tokens',
+  'output_text_tokens',
+  'transcribed_ms',
+] as const;
+type Counters = Record<(typeof COUNTERS)[number], number>;
+const counters = (partial: Partial<Counters>): Counters => Object.fromEntries(COUNTERS.map((k) => [k, partial[k] ?? 0])) as Counters;
+const pick = (u: Record<string, unknown>) => Object.fromEntries(COUNTERS.map((k) => [k, u[k]]));
+const add = (a: Counters, b: Counters): Counters => Object.fromEntries(COUNTERS.map((k) => [k, a[k] + b[k]])) as Counters;
+
+/** decisions.md, "Usage and price by modality": integer arithmetic, one rounding up at the end. */
+function expectedCents(rate: Record<string, number>, u: Counters): number {
+  const r = (k: string) => BigInt(rate[k] ?? 0);
+  const per60000 = r('per_minute') * BigInt(u.audio_in_ms + u.audio_out_ms) + r('transcription_per_minute') * BigInt(u.transcribed_ms);
+  const rest =
+    r('audio_in_token') * BigInt(u.input_audio_tokens) +
+    r('audio_out_token') * BigInt(u.output_audio_tokens) +
+    r('text_in_token') * BigInt(u.input_text_tokens) +
+    r('text_out_token') * BigInt(u.output_text_tokens) +
+    r('cached_in_token') * BigInt(u.cached_input_tokens) +
+    r('relay_fee_milli_cents');
+  const numerator = per60000 + rest * 60000n;
+  const denominator = 60000n * 1000n;
+  return Number((numerator + denominator - 1n) / denominator);
+}
+
+async function open(t: Test, stack: Stack) {
+  const key = CreateKeyResponse.parse(
+    (await api(stack, 'POST', '/admin/v1/keys', { admin: true, body: { balance_cents: 10_000, label: 'continuity' } })).body,
+  );
+  const models = await api<{ data: { id: string; pricing: Record<string, number> }[] }>(stack, 'GET', '/v1/models');
+  const rate = models.body.data.find((m) => m.id === MODEL)!.pricing;
+  const created = await api<VoiceSession>(stack, 'POST', '/v1/voice/sessions', {
+    key: key.key,
+    body: { model: MODEL, mode: 'speech_to_speech' },
+  });
+  const session = VoiceSession.parse(created.body);
+  const ws = new WebSocket(session.realtime.url, REALTIME_PROTOCOL, {
+    headers: { Authorization: `Bearer ${key.key}` },
+    perMessageDeflate: false,
+  });
+  const client = new Client(ws);
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  t.teardown(() => client.close());
+  await client.next('session.created');
+  return { key, rate, session, client };
+}
+
+/** The relay's log lines saying a session moved (one per completed move). */
+function moves(stack: Stack): number {
+  return stack.relay.output.filter((l) => l.includes('"session moved to a new upstream connection"')).length;
+}
+
+const INSTRUCTIONS = 'You keep numbers in mind. Answer briefly.';
+
+t.test('a session streamed across two upstream connection caps (OpenAI-like): conversation intact, billed to the cent', async (t) => {
+  // Every upstream connection is warned 2 s after it opens and cut at 6 s: the relay moves at the warning.
+  const stack = await startStack(t, { provider: { LOCAL_PROVIDER_MAX_CONNECTION_MS: '6000', LOCAL_PROVIDER_CAP_WARNING_MS: '4000' } });
+  const { key, rate, session, client } = await open(t, stack);
+  client.send({ type: 'session.update', session: { instructions: INSTRUCTIONS, audio: { input: { transcription: {} } } } });
+  await client.next('session.updated');
+  const I = text(INSTRUCTIONS);
+  let from = client.events.length;
+  const since = async (type: string) => {
+    const last = await client.next(type, 30_000);
+    const evs = client.events.slice(from, client.events.indexOf(last) + 1);
+    from = client.events.indexOf(last) + 1;
+    return evs;
+  };
+  const usageOf = (evs: ServerEventLike[]) => (evs.at(-1)!.response as { usage: Record<string, unknown> }).usage;
+  const audioOf = (evs: ServerEventLike[]) =>
+    Buffer.concat(evs.filter((e) => e.type === 'response.output_audio.delta').map((e) => Buffer.from(e.audio as string, 'base64')));
+
+  // Connection 1: a spoken turn, echoed.
+  const speech1 = pcmTone(1000);
+  for (const f of pcmFrames(Buffer.concat([speech1, pcmSilence(500)]))) client.append(f);
+  const turn1 = await since('response.done');
+  t.ok(audioOf(turn1).equals(speech1), 'turn 1 played back byte for byte');
+  const u1 = counters({
+    audio_in_ms: 1500,
+    audio_out_ms: 1000,
+    input_text_tokens: I,
+    input_audio_tokens: audioIn(1500),
+    output_audio_tokens: audioOut(1000),
+    transcribed_ms: 1500,
+  });
+  t.same(pick(usageOf(turn1)), u1, 'turn 1: instructions and the turn');
+
+  // Connection 2: seeded with the conversation as text; a text turn.
+  await eventually(
+    () => moves(stack),
+    (n) => n >= 1,
+    15_000,
+  );
+  const said = 'remember 42';
+  client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: said }] } });
+  client.send({ type: 'response.create' });
+  const turn2 = await since('response.done');
+  t.equal(audioOf(turn2).length, said.length * 60 * BYTES_PER_MS, 'the text spoken (60 ms a character)');
+  const transcript1 = 'speech 1000 ms';
+  // The whole context again, all of it text now and none of it cached (a new connection): the replay is billed.
+  const u2 = counters({
+    audio_out_ms: said.length * 60,
+    input_text_tokens: I + text(transcript1) + text(transcript1) + text(said),
+    output_audio_tokens: audioOut(said.length * 60),
+  });
+  t.same(pick(usageOf(turn2)), u2, 'turn 2: instructions, turn 1 and its answer replayed as text, the text turn');
+
+  // Connection 3: the whole conversation again; a spoken turn.
+  await eventually(
+    () => moves(stack),
+    (n) => n >= 2,
+    15_000,
+  );
+  const speech3 = pcmTone(800);
+  for (const f of pcmFrames(Buffer.concat([speech3, pcmSilence(500)]))) client.append(f);
+  const turn3 = await since('response.done');
+  t.ok(audioOf(turn3).equals(speech3), 'turn 3 played back byte for byte');
+  const u3 = counters({
+    audio_in_ms: 1300,
+    audio_out_ms: 800,
+    input_text_tokens: I + text(transcript1) * 2 + text(said) * 2,
+    input_audio_tokens: audioIn(1300),
+    output_audio_tokens: audioOut(800),
+    transcribed_ms: 1300,
+  });
+  t.same(pick(usageOf(turn3)), u3, 'turn 3: everything before it replayed, the spoken turn');
+  t.notOk(
+    client.events.some((e) => e.type === 'error'),
+    'the client saw no error',
+  );
+  t.equal(client.closeCode, null, 'nor a close');
+
+  // The bill: every response once, no gap and no overlap.
+  const total = add(add(u1, u2), u3);
+  const ended = await api<VoiceSession & { usage: Counters & { billed_cents: number } }>(
+    stack,
+    'POST',
+    `/v1/voice/sessions/${session.id}/end`,
+    {
+      key: key.key,
+    },
+  );
+  t.equal(ended.status, 200);
+  t.equal(ended.body.status, 'completed');
+  t.same(pick(ended.body.usage), total, 'every counter of the session');
+  const cents = expectedCents(rate, total);
+  t.equal(ended.body.usage.billed_cents, cents, 'billed to the cent');
+  const wallet = Wallet.parse((await api(stack, 'GET', `/admin/v1/wallets/${key.wallet_id}`, { admin: true })).body);
+  t.same(wallet, { id: key.wallet_id, balance_cents: 10_000 - cents, reserved_cents: 0, available_cents: 10_000 - cents });
+  t.same(await checkLedgerInvariants(stack.db.db.pool), []);
+});
+
+t.test('an upstream that cannot be re-established (the provider is gone): upstream_unavailable, 1011, settled', async (t) => {
+  const stack = await startStack(t, { relay: { UPSTREAM_RECONNECT_ATTEMPTS: '2' } });
+  const { key, session, client } = await open(t, stack);
+  for (const f of pcmFrames(Buffer.concat([pcmTone(500), pcmSilence(500)]))) client.append(f);
+  await client.next('response.done', 30_000);
+  // The provider dies: the connection is lost and every reconnect is refused.
+  stack.provider.child.kill('SIGKILL');
+  const error = await client.next('error', 30_000);
+  t.equal((error.error as { code: string }).code, 'upstream_unavailable');
+  t.equal((await client.closed).code, 1011);
+  const settled = await eventually(
+    async () => (await api<VoiceSession>(stack, 'GET', `/v1/voice/sessions/${session.id}`, { key: key.key })).body,
+    (s) => s.status === 'failed',
+    20_000,
+  );
+  t.equal(settled.status, 'failed', 'the session failed and settled');
+  t.equal(settled.billing.reserved_cents, 0, 'nothing held');
+  t.same(await checkLedgerInvariants(stack.db.db.pool), []);
+});
