@@ -213,6 +213,7 @@ async function main() {
   const demo = res.ok ? await res.json() : null;
   say('');
   say(`gateway ready: HTTP API ${base}  (realtime: ${env.REALTIME_PUBLIC_URL}, ${relayCount} relay${relayCount > 1 ? 's' : ''})`);
+  say(`web console: ${base}/console/`);
   if (env.NODE_ENV !== 'production') say(`admin token (development): ${env.ADMIN_TOKEN}`);
   if (demo) say(`demo key (shown once, wallet ${demo.wallet_id} with ${demo.balance_cents} cents): ${demo.key}`);
   say(`try: curl ${tls ? '-k ' : ''}${base}/v1/models`);
