@@ -4,10 +4,14 @@
 // process (services/edge/src/main.ts), as in npm start, so the difference is the edge's own cost.
 // Prints figures; asserts nothing (STYLE.md: benchmarks are scripts). Ports 18400-18401.
 //   node --conditions=@s2s/source --import tsx services/edge/bench/bench.ts [--sockets 100] [--frames 250]
+//     [--mixed] (each round: half the sockets direct, half through the edge at once, so both see the same load)
+//     [--edge-cpu N] (the edge pinned to CPU N with taskset; run the bench itself under `taskset -c M`)
+// Besides latency it prints each process's CPU per round trip (from /proc), which the machine's load moves less.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
 import { createConnection } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +25,8 @@ const { values } = parseArgs({
     role: { type: 'string', default: 'client' },
     'edge-port': { type: 'string', default: '18400' },
     'backend-port': { type: 'string', default: '18401' },
+    mixed: { type: 'boolean', default: false },
+    'edge-cpu': { type: 'string' },
   },
 });
 const EDGE_PORT = Number(values['edge-port']);
@@ -43,9 +49,20 @@ async function echoBackend(): Promise<void> {
 const here = dirname(fileURLToPath(import.meta.url));
 const NODE_ARGS = ['--conditions=@s2s/source', '--import', 'tsx'];
 
-function spawnProcess(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [...NODE_ARGS, ...args], { cwd: join(here, '..'), env: { ...process.env, ...env }, stdio: 'ignore' });
+function spawnProcess(args: string[], env: Record<string, string>, cpu?: string): ChildProcess {
+  const [cmd, argv] = cpu === undefined ? [process.execPath, []] : ['taskset', ['-c', cpu, process.execPath]];
+  return spawn(cmd, [...argv, ...NODE_ARGS, ...args], { cwd: join(here, '..'), env: { ...process.env, ...env }, stdio: 'ignore' });
 }
+
+/** CPU time (user + system) of a process so far, in ms, from /proc (taskset execs node in its own pid). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in USER_HZ (100)
+}
+const ownCpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
 
 async function waitForPort(port: number): Promise<void> {
   for (;;) {
@@ -59,33 +76,43 @@ async function waitForPort(port: number): Promise<void> {
   }
 }
 
-/** Every socket sends FRAMES frames one after another, each after the previous echo; returns round trips in ms. */
-async function run(url: string): Promise<number[]> {
+/**
+ * Each of `urls` (one socket per entry) sends FRAMES frames, one every 20 ms, each after the previous echo;
+ * returns the round trips in ms per url. One message listener per socket and plain timers: the client's own
+ * cost per frame stays small, since it shares the cores with the edge and the backend.
+ */
+async function run(urls: string[]): Promise<Map<string, number[]>> {
+  const samples = new Map<string, number[]>(urls.map((u) => [u, []]));
   const sockets = await Promise.all(
-    Array.from({ length: SOCKETS }, async () => {
+    urls.map(async (url) => {
       const ws = new WebSocket(url, 'svc-realtime-v1', { perMessageDeflate: false });
       await once(ws, 'open');
-      return ws;
+      return { ws, out: samples.get(url)! };
     }),
   );
-  const samples: number[] = [];
   await Promise.all(
-    sockets.map(async (ws) => {
-      // Spread the sockets' phases over one 20 ms period, then one frame every 20 ms each.
-      await new Promise((r) => setTimeout(r, Math.random() * 20));
-      let due = performance.now();
-      for (let i = 0; i < FRAMES; i++) {
-        const start = process.hrtime.bigint();
-        ws.send(FRAME);
-        await once(ws, 'message');
-        samples.push(Number(process.hrtime.bigint() - start) / 1e6);
-        due += 20;
-        await new Promise((r) => setTimeout(r, Math.max(0, due - performance.now())));
-      }
-      ws.close();
-    }),
+    sockets.map(
+      ({ ws, out }) =>
+        new Promise<void>((done) => {
+          let sent = 0;
+          let start = 0;
+          let due = 0;
+          const send = () => {
+            start = performance.now();
+            ws.send(FRAME);
+          };
+          ws.on('message', () => {
+            out.push(performance.now() - start);
+            if (++sent === FRAMES) return void (ws.close(), done());
+            due += 20;
+            setTimeout(send, Math.max(0, due - performance.now()));
+          });
+          // Spread the sockets' phases over one 20 ms period, then one frame every 20 ms each.
+          setTimeout(() => ((due = performance.now()), send()), Math.random() * 20);
+        }),
+    ),
   );
-  return samples.sort((a, b) => a - b);
+  return samples;
 }
 
 const pct = (s: number[], p: number) => s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
@@ -95,35 +122,64 @@ if (values.role === 'backend') {
 } else {
   const backendUrl = `http://127.0.0.1:${BACKEND_PORT}`;
   const backend = spawnProcess(['bench/bench.ts', '--role', 'backend', '--backend-port', String(BACKEND_PORT)], {});
-  const edge = spawnProcess(['src/main.ts'], {
-    HTTP_PORT: String(EDGE_PORT),
-    CONTROL_PLANE_URL: backendUrl,
-    RELAY_URLS: backendUrl,
-    LOG_LEVEL: 'silent',
-  });
+  const edge = spawnProcess(
+    ['src/main.ts'],
+    { HTTP_PORT: String(EDGE_PORT), CONTROL_PLANE_URL: backendUrl, RELAY_URLS: backendUrl, LOG_LEVEL: 'silent' },
+    values['edge-cpu'],
+  );
   try {
     await waitForPort(BACKEND_PORT);
     await waitForPort(EDGE_PORT);
     const edgeUrl = `ws://127.0.0.1:${EDGE_PORT}/v1/realtime`;
     const directUrl = `ws://127.0.0.1:${BACKEND_PORT}/v1/realtime`;
-    await run(directUrl); // warm-up of both paths (JIT, sockets)
-    await run(edgeUrl);
-    // Interleaved rounds, so a noisy neighbour hits both paths alike.
+    const only = (url: string) => Array.from({ length: SOCKETS }, () => url);
+    const half = Array.from({ length: SOCKETS }, (_, i) => (i % 2 === 0 ? directUrl : edgeUrl));
+    await run(only(directUrl)); // warm-up of both paths (JIT, sockets)
+    await run(only(edgeUrl));
+    // Interleaved rounds, so a noisy neighbour hits both paths alike; --mixed runs both paths at once.
     const direct: number[] = [];
     const viaEdge: number[] = [];
+    const cpu = {
+      direct: { client: 0, backend: 0, edge: 0, trips: 0, edgeTrips: 0 },
+      edge: { client: 0, backend: 0, edge: 0, trips: 0, edgeTrips: 0 },
+    };
+    const measured = async (path: 'direct' | 'edge', urls: string[]) => {
+      const before = { client: ownCpuMs(), backend: cpuMs(backend.pid!), edge: cpuMs(edge.pid!) };
+      const got = await run(urls);
+      const c = cpu[path];
+      c.client += ownCpuMs() - before.client;
+      c.backend += cpuMs(backend.pid!) - before.backend;
+      c.edge += cpuMs(edge.pid!) - before.edge;
+      c.trips += urls.length * FRAMES;
+      c.edgeTrips += urls.filter((u) => u === edgeUrl).length * FRAMES;
+      direct.push(...(got.get(directUrl) ?? []));
+      viaEdge.push(...(got.get(edgeUrl) ?? []));
+    };
     for (let round = 0; round < 3; round++) {
-      direct.push(...(await run(directUrl)));
-      viaEdge.push(...(await run(edgeUrl)));
+      if (values.mixed) {
+        await measured('edge', half);
+      } else {
+        await measured('direct', only(directUrl));
+        await measured('edge', only(edgeUrl));
+      }
     }
     direct.sort((a, b) => a - b);
     viaEdge.sort((a, b) => a - b);
     const f = (n: number) => n.toFixed(3);
+    const us = (ms: number, trips: number) => (trips === 0 ? '-' : ((ms * 1000) / trips).toFixed(1));
     console.log(
-      `edge benchmark: ${SOCKETS} sockets x ${FRAMES} frames (one per 20 ms) x 3 rounds, ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), load ${loadavg()[0]!.toFixed(1)}, node ${process.version}`,
+      `edge benchmark: ${SOCKETS} sockets x ${FRAMES} frames (one per 20 ms) x 3 rounds${values.mixed ? ', mixed (half direct, half via the edge, at once)' : ''}${values['edge-cpu'] === undefined ? '' : `, edge on CPU ${values['edge-cpu']}`}, ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), load ${loadavg()[0]!.toFixed(1)}, node ${process.version}`,
     );
     console.log(`direct  p50 ${f(pct(direct, 50))} ms  p99 ${f(pct(direct, 99))} ms`);
     console.log(`edge    p50 ${f(pct(viaEdge, 50))} ms  p99 ${f(pct(viaEdge, 99))} ms`);
     console.log(`added   p50 ${f(pct(viaEdge, 50) - pct(direct, 50))} ms  p99 ${f(pct(viaEdge, 99) - pct(direct, 99))} ms`);
+    for (const path of ['direct', 'edge'] as const) {
+      const c = cpu[path];
+      if (c.trips === 0) continue;
+      console.log(
+        `cpu per round trip (${path === 'edge' && values.mixed ? 'mixed rounds' : `${path} rounds`}): client ${us(c.client, c.trips)} us, backend ${us(c.backend, c.trips)} us, edge ${us(c.edge, c.edgeTrips)} us per trip through it`,
+      );
+    }
   } finally {
     edge.kill('SIGTERM');
     backend.kill('SIGTERM');
