@@ -60,6 +60,8 @@ export interface LocalProvider {
   terminateConnections(): void;
   /** Starts (true) or stops (false) refusing new connections; live connections are not touched. */
   refuseConnections(refuse: boolean): void;
+  /** Ends every live connection as the cap does, now announced (`session_expiring`), in `timeLeftMs`. */
+  expireConnections(timeLeftMs: number): void;
   /** Stops accepting, closes live connections with 1001 and resolves when the server is closed. */
   close(): Promise<void>;
 }
@@ -86,6 +88,7 @@ export async function startLocalProvider(opts: LocalProviderOptions): Promise<Lo
     res.end(JSON.stringify(status === 200 ? { status: 'ok' } : errorBody('not_found', 'Not found.')));
   });
   let connectionSeq = 0;
+  const live = new Map<WebSocket, SimulatedSession>();
   let refusing = opts.refuseConnections ?? false;
   const cap = connectionCap(opts.maxConnectionMs ?? null, opts.capWarningMs ?? null);
 
@@ -139,7 +142,9 @@ export async function startLocalProvider(opts: LocalProviderOptions): Promise<Lo
       session.handle(parsed.data);
     });
     const timers = cap ? cap.arm(session, ws) : [];
+    live.set(ws, session);
     ws.on('close', () => {
+      live.delete(ws);
       for (const timer of timers) clearTimeout(timer);
       session.close();
       log?.debug({ connection }, 'local provider connection closed');
@@ -168,6 +173,13 @@ export async function startLocalProvider(opts: LocalProviderOptions): Promise<Lo
     },
     refuseConnections: (refuse: boolean) => {
       refusing = refuse;
+    },
+    expireConnections: (timeLeftMs: number) => {
+      for (const [ws, session] of live) {
+        session.notify('session_expiring', `Your session reaches its maximum duration and ends in ${timeLeftMs} ms.`);
+        const timer = setTimeout(() => expire(session, ws, 'Your session hit the maximum duration.'), timeLeftMs);
+        ws.once('close', () => clearTimeout(timer));
+      }
     },
     close: async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -225,16 +237,17 @@ function connectionCap(maxMs: number | null, warningMs: number | null) {
           ),
         );
       }
-      timers.push(
-        setTimeout(() => {
-          session.notify('session_expired', reason);
-          session.close();
-          ws.close(1001, reason);
-        }, maxMs),
-      );
+      timers.push(setTimeout(() => expire(session, ws, reason), maxMs));
       return timers;
     },
   };
+}
+
+/** OpenAI's ending at its cap: an `error` `session_expired`, then close 1001 with the same reason. */
+function expire(session: SimulatedSession, ws: WebSocket, reason: string): void {
+  session.notify('session_expired', reason);
+  session.close();
+  ws.close(1001, reason);
 }
 
 /** "60 minutes", as OpenAI words its cap; a cap that is not whole minutes in seconds or ms. */

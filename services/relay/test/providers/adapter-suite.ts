@@ -2,6 +2,7 @@ import { createServer } from 'node:net';
 import { pcmFrames, pcmTone } from '@s2s/local-provider';
 import type { Test } from 'tap';
 import {
+  BYTES_PER_MS,
   audioTokensOf,
   ProviderBase,
   UpstreamError,
@@ -23,13 +24,17 @@ export interface UpstreamHarness {
   handshakes(): number;
   /** Drops every connection abruptly, as a crashed upstream would. */
   drop(): void;
+  /** Announces the end of every live connection and ends it in `timeLeftMs` (Gemini's goAway, the simulator's cap). */
+  expire?(timeLeftMs: number): void;
+  /** Refuses new connections (an outage), or accepts them again. */
+  refuse?(refusing: boolean): void;
   close(): Promise<void>;
 }
 
 export interface AdapterSuiteSpec<H extends UpstreamHarness> {
   name: string;
   /** `paced`: the first reply stops after its first chunk until the client acts (a window for barge-in). */
-  start(opts: { apiKey: string; paced: boolean }): Promise<H>;
+  start(opts: { apiKey: string; paced: boolean; resumable?: boolean }): Promise<H>;
   /** The same adapter pointed at any URL with any key (for a wrong key or a closed port). */
   adapterFor(harness: H | null, url: string | null, apiKey: string): ProviderAdapter;
   /** Asserts what the upstream saw of the handshake and the session configuration. */
@@ -118,8 +123,9 @@ export function adapterSuite<H extends UpstreamHarness>(t: Test, spec: AdapterSu
     t: Test,
     paced = false,
     config: UpstreamSessionConfig = CONFIG,
+    continuing = false,
   ): Promise<{ h: H; up: MeteredUpstream; ev: Events }> {
-    const h = await spec.start({ apiKey: KEY, paced });
+    const h = await spec.start({ apiKey: KEY, paced, ...(continuing ? { resumable: true } : {}) });
     harnesses.push(h);
     t.teardown(() => h.close());
     const ev = new Events();
@@ -131,6 +137,8 @@ export function adapterSuite<H extends UpstreamHarness>(t: Test, spec: AdapterSu
         ev.push(e);
       },
       new AbortController().signal,
+      // The relay's settings and (here empty) conversation: what a replaying adapter seeds a new connection with.
+      continuing ? { context: () => ({ settings: { voice: 'not-a-known-voice', turnDetection: { type: 'server_vad' } }, items: [] }) } : {},
     );
     t.teardown(() => up.close());
     return { h, up, ev };
@@ -193,6 +201,8 @@ export function adapterSuite<H extends UpstreamHarness>(t: Test, spec: AdapterSu
     up.cancelResponse(first.responseId, 50);
     const done = await ev.wait('response_done', (e) => e.responseId === first.responseId);
     t.equal(done.status, 'cancelled');
+    t.not(done.tokens, null, "the provider's own report of the cancelled response is kept");
+    t.equal(done.metered?.output_audio_tokens, done.tokens?.outputAudioTokens, 'and billed as reported');
     // A new short turn: once it completes, anything late from the cancelled one has come through too.
     const mark = ev.all.length;
     sendAudio(up, pcmTone(100));
@@ -250,6 +260,66 @@ export function adapterSuite<H extends UpstreamHarness>(t: Test, spec: AdapterSu
     up.appendAudio(Audio.ofPcm(pcmTone(100)));
     t.equal(up.usage().audio_in_ms, 100, 'audio after the upstream is gone is not');
     await up.close();
+  });
+
+  /** One turn: `sent`, committed and answered; the response_done (from `mark` on). */
+  async function turn(up: MeteredUpstream, ev: Events, sent: Buffer): Promise<Extract<UpstreamEvent, { type: 'response_done' }>> {
+    const mark = ev.all.length;
+    sendAudio(up, sent);
+    up.commit();
+    up.createResponse();
+    return ev.wait('response_done', (e) => e.status === 'completed', mark);
+  }
+
+  async function handshakesReach(h: H, n: number): Promise<void> {
+    for (let i = 0; i < 500 && h.handshakes() < n; i++) await new Promise((r) => setTimeout(r, 10));
+  }
+
+  t.test(`${spec.name}: continuity: an announced end moves the session, the next turn is answered, usage counted once`, async (t) => {
+    const { h, up, ev } = await session(t, false, CONFIG, true);
+    if (!h.expire) return t.fail('the harness has no expire(): every fake must announce ends');
+    const first = pcmTone(1000);
+    const d1 = await turn(up, ev, first);
+    h.expire(400);
+    await handshakesReach(h, 2);
+    t.equal(h.handshakes(), 2, 'a second connection');
+    const second = pcmTone(500);
+    const d2 = await turn(up, ev, second);
+    t.ok(ev.deltas(d2.responseId).equals(spec.expectedReply(second).pcm), 'the turn after the move answered whole');
+    t.notOk(
+      ev.all.some((e) => e.type === 'closed' || e.type === 'error'),
+      'the relay sees neither an error nor a close',
+    );
+    const out = ev.deltas(d1.responseId).length + ev.deltas(d2.responseId).length;
+    t.equal(up.usage().audio_in_ms, 1500, 'input metered once');
+    t.equal(up.usage().audio_out_ms, out / BYTES_PER_MS, 'output metered once');
+  });
+
+  t.test(`${spec.name}: continuity: a lost connection is replaced, the next turn is answered`, async (t) => {
+    const { h, up, ev } = await session(t, false, CONFIG, true);
+    await turn(up, ev, pcmTone(500));
+    h.drop();
+    await handshakesReach(h, 2);
+    t.equal(h.handshakes(), 2, 'a second connection');
+    const second = pcmTone(500);
+    const d2 = await turn(up, ev, second);
+    t.ok(ev.deltas(d2.responseId).equals(spec.expectedReply(second).pcm));
+    t.notOk(ev.all.some((e) => e.type === 'closed'));
+    t.equal(up.usage().audio_in_ms, 1000);
+  });
+
+  t.test(`${spec.name}: continuity: an upstream that cannot be reached again ends the session (fatal error, then closed)`, async (t) => {
+    const { h, up, ev } = await session(t, false, CONFIG, true);
+    if (!h.refuse) return t.fail('the harness has no refuse(): every fake must play an outage');
+    await turn(up, ev, pcmTone(300));
+    h.refuse(true);
+    h.drop();
+    const closed = await ev.wait('closed');
+    t.same(closed, { type: 'closed', unexpected: true });
+    const error = ev.all.find((e) => e.type === 'error');
+    t.match(error, { type: 'error', fatal: true }, 'a fatal error first');
+    t.ok(h.handshakes() > 1, 'it tried again');
+    t.equal(up.usage().audio_in_ms, 300);
   });
 
   t.test(`${spec.name}: no event or error carries the upstream's address or key`, async (t) => {

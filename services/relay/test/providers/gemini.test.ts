@@ -37,6 +37,8 @@ async function harness(opts: FakeGeminiOptions): Promise<GeminiHarness> {
     address: `127.0.0.1:${fake.port}`,
     handshakes: () => fake.handshakes.length,
     drop: () => fake.drop(),
+    expire: (ms) => fake.goAway(ms),
+    refuse: (refusing) => fake.setRefusing(refusing),
     close: () => fake.close(),
   };
 }
@@ -48,7 +50,7 @@ function resampleWhole(pcm: Buffer): Buffer {
 
 adapterSuite(t, {
   name: 'gemini',
-  start: ({ apiKey, paced }) => harness({ apiKey, paced }),
+  start: ({ apiKey, paced, resumable }) => harness({ apiKey, paced, ...(resumable ? { resumption: true } : {}) }),
   adapterFor: (h, url, apiKey) => new GeminiLiveAdapter({ url: url ?? h!.fake.url, apiKey }),
   checkSession(t, h, config: UpstreamSessionConfig, apiKey) {
     t.same(h.fake.handshakes[0], { apiKeyHeader: apiKey, search: '' }, 'key in the x-goog-api-key header, nothing in the URL');

@@ -35,6 +35,8 @@ export async function startSimulatorHarness(
     handshakeLog,
     handshakes: () => handshakeLog.length,
     drop: () => sim.terminateConnections(),
+    expire: (ms) => sim.expireConnections(ms),
+    refuse: (refusing) => sim.refuseConnections(refusing),
     close: () => sim.close(),
   };
 }
