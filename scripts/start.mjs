@@ -217,7 +217,7 @@ async function main() {
   if (env.NODE_ENV !== 'production') say(`admin token (development): ${env.ADMIN_TOKEN}`);
   if (demo) say(`demo key (shown once, wallet ${demo.wallet_id} with ${demo.balance_cents} cents): ${demo.key}`);
   say(`try: curl ${tls ? '-k ' : ''}${base}/v1/models`);
-  say(`     S2S_API_KEY=<demo key> npm run demo -- --out answer.wav`);
+  say(`     S2S_BASE_URL=${base} S2S_API_KEY=<demo key> npx s2s talk --tone --out answer.wav`);
   say('Ctrl-C stops everything.');
 }
 

@@ -6,3 +6,4 @@ export * from './bus.js';
 export * from './client-secrets.js';
 export * from './admin-lists.js';
 export * from './console.js';
+export * from './openai-realtime.js';
