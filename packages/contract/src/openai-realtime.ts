@@ -4,6 +4,7 @@ import { ModelId } from './http.js';
 import {
   ClientEvent,
   OutputAudioDeltaEvent,
+  ResponseCreatedEvent,
   ResponseDoneEvent,
   ServerEvent,
   SessionCreatedEvent,
@@ -59,6 +60,19 @@ export const OpenAiSessionUpdatedEvent = z.strictObject({ type: z.literal('sessi
 /** Output audio in `delta` (svc-realtime-v1 names it `audio`). */
 export const OpenAiOutputAudioDeltaEvent = OutputAudioDeltaEvent.omit({ audio: true }).extend({ delta: z.string() });
 
+export const OpenAiResponseCreatedEvent = z.strictObject({
+  type: z.literal('response.created'),
+  ...head,
+  response: z
+    .object({
+      id: z.string(),
+      object: z.literal('realtime.response').optional(),
+      status: z.literal('in_progress'),
+      output: z.array(z.unknown()).optional(),
+    })
+    .loose(),
+});
+
 export const OpenAiResponseDoneEvent = z.strictObject({
   type: z.literal('response.done'),
   ...head,
@@ -84,10 +98,12 @@ export const OpenAiErrorEvent = z.strictObject({
   }),
 });
 
-/** The svc-realtime-v1 events whose OpenAI shape differs, by type. */
+/** The svc-realtime-v1 events whose OpenAI shape differs (services/relay/src/codec/openai-ga.ts writes them), by type. */
 const REPLACED_CLIENT = new Set<string>([SessionUpdateEvent.shape.type.value]);
 const REPLACED_SERVER = new Set<string>(
-  [SessionCreatedEvent, SessionUpdatedEvent, OutputAudioDeltaEvent, ResponseDoneEvent, ErrorEvent].map((e) => e.shape.type.value),
+  [SessionCreatedEvent, SessionUpdatedEvent, OutputAudioDeltaEvent, ResponseCreatedEvent, ResponseDoneEvent, ErrorEvent].map(
+    (e) => e.shape.type.value,
+  ),
 );
 
 export const OpenAiClientEvent = z.discriminatedUnion('type', [
@@ -100,6 +116,7 @@ export const OpenAiServerEvent = z.discriminatedUnion('type', [
   OpenAiSessionCreatedEvent,
   OpenAiSessionUpdatedEvent,
   OpenAiOutputAudioDeltaEvent,
+  OpenAiResponseCreatedEvent,
   OpenAiResponseDoneEvent,
   OpenAiErrorEvent,
   ...ServerEvent.options.filter((o) => !REPLACED_SERVER.has(o.shape.type.value)),
