@@ -117,6 +117,19 @@ export const RelayAttached = z.strictObject({
 });
 export type RelayAttached = z.infer<typeof RelayAttached>;
 
+/**
+ * Core NATS only (not in the stream): a control plane changed the catalog (a model upserted, approved,
+ * disabled or repriced), so every control plane reloads the public catalog it serves from memory.
+ */
+export const CatalogChanged = z.strictObject({
+  type: z.literal('catalog.changed'),
+  version: z.literal(1),
+  model_id: z.string().min(1).max(256),
+  /** Unix milliseconds when the change committed (the publisher's clock). */
+  changed_at: NonNegInt,
+});
+export type CatalogChanged = z.infer<typeof CatalogChanged>;
+
 /** Just enough to tell a message's kind and version before parsing it whole. */
 export const BusEnvelope = z.looseObject({ type: z.string(), version: z.int() });
 export type BusEnvelope = z.infer<typeof BusEnvelope>;
@@ -136,6 +149,8 @@ export function busSubjects(prefix: string) {
     // Core NATS, outside the stream: attachment announcements between relays.
     relayAttached: (sessionId: string) => `${prefix}.relay.attached.${sessionId}`,
     relayAttachedAll: `${prefix}.relay.attached.*`,
+    // Core NATS, outside the stream: catalog changes between control planes.
+    catalogChanged: `${prefix}.catalog.changed`,
   };
 }
 export type BusSubjects = ReturnType<typeof busSubjects>;

@@ -104,6 +104,11 @@ function checkpoint(sessionId: string, attachmentId: string, seq: number, final 
 
 async function liveSessions(env: Env, n: number) {
   const owner = await createOwner(env.db.db, 1_000_000_000);
+  // Far above what a run creates: the key's live-session and create-rate limits (issue 8) refuse none.
+  await env.db.db.pool.query('UPDATE api_keys SET max_live_sessions = $2, max_creates_per_minute = $2 WHERE id = $1', [
+    owner.key.keyId,
+    2_147_483_647,
+  ]);
   const out: { id: string; attachmentId: string }[] = [];
   for (let i = 0; i < n; i += 50) {
     const chunk = Array.from({ length: Math.min(50, n - i) }, async () => {

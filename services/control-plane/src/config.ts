@@ -38,6 +38,9 @@ export const ControlPlaneConfig = CommonEnv.extend({
   // Wait for the WAL flush before answering a create. Off by default: the wallet row stays locked until
   // commit, and a crash can only lose unused `ready` sessions together with their reservation.
   SESSION_CREATE_SYNC_COMMIT: envBoolean(false),
+  // Period of the catalog cache's reload from the store: how stale GET /v1/models can be on a control plane
+  // that missed a catalog.changed bus message (docs/architecture.md, "The catalog cache").
+  CATALOG_REFRESH_MS: envInt(5000, { min: 100, max: 300_000 }),
   // Insert the default catalog (local/echo-1, local/unapproved-1) when it is missing.
   SEED_CATALOG: envBoolean(true),
   // Browser origins the public API answers CORS for (comma-separated, or *); none when unset (decisions.md).

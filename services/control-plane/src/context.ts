@@ -3,6 +3,7 @@ import type { DbHandle } from '@s2s/db';
 import type { SessionSettings } from '@s2s/sessions';
 import { disabledMetrics, type Logger, type Metrics } from '@s2s/telemetry';
 import type { Config } from './config.js';
+import { createCatalogCache, type CatalogCache } from './domain/catalog-cache.js';
 import { ControlPlaneTelemetry } from './telemetry.js';
 
 /** What buildApp is made from; main.ts builds the real ones, tests their own. */
@@ -26,6 +27,8 @@ export interface AppContext {
   now: () => Date;
   metrics: Metrics;
   telemetry: ControlPlaneTelemetry;
+  /** The public catalog served from memory (GET /v1/models), reloaded on every operator change. */
+  catalog: CatalogCache;
 }
 
 /** What every session this control plane creates snapshots (decisions.md, "Time" and "Money"). */
@@ -41,13 +44,13 @@ export function sessionSettingsOf(config: Config): SessionSettings {
 
 export function createContext(deps: AppDeps): AppContext {
   const metrics = deps.metrics ?? disabledMetrics();
+  const base = { db: deps.db, bus: deps.bus, log: deps.logger };
   return {
+    ...base,
     config: deps.config,
-    db: deps.db,
-    bus: deps.bus,
-    log: deps.logger,
     now: deps.now ?? (() => new Date()),
     metrics,
     telemetry: new ControlPlaneTelemetry(metrics.meter),
+    catalog: createCatalogCache(base, deps.config.CATALOG_REFRESH_MS),
   };
 }

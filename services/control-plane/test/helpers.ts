@@ -40,11 +40,14 @@ export interface HarnessOptions {
   seed?: boolean;
   /** Replaces the app's database handle (e.g. one pointing at a closed port). */
   db?: DbHandle;
+  /** A second control plane over this one's database and bus prefix (a replica); it drops neither. */
+  replicaOf?: Harness;
 }
 
 export async function startControlPlane(t: TeardownHost, opts: HarnessOptions = {}): Promise<Harness> {
-  const testDb = await createTestDatabase(t);
-  const prefix = `t_${randomBytes(4).toString('hex')}`;
+  const replicaOf = opts.replicaOf;
+  const testDb = replicaOf?.testDb ?? (await createTestDatabase(t));
+  const prefix = replicaOf?.config.BUS_PREFIX ?? `t_${randomBytes(4).toString('hex')}`;
   const config = loadConfig({
     NODE_ENV: 'test',
     DATABASE_URL: testDb.url,
@@ -64,7 +67,7 @@ export async function startControlPlane(t: TeardownHost, opts: HarnessOptions = 
   });
   let offsetMs = 0;
   const deps = { config, db, bus, logger, now: () => new Date(Date.now() + offsetMs) };
-  if (opts.seed !== false && !opts.db) await seedCatalog({ ctx: createContext(deps) });
+  if (opts.seed !== false && !opts.db && !replicaOf) await seedCatalog({ ctx: createContext(deps) });
   const server = createHttpServer(buildApp(deps), logger).listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
@@ -72,10 +75,10 @@ export async function startControlPlane(t: TeardownHost, opts: HarnessOptions = 
   t.teardown(async () => {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
-    await bus.jsm.streams.delete(bus.subjects.stream).catch(() => {});
+    if (!replicaOf) await bus.jsm.streams.delete(bus.subjects.stream).catch(() => {});
     await bus.close();
     await db.close();
-    await testDb.drop();
+    if (!replicaOf) await testDb.drop();
   });
   return {
     url: `http://127.0.0.1:${port}`,

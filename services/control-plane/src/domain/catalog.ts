@@ -225,7 +225,13 @@ async function readCatalogRow(tx: Sql, modelId: string): Promise<CatalogRow> {
 }
 
 /** PUT /admin/v1/models: upsert; a pricing change makes a new rate snapshot, unchanged pricing keeps it. */
-export async function upsertModel({ ctx, input }: { ctx: Pick<AppContext, 'db'>; input: UpsertModelRequest }): Promise<AdminModel> {
+export async function upsertModel({
+  ctx,
+  input,
+}: {
+  ctx: Pick<AppContext, 'db' | 'catalog'>;
+  input: UpsertModelRequest;
+}): Promise<AdminModel> {
   const m = withModelDefaults(input);
   const row = await withTransaction(ctx, async (tx) => {
     if (!(await insertModelIfMissing(tx, m))) {
@@ -241,6 +247,8 @@ export async function upsertModel({ ctx, input }: { ctx: Pick<AppContext, 'db'>;
     await applyPricing(tx, m.id, m.pricing);
     return readCatalogRow(tx, m.id);
   });
+  // After the commit, so that every control plane reloading on this finds the change.
+  ctx.catalog.changed(m.id);
   return toAdminModel(row);
 }
 
