@@ -9,6 +9,13 @@ interface StreamClient {
 }
 
 /**
+ * Messages asked for per pull request, whatever the worker's batch size. The server sends a whole pull at
+ * once; a client busy with a batch reads nothing meanwhile, and past 64 MiB waiting for it the server cuts it
+ * off as a slow consumer (every message in flight then comes back only after the ack wait).
+ */
+export const PULL_MAX_MESSAGES = 10_000;
+
+/**
  * A durable pull consumer as a worker's message source. Its pull requests expire after half the ack wait
  * (at most 30 s): a request outlives a frozen or partitioned process until it expires, and every redelivery
  * it swallows burns a delivery, so keeping it shorter than the ack wait sends redeliveries elsewhere.
@@ -19,7 +26,7 @@ export function pullSource(bus: StreamClient, opts: { durable: string; batchSize
     async start(onMessage) {
       const consumer = await bus.js.consumers.get(bus.subjects.stream, opts.durable);
       const messages = await consumer.consume({
-        max_messages: opts.batchSize,
+        max_messages: Math.min(opts.batchSize, PULL_MAX_MESSAGES),
         expires: Math.min(30_000, Math.max(1000, Math.floor(opts.ackWaitMs / 2))),
         callback: onMessage,
       });

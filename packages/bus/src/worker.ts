@@ -119,6 +119,8 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
   }
 
   async function answer(msg: WorkerMsg, outcome: Outcome): Promise<void> {
+    // The common case, without parsing the delivery info (a string split per message) for the verdict.
+    if (outcome.kind === 'ack') return msg.ack();
     const verdict = verdictFor(outcome, msg.info.deliveryCount, opts, opts.isRetryable);
     if (verdict.action === 'ack') return msg.ack();
     if (verdict.action === 'dead_letter') return deadLetter(msg, verdict.reason);

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import t from 'tap';
 import {
   AUDIO_FORMAT,
@@ -17,6 +18,8 @@ import {
   ModelId,
   busSubjects,
   CLIENT_EVENT_TYPES,
+  UsageCheckpoint,
+  fastUsageCheckpoint,
 } from '../src/index.js';
 
 t.test('create request is strict', async (t) => {
@@ -136,4 +139,67 @@ t.test('PUT /admin/v1/models pricing: the modality rates are optional and defaul
   t.notOk(RateInput.safeParse({ ...audio, text_in_token: 1.5 }).success);
   t.notOk(Rate.safeParse(audio).success, 'a stored or listed rate shows every field');
   t.ok(Rate.safeParse(full).success);
+});
+
+t.test('fastUsageCheckpoint accepts exactly what UsageCheckpoint accepts, with the same result', async (t) => {
+  const id = fc.string({ minLength: 1, maxLength: 128 });
+  const count = fc.oneof(fc.nat(), fc.constant(Number.MAX_SAFE_INTEGER));
+  const valid = fc.record({
+    type: fc.constant('usage.checkpoint'),
+    version: fc.constant(2),
+    session_id: id,
+    attachment_id: id,
+    relay_id: id,
+    seq: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
+    audio_in_ms: count,
+    audio_out_ms: count,
+    input_audio_tokens: count,
+    input_text_tokens: count,
+    cached_input_tokens: count,
+    output_audio_tokens: count,
+    output_text_tokens: count,
+    transcribed_ms: count,
+    final: fc.boolean(),
+    emitted_at: count,
+  });
+  // Every valid checkpoint takes the fast path, unchanged.
+  fc.assert(
+    fc.property(valid, (c) => {
+      const json = JSON.parse(JSON.stringify(c));
+      t.same(fastUsageCheckpoint(json), UsageCheckpoint.parse(json));
+      return fastUsageCheckpoint(json) !== undefined;
+    }),
+    { numRuns: 300 },
+  );
+  // A valid checkpoint with one key dropped, added or given any other value: never accepted where the schema refuses.
+  const odd = fc.oneof(
+    fc.constant(undefined),
+    fc.jsonValue(),
+    fc.double(),
+    fc.integer(),
+    fc.constantFrom(0, -1, 1.5, 2 ** 53, '', 'x'.repeat(129), 'usage.checkpoint', 1, 2, true, null, [], {}),
+  );
+  const keys = ['type', 'version', 'session_id', 'attachment_id', 'relay_id', 'seq', 'audio_in_ms', 'final', 'emitted_at', 'transcribed_ms', 'extra', '__proto__'];
+  const mutated = fc
+    .tuple(valid, fc.array(fc.tuple(fc.constantFrom(...keys), odd), { minLength: 1, maxLength: 3 }))
+    .map(([c, edits]) => {
+      let text = JSON.stringify(c);
+      for (const [k, v] of edits) {
+        const o = JSON.parse(text);
+        if (v === undefined) delete o[k];
+        else if (k === '__proto__') text = text.replace('{', `{"__proto__":${JSON.stringify(v)},`);
+        else o[k] = v;
+        if (k !== '__proto__') text = JSON.stringify(o);
+      }
+      return JSON.parse(text) as unknown;
+    });
+  fc.assert(
+    fc.property(fc.oneof(mutated, fc.jsonValue()), (json) => {
+      const fast = fastUsageCheckpoint(json);
+      const slow = UsageCheckpoint.safeParse(json);
+      if (fast === undefined) return true;
+      return slow.success && JSON.stringify(fast) === JSON.stringify(slow.data);
+    }),
+    { numRuns: 3000 },
+  );
 });

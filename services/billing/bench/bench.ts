@@ -10,10 +10,12 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { connectBus, subscribeMessages, type Bus } from '@s2s/bus';
+import { connectBus, pullSource, subscribeMessages, type Bus } from '@s2s/bus';
 import type { UsageCheckpoint } from '@s2s/contract';
 import { publishUsageCheckpoint, requestEnd } from '@s2s/sessions';
 import { createTestDatabase, checkLedgerInvariants, type TestDatabase } from '@s2s/db/testing';
+import { loadConfig } from '../src/config.js';
+import { DURABLE_NAME, ensureBillingConsumer } from '../src/consumer.js';
 import { attach, createOwner, createTestSession } from '../test/fixtures.js';
 
 const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -65,14 +67,33 @@ function billingProcess(env: Env, extra: Record<string, string> = {}, cwd = serv
       DATABASE_URL: env.db.url,
       NATS_URL,
       BUS_PREFIX: env.prefix,
-      LOG_LEVEL: 'warn',
+      // BENCH_LOG_LEVEL=debug prints each fold (checkpoints, attachments, ms) on stdout.
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
       OTEL_SDK_DISABLED: 'true',
       ...extra,
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', process.env.BENCH_LOG_LEVEL ? 'inherit' : 'ignore', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return Object.assign(child, { exited });
+}
+
+/**
+ * The ceiling NATS sets on this machine: the same durable consumer (same config and pull size) acknowledging
+ * every message as it arrives, nothing decoded or stored; its own connection, in this process (idle meanwhile).
+ */
+async function bareConsumer(env: Env, batchSize: number): Promise<{ stop(): Promise<void> }> {
+  const bus = await connectBus({ url: NATS_URL, prefix: env.prefix, name: 'bare-consumer' });
+  const config = loadConfig({ BATCH_SIZE: String(batchSize) });
+  await ensureBillingConsumer(bus, config);
+  const source = pullSource(bus, { durable: DURABLE_NAME, batchSize, ackWaitMs: config.ACK_WAIT_MS });
+  await source.start((m) => m.ack());
+  return {
+    stop: async () => {
+      await source.stop();
+      await bus.close();
+    },
+  };
 }
 
 async function stop(child: ChildProcess & { exited: Promise<void> }) {
@@ -125,7 +146,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function throughput(
   attachments: number,
   perAttachment: number,
-  service: { cwd?: string; env?: Record<string, string>; intervalMs: number },
+  service: { cwd?: string; env?: Record<string, string>; intervalMs: number; bare?: boolean },
 ): Promise<{ events: number; seconds: number; perSecond: number; publishPerSecond: number; cpuSeconds: number }> {
   const env = await environment();
   try {
@@ -148,7 +169,8 @@ async function throughput(
     await Promise.all(inFlight);
     const publishPerSecond = total / ((performance.now() - publishStart) / 1000);
 
-    const child = billingProcess(env, service.env, service.cwd);
+    const bare = service.bare ? await bareConsumer(env, loadConfig(process.env).BATCH_SIZE) : undefined;
+    const child = bare ? undefined : billingProcess(env, service.env, service.cwd);
     let started: number | undefined;
     let finished: number | undefined;
     for (;;) {
@@ -160,14 +182,16 @@ async function throughput(
       }
       await sleep(50);
     }
-    const cpuSeconds = processCpuSeconds(child.pid);
-    await stop(child);
+    const cpuSeconds = processCpuSeconds(child?.pid);
+    if (child) await stop(child);
+    await bare?.stop();
+    const seconds = ((finished ?? 0) - (started ?? 0)) / 1000;
+    if (bare) return { events: total, seconds, perSecond: total / seconds, publishPerSecond, cpuSeconds };
     const { rows } = await env.db.db.pool.query<{ n: number }>(
       `SELECT count(*)::float8 AS n FROM session_attachments WHERE seq = $1 AND audio_in_ms = $2`,
       [perAttachment, 1000 * perAttachment],
     );
     if (rows[0]?.n !== attachments) throw new Error(`only ${rows[0]?.n} attachments reached their last checkpoint`);
-    const seconds = ((finished ?? 0) - (started ?? 0)) / 1000;
     return { events: total, seconds, perSecond: total / seconds, publishPerSecond, cpuSeconds };
   } finally {
     await env.close();
@@ -296,12 +320,14 @@ if (PARTS.includes('c')) {
   // BENCH_BASELINE_DIR: the services/billing directory of another checkout (e.g. before a change), run on
   // the same traffic in the same run, so the figures compare as a ratio on this noisy machine.
   const baselineDir = process.env.BENCH_BASELINE_DIR;
-  const runs: [string, { cwd?: string; intervalMs: number }][] = [['this build', { intervalMs: 250 }]];
+  const runs: [string, { cwd?: string; intervalMs: number; bare?: boolean }][] = [['this build', { intervalMs: 250 }]];
   if (baselineDir) runs.unshift(['baseline', { cwd: baselineDir, intervalMs: 250 }]);
-  const rates: number[] = [];
+  // BENCH_BARE=0 leaves out the bare consumer (the NATS ceiling of the same run).
+  if (process.env.BENCH_BARE !== '0') runs.unshift(['bare consumer (acks only)', { intervalMs: 250, bare: true }]);
+  const rates = new Map<string, number>();
   for (const [label, service] of runs) {
     const c = await throughput(RATE_SESSIONS, RATE_SECONDS * RATE_CHECKPOINTS_PER_SECOND, service);
-    rates.push(c.perSecond);
+    rates.set(label, c.perSecond);
     console.log(
       `(c) ${label}: 250 ms checkpoints of ${fmt(RATE_SESSIONS)} live sessions cost ${fmt(need)} checkpoints/s; ${fmt(c.events)} of them ` +
         `(${RATE_SECONDS} s of that traffic, every attachment interleaved) folded in ${fmt(c.seconds, 2)} s by one billing process = ` +
@@ -309,7 +335,9 @@ if (PARTS.includes('c')) {
         `(${fmt(c.cpuSeconds / c.seconds, 2)} cores); pre-publish ran at ${fmt(c.publishPerSecond)}/s`,
     );
   }
-  if (rates.length === 2) console.log(`(c) this build / baseline: ${fmt((rates[1] ?? NaN) / (rates[0] ?? NaN), 2)}`);
+  const mine = rates.get('this build') ?? NaN;
+  if (rates.has('baseline')) console.log(`(c) this build / baseline: ${fmt(mine / (rates.get('baseline') ?? NaN), 2)}`);
+  if (rates.has('bare consumer (acks only)')) console.log(`(c) this build / bare consumer: ${fmt(mine / (rates.get('bare consumer (acks only)') ?? NaN), 2)}`);
 }
 if (PARTS.includes('b')) {
   const b = await latency();

@@ -1,4 +1,5 @@
 import {
+  ACK,
   AckPolicy,
   DeliverPolicy,
   createWorker,
@@ -19,7 +20,7 @@ import {
 } from '@s2s/bus';
 import type { SessionEndRequested, UsageCheckpoint } from '@s2s/contract';
 import { isStoreUnavailableError, type DbHandle } from '@s2s/db';
-import { disabledMetrics, type Context, type Logger, type Metrics } from '@s2s/telemetry';
+import { disabledMetrics, spansRecorded, type Context, type Logger, type Metrics } from '@s2s/telemetry';
 import { watchBus, watchStore, type Availability } from './availability.js';
 import type { BillingConfig } from './config.js';
 import { newCounters, type BillingContext, type BillingCounters, type BillingFaults } from './handlers/context.js';
@@ -68,7 +69,8 @@ export async function ensureBillingConsumer(bus: Bus, config: BillingConfig): Pr
     deliver_policy: DeliverPolicy.All,
     ack_wait: nanos(config.ACK_WAIT_MS),
     max_deliver: config.MAX_DELIVER,
-    max_ack_pending: Math.max(1000, config.BATCH_SIZE * 4),
+    // The batch being folded and the next one filling: what this process may hold in memory at once.
+    max_ack_pending: Math.max(1000, config.BATCH_SIZE * 2),
     ...filter,
   });
 }
@@ -135,15 +137,20 @@ export function createBillingConsumer(deps: BillingDeps): BillingConsumer {
     decode: billingDecoder(bus, counters, logger),
     handlers: {
       checkpoint: {
-        batch: (items) =>
-          inConsumerBatchSpans(
-            items.map((i) => i.msg),
-            async () => {
-              const input = { checkpoints: items.map((i) => i.value.checkpoint), traceOf: sessionTraces(items) };
-              await foldCheckpointBatch({ ctx, input });
-              return items.map(() => ({ kind: 'ack' }) as const);
-            },
-          ),
+        batch: async (items) => {
+          const fold = async () => {
+            const input = { checkpoints: items.map((i) => i.value.checkpoint), traceOf: sessionTraces(items) };
+            await foldCheckpointBatch({ ctx, input });
+            return items.map(() => ACK);
+          };
+          // A span per checkpoint costs more than its fold when no span can be recorded (no exporter).
+          return spansRecorded()
+            ? inConsumerBatchSpans(
+                items.map((i) => i.msg),
+                fold,
+              )
+            : fold();
+        },
       },
       end: {
         each: (item) =>

@@ -23,8 +23,13 @@ export async function foldCheckpointBatch({
   };
 }): Promise<void> {
   ctx.counters.checkpoints += input.checkpoints.length;
+  const started = performance.now();
   const newest = foldCheckpoints(input.checkpoints);
   const stored = await storeCheckpoints({ ctx, input: { newest: newest.values() } });
+  ctx.log.debug(
+    { checkpoints: input.checkpoints.length, attachments: newest.size, advanced: stored.advanced, ms: Math.round(performance.now() - started) },
+    'checkpoints folded',
+  );
   ctx.faults?.afterFoldCommit?.();
   ctx.telemetry.checkpointsFolded(input.checkpoints.length);
   ctx.counters.advanced += stored.advanced;
