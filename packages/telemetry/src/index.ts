@@ -1,4 +1,4 @@
-export { startTelemetry } from './sdk.js';
+export { spansRecorded, startTelemetry } from './sdk.js';
 export type { InstrumentationName, Telemetry, TelemetryOptions } from './sdk.js';
 export { createMetrics, disabledMetrics, PROMETHEUS_CONTENT_TYPE } from './metrics.js';
 export type { Metrics, StandaloneMetrics } from './metrics.js';

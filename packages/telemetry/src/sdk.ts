@@ -48,6 +48,15 @@ type Instrumentation = NonNullable<NodeSDKConfiguration['instrumentations']>[num
 const UNTRACED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 let running = false;
+let recording = false;
+
+/**
+ * Whether this process can record a span at all (telemetry started with a trace exporter or an extra
+ * processor). When it cannot, a hot path may skip building spans whose every one would be dropped.
+ */
+export function spansRecorded(): boolean {
+  return recording;
+}
 
 /**
  * Starts tracing and metrics for this process: first thing in `main.ts`, before building the app or opening
@@ -65,11 +74,15 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
   }
   if (running) throw new Error('startTelemetry: telemetry is already running in this process');
 
-  const instrumentations = buildInstrumentations(opts.instrumentations ?? ['http', 'express', 'pg']);
+  // Nothing recorded: pg's span per query would only cost. http (the caller's traceparent, real trace ids) and
+  // express (`http.route` on the HTTP duration metric, which Prometheus scrapes either way) stay.
+  const recordable = signalExported(env, 'TRACES') || opts.spanProcessor !== undefined;
+  const instrumentations = buildInstrumentations(opts.instrumentations ?? (recordable ? ['http', 'express', 'pg'] : ['http', 'express']));
   const scrapes = prometheusReader();
   const sdk = withOtelEnv(env, () => {
     const downstream: SpanProcessor[] = signalExported(env, 'TRACES') ? getSpanProcessorsFromEnv(undefined) : [];
     if (opts.spanProcessor) downstream.push(opts.spanProcessor);
+    recording = downstream.length > 0;
     const metricReaders = [scrapes, ...(signalExported(env, 'METRICS') ? [otlpMetricReader()] : [])];
     // The redacting processor is always there, so a tracer provider is always registered and spans carry
     // ids even when nothing is exported. Logs stay with pino: no log record processor.
@@ -113,6 +126,7 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
           propagation.disable();
           context.disable();
           running = false;
+          recording = false;
         }
       })();
       return stopped;
