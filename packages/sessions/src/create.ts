@@ -168,6 +168,42 @@ function guessesOf(db: DbHandle): Map<string, RateGuess> {
 const MAX_ATTEMPTS = 4;
 
 /**
+ * The create statement with its parameters, as `createSession` sends it (a named prepared statement); exported
+ * so that the control plane's benchmark can run the very same statement through pgbench as its baseline.
+ */
+export function createStatement(
+  input: CreateSessionInput,
+  sessionId: string,
+  guess: { rateId: string; preauthCents: number } | undefined,
+  fingerprint: string | null,
+): { name: string; text: string; values: unknown[] } {
+  const { settings } = input;
+  const limits = settings.keyLimits ?? DEFAULT_KEY_LIMITS;
+  return {
+    name: 'core_create_session',
+    text: CREATE_SESSION_SQL,
+    values: [
+      'secretHash' in input.key ? input.key.secretHash : null,
+      input.request.model,
+      guess?.rateId ?? null,
+      Math.min(guess?.preauthCents ?? 0, UNCOVERABLE_CENTS),
+      sessionId,
+      input.traceId,
+      settings.idleTimeoutSeconds,
+      settings.maxSeconds,
+      input.idempotencyKey ?? null,
+      fingerprint,
+      settings.syncCommit === false ? 'off' : 'on',
+      input.legacy ?? false,
+      'keyId' in input.key ? input.key.keyId : null,
+      limits.maxLiveSessions,
+      limits.maxCreatesPerMinute,
+      input.clientSecretSettings === undefined ? null : JSON.stringify(input.clientSecretSettings),
+    ],
+  };
+}
+
+/**
  * Creates a `ready` session (docs/architecture.md "Session lifecycle"), shared by `POST /v1/voice/sessions`
  * and the legacy realtime alias so both refuse and reserve alike. Checks, in order: key (401),
  * Idempotency-Key replay or conflict (replay / 409), the key's limits (429), model listed (404), wallet covers
@@ -181,7 +217,6 @@ export async function createSession({ ctx, input }: { ctx: SessionsDbContext; in
   const modelId = input.request.model;
   const byHash = 'secretHash' in input.key ? input.key.secretHash : null;
   const byId = 'keyId' in input.key ? input.key.keyId : null;
-  const limits = settings.keyLimits ?? DEFAULT_KEY_LIMITS;
 
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const cached = guesses.get(modelId);
@@ -189,28 +224,7 @@ export async function createSession({ ctx, input }: { ctx: SessionsDbContext; in
     const sessionId = newId('vs');
     let row: CreateRow | undefined;
     try {
-      const result = await db.pool.query<CreateRow>({
-        name: 'core_create_session',
-        text: CREATE_SESSION_SQL,
-        values: [
-          byHash,
-          modelId,
-          guess?.rateId ?? null,
-          Math.min(guess?.preauthCents ?? 0, UNCOVERABLE_CENTS),
-          sessionId,
-          input.traceId,
-          settings.idleTimeoutSeconds,
-          settings.maxSeconds,
-          input.idempotencyKey ?? null,
-          fingerprint,
-          settings.syncCommit === false ? 'off' : 'on',
-          input.legacy ?? false,
-          byId,
-          limits.maxLiveSessions,
-          limits.maxCreatesPerMinute,
-          input.clientSecretSettings === undefined ? null : JSON.stringify(input.clientSecretSettings),
-        ],
-      });
+      const result = await db.pool.query<CreateRow>(createStatement(input, sessionId, guess, fingerprint));
       row = result.rows[0];
     } catch (err) {
       if (!isIdempotencyRace(err) || input.idempotencyKey === undefined || fingerprint === null) throw err;

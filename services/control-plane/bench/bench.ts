@@ -1,24 +1,39 @@
 // `npm run bench`: creates/s and models/s of the control plane against a fresh real database, with a bare
 // express handler as the baseline, each server in its own process so the load generator has its own loop.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { cpus, loadavg } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import autocannon, { type Result } from 'autocannon';
 import { connectBus } from '@s2s/bus';
 import { busSubjects } from '@s2s/contract';
+import { hashApiKey } from '@s2s/core';
 import { createTestDatabase } from '@s2s/db/testing';
+import { createStatement } from '@s2s/sessions';
+import { loadConfig } from '../src/config.js';
+import { sessionSettingsOf } from '../src/context.js';
 
 const serviceDir = fileURLToPath(new URL('..', import.meta.url));
-const DURATION_S = Number(process.argv.find((a) => a.startsWith('--duration='))?.slice(11) ?? 10);
-const CONNECTIONS = Number(process.argv.find((a) => a.startsWith('--connections='))?.slice(14) ?? 32);
-const POOL = process.argv.find((a) => a.startsWith('--pool='))?.slice(7);
-const RATE = Number(process.argv.find((a) => a.startsWith('--rate='))?.slice(7) ?? 1500);
-const LOG_LEVEL = process.argv.find((a) => a.startsWith('--log-level='))?.slice(12) ?? 'info';
+const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+// --quick: the continuous check (`npm run bench -- --quick`): 3 s phases after 1 s warm-ups.
+const QUICK = process.argv.includes('--quick');
+const DURATION_S = Number(flag('duration') ?? (QUICK ? 3 : 10));
+const WARMUP_S = QUICK ? 1 : 2;
+const CONNECTIONS = Number(flag('connections') ?? 32);
+const POOL = flag('pool');
+// Open-loop rate: by default 0.7 x what PostgreSQL itself did with the create statement in this run.
+const RATE_FLAG = flag('rate');
+const LOG_LEVEL = flag('log-level') ?? 'info';
 // As shipped, telemetry is on (spans made, exported only when an OTLP endpoint is set); --no-telemetry measures without.
 const TELEMETRY = !process.argv.includes('--no-telemetry');
+// BENCH_CP_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the control plane.
+const CP_NODE_ARGS = (process.env.BENCH_CP_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const PGBENCH = process.env.PGBENCH ?? 'pgbench';
 
 interface Started {
   child: ChildProcess;
@@ -27,7 +42,7 @@ interface Started {
 
 /** Spawns a server script and resolves with the port its first log line with `port` names. */
 function startServer(args: string[], env: Record<string, string>): Promise<Started> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+  const child = spawn(process.execPath, [...(env.NODE_ARGS ? env.NODE_ARGS.split(' ') : []), '--import', 'tsx', ...args], {
     cwd: serviceDir,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -54,7 +69,7 @@ async function stop(s: Started): Promise<void> {
 }
 
 async function run(name: string, opts: Parameters<typeof autocannon>[0]): Promise<Result> {
-  await autocannon({ ...opts, duration: 2 }); // warm-up: JIT, pool connections, prepared statements
+  await autocannon({ ...opts, duration: WARMUP_S }); // warm-up: JIT, pool connections, prepared statements
   const result = await autocannon({ ...opts, duration: DURATION_S });
   if (result.errors || result.non2xx || result.timeouts) {
     console.error(`${name}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx answers`);
@@ -135,6 +150,64 @@ async function constantRate(
   return { sent, ok, failed, reqPerSec: Math.round(ok / elapsed), p50: at(0.5), p99: at(0.99), max: at(1) };
 }
 
+interface PgbenchResult {
+  tps: number;
+  latencyMs: number;
+  clients: number;
+}
+
+/**
+ * PostgreSQL's own rate for the create: the very statement and parameters `createSession` sends (a prepared
+ * statement, a fresh session id each time), run by pgbench with as many clients as the control plane has
+ * pool connections, so the database sees the same concurrency; only the HTTP and Node layers are missing.
+ */
+async function pgbenchCreates(dbUrl: string, secret: string, clients: number, seconds: number): Promise<PgbenchResult> {
+  const { rows } = await testDb.db.pool.query<{ rate_snapshot_id: string; preauthorized_cents: number }>(
+    `SELECT rate_snapshot_id, preauthorized_cents::float8 AS preauthorized_cents FROM voice_sessions ORDER BY created_at DESC LIMIT 1`,
+  );
+  const made = rows[0];
+  if (!made) throw new Error('pgbench: no session was created through the API first');
+  const config = loadConfig({ DATABASE_URL: dbUrl });
+  const marker = 'vs_pgbench_marker';
+  const statement = createStatement(
+    {
+      key: { secretHash: hashApiKey(secret) },
+      request: { model: 'local/echo-1', mode: 'speech_to_speech' },
+      traceId: '0'.repeat(32),
+      settings: sessionSettingsOf(config),
+    },
+    marker,
+    { rateId: made.rate_snapshot_id, preauthCents: made.preauthorized_cents },
+    null,
+  );
+  const defines: string[] = [];
+  const sql = statement.text.replace(/\$(\d+)\b/g, (_m, n: string) => {
+    const value = statement.values[Number(n) - 1];
+    if (value === null) return 'NULL';
+    if (value === marker) return ':sid';
+    defines.push('-D', `p${n}=${String(value)}`);
+    return `:p${n}`;
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'cp-pgbench-'));
+  const script = join(dir, 'create.sql');
+  // A random numeric id per transaction: collisions among ~10^5 draws from 10^15 are negligible.
+  writeFileSync(script, `\\set sid random(1, 999999999999999)\n${sql.trim()};\n`);
+  const run = async (duration: number) => {
+    const args = ['-n', '-M', 'prepared', '-c', String(clients), '-j', String(Math.min(clients, 2)), '-T', String(duration)];
+    const { stdout } = await promisify(execFile)(PGBENCH, [...args, ...defines, '-f', script, dbUrl]);
+    const tps = Number(/tps = ([\d.]+)/.exec(stdout)?.[1]);
+    const latencyMs = Number(/latency average = ([\d.]+) ms/.exec(stdout)?.[1]);
+    if (!Number.isFinite(tps)) throw new Error(`pgbench printed no tps:\n${stdout}`);
+    return { tps, latencyMs, clients };
+  };
+  try {
+    await run(WARMUP_S);
+    return await run(seconds);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const loadBefore = loadavg()[0]!;
 const testDb = await createTestDatabase();
 
@@ -158,6 +231,7 @@ try {
     LOG_LEVEL,
     ...(POOL === undefined ? {} : { DB_POOL_SIZE: POOL }),
     ...(TELEMETRY ? {} : { OTEL_SDK_DISABLED: 'true' }),
+    ...(CP_NODE_ARGS.length ? { NODE_ARGS: CP_NODE_ARGS.join(' ') } : {}),
   });
   baseline = await startServer(['bench/baseline-server.ts'], {});
   const cpUrl = `http://127.0.0.1:${cp.port}`;
@@ -173,33 +247,34 @@ try {
   const results: [string, Result][] = [];
   results.push(['baseline: bare express GET', await run('baseline', { ...common, url: `http://127.0.0.1:${baseline.port}/` })]);
   results.push(['GET /v1/models', await run('models', { ...common, url: `${cpUrl}/v1/models` })]);
-  await vacuumWallets();
-  results.push([
-    'POST /v1/voice/sessions',
-    await run('create', {
-      ...common,
-      url: `${cpUrl}/v1/voice/sessions`,
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'local/echo-1', mode: 'speech_to_speech' }),
-    }),
-  ]);
   const createInit = {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'local/echo-1', mode: 'speech_to_speech' }),
   };
+  const first = await fetch(`${cpUrl}/v1/voice/sessions`, { ...createInit, headers: createInit.headers });
+  if (first.status !== 201) throw new Error(`first create answered ${first.status}: ${await first.text()}`);
+  const pool = Number(POOL ?? loadConfig({}).DB_POOL_SIZE);
   await vacuumWallets();
-  await constantRate(`${cpUrl}/v1/voice/sessions`, createInit, RATE, 2); // warm-up of this client's own code
+  const pg = await pgbenchCreates(testDb.url, key, pool, DURATION_S);
+  await vacuumWallets();
+  results.push([
+    'POST /v1/voice/sessions',
+    await run('create', { ...common, url: `${cpUrl}/v1/voice/sessions`, method: 'POST', headers: createInit.headers, body: createInit.body }),
+  ]);
+  const RATE = Number(RATE_FLAG ?? Math.round(0.7 * pg.tps));
+  await vacuumWallets();
+  await constantRate(`${cpUrl}/v1/voice/sessions`, createInit, RATE, WARMUP_S); // warm-up of this client's own code
   const paced = await constantRate(`${cpUrl}/v1/voice/sessions`, createInit, RATE, DURATION_S);
   const { rows } = await testDb.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM voice_sessions');
 
   const base = results[0]![1].requests.average;
+  const creates = results.find(([name]) => name === 'POST /v1/voice/sessions')![1];
   console.log(
     `\ncontrol-plane bench: ${new Date().toISOString()}, ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}`,
   );
   console.log(
-    `${DURATION_S} s per run after a 2 s warm-up, ${CONNECTIONS} connections, DB pool ${POOL ?? 'default'}, LOG_LEVEL ${LOG_LEVEL}, ` +
+    `${DURATION_S} s per run after a ${WARMUP_S} s warm-up, ${CONNECTIONS} connections, DB pool ${POOL ?? 'default'}, LOG_LEVEL ${LOG_LEVEL}, ` +
       `telemetry ${TELEMETRY ? 'on' : 'off'}, 1-min load average ${loadBefore.toFixed(2)} before / ${loadavg()[0]!.toFixed(2)} after\n`,
   );
   console.log('| endpoint | req/s | p50 ms | p99 ms | vs baseline |');
@@ -208,6 +283,11 @@ try {
     const ratio = r.requests.average / base;
     console.log(`| ${name} | ${Math.round(r.requests.average)} | ${r.latency.p50} | ${r.latency.p99} | ${ratio.toFixed(2)} |`);
   }
+  console.log(
+    `\ncreates vs PostgreSQL: pgbench ran the same create statement (prepared, ${pg.clients} clients = the DB pool) at ` +
+      `${Math.round(pg.tps)} tps (latency average ${pg.latencyMs} ms); the control plane did ${Math.round(creates.requests.average)}/s ` +
+      `= ${(creates.requests.average / pg.tps).toFixed(2)} x PostgreSQL (target >= 0.8)`,
+  );
   console.log(`\nPOST /v1/voice/sessions at a fixed ${RATE} req/s for ${DURATION_S} s (open loop, latency from the scheduled send time):`);
   console.log('| sent | 201 | failed | req/s | p50 ms | p99 ms | max ms |');
   console.log('|---:|---:|---:|---:|---:|---:|---:|');
