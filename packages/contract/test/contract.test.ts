@@ -179,20 +179,31 @@ t.test('fastUsageCheckpoint accepts exactly what UsageCheckpoint accepts, with t
     fc.integer(),
     fc.constantFrom(0, -1, 1.5, 2 ** 53, '', 'x'.repeat(129), 'usage.checkpoint', 1, 2, true, null, [], {}),
   );
-  const keys = ['type', 'version', 'session_id', 'attachment_id', 'relay_id', 'seq', 'audio_in_ms', 'final', 'emitted_at', 'transcribed_ms', 'extra', '__proto__'];
-  const mutated = fc
-    .tuple(valid, fc.array(fc.tuple(fc.constantFrom(...keys), odd), { minLength: 1, maxLength: 3 }))
-    .map(([c, edits]) => {
-      let text = JSON.stringify(c);
-      for (const [k, v] of edits) {
-        const o = JSON.parse(text);
-        if (v === undefined) delete o[k];
-        else if (k === '__proto__') text = text.replace('{', `{"__proto__":${JSON.stringify(v)},`);
-        else o[k] = v;
-        if (k !== '__proto__') text = JSON.stringify(o);
-      }
-      return JSON.parse(text) as unknown;
-    });
+  const keys = [
+    'type',
+    'version',
+    'session_id',
+    'attachment_id',
+    'relay_id',
+    'seq',
+    'audio_in_ms',
+    'final',
+    'emitted_at',
+    'transcribed_ms',
+    'extra',
+    '__proto__',
+  ];
+  const mutated = fc.tuple(valid, fc.array(fc.tuple(fc.constantFrom(...keys), odd), { minLength: 1, maxLength: 3 })).map(([c, edits]) => {
+    let text = JSON.stringify(c);
+    for (const [k, v] of edits) {
+      const o = JSON.parse(text);
+      if (v === undefined) delete o[k];
+      else if (k === '__proto__') text = text.replace('{', `{"__proto__":${JSON.stringify(v)},`);
+      else o[k] = v;
+      if (k !== '__proto__') text = JSON.stringify(o);
+    }
+    return JSON.parse(text) as unknown;
+  });
   fc.assert(
     fc.property(fc.oneof(mutated, fc.jsonValue()), (json) => {
       const fast = fastUsageCheckpoint(json);

@@ -337,7 +337,8 @@ if (PARTS.includes('c')) {
   }
   const mine = rates.get('this build') ?? NaN;
   if (rates.has('baseline')) console.log(`(c) this build / baseline: ${fmt(mine / (rates.get('baseline') ?? NaN), 2)}`);
-  if (rates.has('bare consumer (acks only)')) console.log(`(c) this build / bare consumer: ${fmt(mine / (rates.get('bare consumer (acks only)') ?? NaN), 2)}`);
+  if (rates.has('bare consumer (acks only)'))
+    console.log(`(c) this build / bare consumer: ${fmt(mine / (rates.get('bare consumer (acks only)') ?? NaN), 2)}`);
 }
 if (PARTS.includes('b')) {
   const b = await latency();

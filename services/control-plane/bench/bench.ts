@@ -260,7 +260,13 @@ try {
   await vacuumWallets();
   results.push([
     'POST /v1/voice/sessions',
-    await run('create', { ...common, url: `${cpUrl}/v1/voice/sessions`, method: 'POST', headers: createInit.headers, body: createInit.body }),
+    await run('create', {
+      ...common,
+      url: `${cpUrl}/v1/voice/sessions`,
+      method: 'POST',
+      headers: createInit.headers,
+      body: createInit.body,
+    }),
   ]);
   const RATE = Number(RATE_FLAG ?? Math.round(0.7 * pg.tps));
   await vacuumWallets();

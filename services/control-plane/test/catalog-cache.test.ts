@@ -62,7 +62,9 @@ t.test('a second control plane follows every operator change through the bus mes
 
   await put(a, model({ pricing: { per_minute: 900, audio_in_token: 5, audio_out_token: 7, relay_fee_milli_cents: 100 } }));
   const repriced = await until(b, 'pricing change', (m) => m.find((x) => x.id === 'acme/voice-1')?.pricing.per_minute === 900);
-  const { rows } = await a.db.pool.query<{ current_rate_id: string }>(`SELECT current_rate_id FROM catalog_models WHERE id = 'acme/voice-1'`);
+  const { rows } = await a.db.pool.query<{ current_rate_id: string }>(
+    `SELECT current_rate_id FROM catalog_models WHERE id = 'acme/voice-1'`,
+  );
   t.equal(repriced.find((x) => x.id === 'acme/voice-1')?.pricing.rate_snapshot_id, rows[0]?.current_rate_id, 'the new rate snapshot');
 
   await put(a, model({ approved: false }));
@@ -86,7 +88,10 @@ t.test('a second control plane follows every operator change through the bus mes
 
 t.test('a lost message: the periodic reload brings the replica up to date', async (t) => {
   const a = await startControlPlane(t, { env: { CATALOG_REFRESH_MS: '200' } });
-  t.same((await listed(a)).map((m) => m.id), ['local/echo-1']);
+  t.same(
+    (await listed(a)).map((m) => m.id),
+    ['local/echo-1'],
+  );
   // A change no control plane announced (as if the message were lost): straight into the store.
   await a.db.pool.query(`UPDATE catalog_models SET display_name = 'Renamed Behind Its Back' WHERE id = 'local/echo-1'`);
   await until(a, 'the unannounced change', (m) => m[0]?.display_name === 'Renamed Behind Its Back');

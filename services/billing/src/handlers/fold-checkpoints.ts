@@ -27,7 +27,12 @@ export async function foldCheckpointBatch({
   const newest = foldCheckpoints(input.checkpoints);
   const stored = await storeCheckpoints({ ctx, input: { newest: newest.values() } });
   ctx.log.debug(
-    { checkpoints: input.checkpoints.length, attachments: newest.size, advanced: stored.advanced, ms: Math.round(performance.now() - started) },
+    {
+      checkpoints: input.checkpoints.length,
+      attachments: newest.size,
+      advanced: stored.advanced,
+      ms: Math.round(performance.now() - started),
+    },
     'checkpoints folded',
   );
   ctx.faults?.afterFoldCommit?.();
