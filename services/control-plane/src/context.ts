@@ -3,6 +3,7 @@ import type { DbHandle } from '@s2s/db';
 import type { SessionSettings } from '@s2s/sessions';
 import { disabledMetrics, type Logger, type Metrics } from '@s2s/telemetry';
 import type { Config } from './config.js';
+import { listModels } from './domain/catalog.js';
 import { createCatalogCache, type CatalogCache } from './domain/catalog-cache.js';
 import { ControlPlaneTelemetry } from './telemetry.js';
 
@@ -44,13 +45,15 @@ export function sessionSettingsOf(config: Config): SessionSettings {
 
 export function createContext(deps: AppDeps): AppContext {
   const metrics = deps.metrics ?? disabledMetrics();
-  const base = { db: deps.db, bus: deps.bus, log: deps.logger };
+  const { db, bus } = deps;
   return {
-    ...base,
+    db,
+    bus,
+    log: deps.logger,
     config: deps.config,
     now: deps.now ?? (() => new Date()),
     metrics,
     telemetry: new ControlPlaneTelemetry(metrics.meter),
-    catalog: createCatalogCache(base, deps.config.CATALOG_REFRESH_MS),
+    catalog: createCatalogCache({ bus, log: deps.logger, load: () => listModels({ ctx: { db } }) }, deps.config.CATALOG_REFRESH_MS),
   };
 }

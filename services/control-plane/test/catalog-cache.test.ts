@@ -3,7 +3,7 @@ import type { Bus } from '@s2s/bus';
 import type { DbHandle } from '@s2s/db';
 import { createLogger } from '@s2s/telemetry';
 import { createCatalogCache } from '../src/domain/catalog-cache.js';
-import type { CatalogRow } from '../src/domain/catalog.js';
+import { listModels, type CatalogRow } from '../src/domain/catalog.js';
 import { adminHeaders, api, startControlPlane, type Harness } from './helpers.js';
 
 // The periodic reload far beyond any test: only the bus message can explain a replica following a change.
@@ -130,7 +130,10 @@ t.test('a load that began before a change never installs its older result', asyn
     nc: { isClosed: () => false, closed: () => new Promise(() => {}), subscribe: () => ({ unsubscribe() {} }), publish() {} },
     subjects: { catalogChanged: 'x.catalog.changed' },
   } as unknown as Bus;
-  const cache = createCatalogCache({ db, bus, log: createLogger({ service: 'test', level: 'silent' }) }, 300_000);
+  const cache = createCatalogCache(
+    { bus, log: createLogger({ service: 'test', level: 'silent' }), load: () => listModels({ ctx: { db } }) },
+    300_000,
+  );
   t.teardown(() => cache.close());
   const name = async (p: Promise<{ body: Buffer }>) => JSON.parse((await p).body.toString()).data[0].display_name as string;
 

@@ -2,8 +2,14 @@ import { createHash } from 'node:crypto';
 import type { Bus, Subscription } from '@s2s/bus';
 import { CatalogChanged } from '@s2s/contract';
 import type { Logger } from '@s2s/telemetry';
-import type { AppContext } from '../context.js';
-import { listModels } from './catalog.js';
+
+/** What the cache needs: the bus it announces and hears changes on, and the read of the public catalog. */
+export interface CatalogCacheDeps {
+  bus: Bus;
+  log: Logger;
+  /** The listed models as GET /v1/models answers them (`listModels`). */
+  load: () => Promise<unknown>;
+}
 
 /** The public catalog as served: the JSON body once serialized, and its ETag. */
 export interface CatalogBody {
@@ -29,7 +35,7 @@ const decoder = new TextDecoder();
  * theirs on receipt. A periodic reload every CATALOG_REFRESH_MS bounds staleness when that message is lost.
  * A generation counter makes a load that began before a change unable to install its (older) result.
  */
-export function createCatalogCache(ctx: Pick<AppContext, 'db' | 'bus' | 'log'>, refreshMs: number): CatalogCache {
+export function createCatalogCache(ctx: CatalogCacheDeps, refreshMs: number): CatalogCache {
   let generation = 0;
   let held: (CatalogBody & { generation: number }) | undefined;
   let loading: { generation: number; promise: Promise<CatalogBody> } | undefined;
@@ -37,7 +43,7 @@ export function createCatalogCache(ctx: Pick<AppContext, 'db' | 'bus' | 'log'>, 
   function load(): Promise<CatalogBody> {
     const gen = generation;
     if (loading?.generation === gen) return loading.promise;
-    const promise = listModels({ ctx }).then((list) => {
+    const promise = ctx.load().then((list) => {
       const body = Buffer.from(JSON.stringify(list));
       const loaded = { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`, generation: gen };
       if (gen === generation) held = loaded;

@@ -13,8 +13,8 @@ import {
   type UpsertModelRequest,
 } from '@s2s/contract';
 import { errors, newId, RATE_FIELDS, SEED_RATE } from '@s2s/core';
-import { rateColumns, rateFromRow, withTransaction, type Sql } from '@s2s/db';
-import type { AppContext } from '../context.js';
+import { rateColumns, rateFromRow, withTransaction, type DbHandle, type Sql } from '@s2s/db';
+import type { CatalogCache } from './catalog-cache.js';
 import { decodeCursor, toPage } from './paging.js';
 
 /** `pricing.source` of operator-set rates: selling rates derived from the upstream provider's cost. */
@@ -136,7 +136,7 @@ export function toAdminModel(row: CatalogRow): AdminModel {
 }
 
 /** GET /v1/models. */
-export async function listModels({ ctx }: { ctx: Pick<AppContext, 'db'> }): Promise<ModelList> {
+export async function listModels({ ctx }: { ctx: { db: DbHandle } }): Promise<ModelList> {
   const { rows } = await ctx.db.pool.query<CatalogRow>({ name: 'cp_list_models', text: LISTED_MODELS_SQL });
   return { object: 'list', data: rows.map(toModel) };
 }
@@ -146,7 +146,7 @@ export async function listAdminModels({
   ctx,
   input,
 }: {
-  ctx: Pick<AppContext, 'db'>;
+  ctx: { db: DbHandle };
   input: ListModelsQuery;
 }): Promise<AdminListPage<AdminModel>> {
   const limit = input.limit ?? LIST_DEFAULT_LIMIT;
@@ -229,7 +229,7 @@ export async function upsertModel({
   ctx,
   input,
 }: {
-  ctx: Pick<AppContext, 'db' | 'catalog'>;
+  ctx: { db: DbHandle; catalog: Pick<CatalogCache, 'changed'> };
   input: UpsertModelRequest;
 }): Promise<AdminModel> {
   const m = withModelDefaults(input);
@@ -256,7 +256,7 @@ export async function upsertModel({
  * Inserts the default models that are missing. Existing entries are left as the operator made them, so a
  * restart never re-approves, re-enables or re-prices a model (and never adds a snapshot).
  */
-export async function seedCatalog({ ctx }: { ctx: Pick<AppContext, 'db'> }): Promise<{ inserted: string[] }> {
+export async function seedCatalog({ ctx }: { ctx: { db: DbHandle } }): Promise<{ inserted: string[] }> {
   const inserted: string[] = [];
   for (const seed of SEED_MODELS) {
     const m = withModelDefaults(seed);
