@@ -7,8 +7,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 
-/** Fixed ports of the campaign (NATS, PostgreSQL) come from this range only. */
-export const PORT_RANGE = { min: 17000, max: 17999 } as const;
+/** Fixed ports of the campaign (NATS, PostgreSQL) come from this range only (`--ports` moves it). */
+export const PORT_RANGE = { min: 17000, max: 17999 };
+
+/** Another range for the campaign's NATS and PostgreSQL, e.g. an engineer's own on a shared machine. */
+export function setPortRange(min: number, max: number): void {
+  if (!Number.isInteger(min) || !Number.isInteger(max) || min < 1024 || max > 65535 || max - min < 3) {
+    throw new Error(`invalid port range ${min}-${max}: at least 4 ports within 1024-65535`);
+  }
+  PORT_RANGE.min = min;
+  PORT_RANGE.max = max;
+}
 const PG_BIN = process.env.CHAOS_PG_BIN ?? '/usr/lib/postgresql/15/bin';
 const NATS_BIN = process.env.CHAOS_NATS_BIN ?? '/usr/sbin/nats-server';
 
@@ -40,7 +49,7 @@ const taken = new Set<number>();
 export async function freePort(): Promise<number> {
   const span = PORT_RANGE.max - PORT_RANGE.min + 1;
   const start = Math.floor(Math.random() * span);
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < Math.min(200, span); i++) {
     const port = PORT_RANGE.min + ((start + i * 7) % span);
     if (taken.has(port)) continue;
     if (await portIsFree(port)) {
@@ -48,7 +57,7 @@ export async function freePort(): Promise<number> {
       return port;
     }
   }
-  throw new Error('no free port in 17000-17999');
+  throw new Error(`no free port in ${PORT_RANGE.min}-${PORT_RANGE.max}`);
 }
 
 /** Every process the campaign started, so that a failure still ends them all (by process group). */

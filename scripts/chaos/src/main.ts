@@ -1,8 +1,8 @@
-// npm run chaos [-- --sessions N] [--scenario a,b] [--quick] [--nats-down-ms MS] [--pg-down-ms MS]
+// npm run chaos [-- --sessions N] [--scenario a,b] [--quick] [--nats-down-ms MS] [--pg-down-ms MS] [--ports MIN-MAX]
 import { parseArgs } from 'node:util';
 import { cpus, hostname } from 'node:os';
 import { runCampaign, SCENARIO_NAMES } from './campaign.js';
-import { killAll } from './infra.js';
+import { killAll, setPortRange } from './infra.js';
 import { details, table } from './report.js';
 
 const { values } = parseArgs({
@@ -12,14 +12,16 @@ const { values } = parseArgs({
     quick: { type: 'boolean', default: false },
     'nats-down-ms': { type: 'string' },
     'pg-down-ms': { type: 'string' },
+    ports: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
 
 if (values.help) {
   process.stdout.write(
-    `usage: npm run chaos -- [--sessions N] [--scenario ${SCENARIO_NAMES.join(',')}] [--quick] [--nats-down-ms MS] [--pg-down-ms MS]\n` +
-      '  --quick: 4 sessions per scenario and shorter outages (NATS 8 s), unless given\n',
+    `usage: npm run chaos -- [--sessions N] [--scenario ${SCENARIO_NAMES.join(',')}] [--quick] [--nats-down-ms MS] [--pg-down-ms MS] [--ports MIN-MAX]\n` +
+      '  --quick: 4 sessions per scenario and shorter outages (NATS 8 s), unless given\n' +
+      '  --ports: where its NATS and PostgreSQL listen (default 17000-17999)\n',
   );
   process.exit(0);
 }
@@ -29,6 +31,11 @@ function positiveInt(name: string, v: string | undefined, fallback: number): num
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
   return n;
+}
+
+if (values.ports !== undefined) {
+  const [min, max] = values.ports.split('-').map(Number);
+  setPortRange(min!, max!);
 }
 
 const quick = values.quick;
