@@ -36,6 +36,15 @@ async function pageSecrets(page: Page) {
   return page.evaluate<{ html: string; values: string[]; local: object; session: object; cookies: string }>(PAGE_SECRETS);
 }
 
+/** Form controls without a label or an aria-label, and buttons without a name: none, for keyboard and screen readers. */
+const UNLABELLED = `[...document.querySelectorAll('input, select, textarea, button')]
+  .filter((e) => e.type !== 'hidden' && !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !(e.tagName === 'BUTTON' && e.textContent.trim()))
+  .map((e) => e.outerHTML)`;
+
+async function everyControlLabelled(t: Test, page: Page, name: string) {
+  t.same(await page.evaluate<string[]>(UNLABELLED), [], `${name}: every control has a label`);
+}
+
 async function noApiKeyInPage(t: Test, page: Page, secrets: string[]) {
   const seen = await pageSecrets(page);
   const text = JSON.stringify(seen);
@@ -126,6 +135,7 @@ t.test('web console', { skip: skipWithoutChromium() }, async (t) => {
     );
     t.ok(played >= 500, `the answer played (${played} ms)`);
     t.match(await page.getByTestId('event-log').innerText(), /response\.done/, 'the event log shows the events');
+    await everyControlLabelled(t, page, 'playground');
     await screenshot(page, 'playground');
     await page.getByRole('button', { name: 'End' }).click();
     await page.getByTestId('settled-bill').waitFor({ timeout: 20_000 });
@@ -155,6 +165,7 @@ t.test('web console', { skip: skipWithoutChromium() }, async (t) => {
     const minted = keys.body.data.find((k) => k.label === 'browser flow');
     t.ok(minted, 'the key exists');
     await page.getByRole('row').filter({ hasText: minted!.id }).waitFor();
+    await everyControlLabelled(t, page, 'keys');
     await screenshot(page, 'keys');
     await page.getByRole('button', { name: `Revoke ${minted!.id}` }).click();
     await page.getByRole('row').filter({ hasText: minted!.id }).waitFor({ state: 'detached' });
@@ -195,6 +206,7 @@ t.test('web console', { skip: skipWithoutChromium() }, async (t) => {
     await rows.filter({ hasText: 'credit' }).first().waitFor({ state: 'detached' });
     await page.getByLabel('Entries').selectOption('');
     await rows.filter({ has: page.getByRole('cell', { name: '125', exact: true }) }).waitFor();
+    await everyControlLabelled(t, page, 'wallets');
     await screenshot(page, 'wallets');
   });
 
@@ -230,6 +242,7 @@ t.test('web console', { skip: skipWithoutChromium() }, async (t) => {
     await page.getByRole('button', { name: 'Disable browser/voice-1' }).click();
     await page.getByRole('button', { name: 'Enable browser/voice-1' }).waitFor();
     t.equal((await read()).enabled, false, 'disabled');
+    await everyControlLabelled(t, page, 'models');
     await screenshot(page, 'models');
   });
 
@@ -247,6 +260,7 @@ t.test('web console', { skip: skipWithoutChromium() }, async (t) => {
     const usage = await row.locator('dl').innerText();
     t.match(usage, new RegExp(`audio_out_ms\\s+${settled.usage.audio_out_ms}`), 'usage by modality shown');
     t.match(usage, new RegExp(`transcribed_ms\\s+${settled.usage.transcribed_ms}`));
+    await everyControlLabelled(t, page, 'sessions');
     await screenshot(page, 'sessions');
     await noApiKeyInPage(t, page, [payer.key]);
   });
