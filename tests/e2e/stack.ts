@@ -3,6 +3,7 @@
 // (The tsx processes inherit NODE_OPTIONS=--conditions=@s2s/source from tap's test-env: sources, not dist.)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { connectBus, type Bus } from '@s2s/bus';
 import { createTestDatabase, type TestDatabase } from '@s2s/db/testing';
@@ -177,4 +178,34 @@ export async function api<T = unknown>(
   });
   const text = await res.text();
   return { status: res.status, body: (text ? JSON.parse(text) : null) as T, headers: res.headers };
+}
+
+/** A free port on 127.0.0.1 (the edge logs the port it was given, so it cannot be asked for 0). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * The edge (services/edge) in front of a stack: the HTTP API and /v1/realtime on one origin, as `npm start`
+ * serves them; `tls` (PEM files) makes it https and wss. `origin` is http(s)://127.0.0.1:<port>.
+ */
+export async function startEdge(t: Teardown, stack: Stack, tls?: { cert: string; key: string }): Promise<Service & { origin: string }> {
+  const port = await freePort();
+  const edge = await start(
+    t,
+    'edge',
+    'services/edge/src/main.ts',
+    {
+      HTTP_PORT: String(port),
+      CONTROL_PLANE_URL: stack.baseUrl,
+      RELAY_URLS: `http://127.0.0.1:${stack.relay.port}`,
+      ...(tls ? { TLS_CERT_FILE: tls.cert, TLS_KEY_FILE: tls.key } : {}),
+    },
+    'edge listening',
+  );
+  return { ...edge, port, origin: `${tls ? 'https' : 'http'}://127.0.0.1:${port}` };
 }

@@ -9,6 +9,7 @@ import { checkLedgerInvariants } from '@s2s/db/testing';
 import { BYTES_PER_MS, pcmFrames, pcmSilence, pcmTone } from '@s2s/local-provider';
 import { Client, type ServerEventLike } from '@s2s/testing';
 import WebSocket from 'ws';
+import { expectedCents } from './bill.js';
 import { api, startStack, type Stack } from './stack.js';
 
 const MODEL = 'local/echo-1';
@@ -25,27 +26,6 @@ const sum = (parts: Counters[]): Counters =>
     (a, b) => Object.fromEntries(Object.keys(ZERO).map((k) => [k, a[k as keyof Counters] + b[k as keyof Counters]])) as unknown as Counters,
     ZERO,
   );
-
-/** decisions.md, "Usage and price by modality": integer arithmetic, one rounding up at the end. */
-function expectedCents(rate: Record<string, number>, u: Counters): number {
-  const r = (k: string) => {
-    const v = rate[k];
-    if (typeof v !== 'number') throw new Error(`the catalog has no pricing.${k}`);
-    return BigInt(v);
-  };
-  const per60000 = r('per_minute') * BigInt(u.audio_in_ms + u.audio_out_ms) + r('transcription_per_minute') * BigInt(u.transcribed_ms);
-  const rest =
-    r('audio_in_token') * BigInt(u.input_audio_tokens) +
-    r('audio_out_token') * BigInt(u.output_audio_tokens) +
-    r('text_in_token') * BigInt(u.input_text_tokens) +
-    r('text_out_token') * BigInt(u.output_text_tokens) +
-    r('cached_in_token') * BigInt(u.cached_input_tokens) +
-    r('relay_fee_milli_cents');
-  // ceil((per60000 / 60000 + rest) / 1000) without rounding the first term on its own
-  const numerator = per60000 + rest * 60000n;
-  const denominator = 60000n * 1000n;
-  return Number((numerator + denominator - 1n) / denominator);
-}
 
 async function setup(t: Test, providerEnv: Record<string, string> = {}) {
   const stack = await startStack(t, { provider: providerEnv });

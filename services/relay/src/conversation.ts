@@ -23,11 +23,16 @@ interface Entry {
  * upstream can be given the conversation again. It also knows the function calls seen, so an output for
  * a call that never happened is refused.
  */
+/** The reservation key of the next committed input when the provider names no item. */
+const NEXT_INPUT = '\u0000next-input';
+
 export class Conversation {
   private order: string[] = [];
   private readonly byId = new Map<string, Entry>();
   private readonly byKey = new Map<string, string>();
   private readonly calls = new Set<string>();
+  /** Ids promised before their item exists (speech started names the coming user item), by upstream key. */
+  private readonly reserved = new Map<string, string>();
 
   constructor(
     private readonly maxItems: number,
@@ -140,7 +145,8 @@ export class Conversation {
       this.noteCall(entry.item);
       return { item: entry.item, previousItemId: this.previousOf(known) };
     }
-    const id = this.newItemId();
+    const id = this.reserved.get(key) ?? this.newItemId();
+    this.reserved.delete(key);
     const anchor = previousKey !== null ? (this.byKey.get(previousKey) ?? this.order.at(-1) ?? null) : (this.order.at(-1) ?? null);
     const item = this.insert(id, key, body, anchor, false);
     this.noteCall(item);
@@ -149,8 +155,30 @@ export class Conversation {
     return { item, previousItemId: this.previousOf(id) };
   }
 
+  /**
+   * The gateway id the item of `key` has or will have once the upstream adds it: OpenAI's speech events name
+   * the user item that speech will become. Without a key (a provider that names none) the next committed input.
+   */
+  reserve(key: string | undefined): string {
+    const k = key ?? NEXT_INPUT;
+    const known = this.byKey.get(k);
+    if (known !== undefined) return known;
+    let id = this.reserved.get(k);
+    if (id === undefined) {
+      // Speech that never became an item (cleared input) leaves its reservation: keep only the newest few.
+      if (this.reserved.size >= 16) this.reserved.delete(this.reserved.keys().next().value!);
+      this.reserved.set(k, (id = this.newItemId()));
+    }
+    return id;
+  }
+
   /** The input buffer became a user audio item. */
   committed(key: string, previousKey: string | null): { itemId: string; previousItemId: string | null } {
+    const next = this.reserved.get(NEXT_INPUT);
+    if (next !== undefined && !this.byKey.has(key) && !this.reserved.has(key)) {
+      this.reserved.delete(NEXT_INPUT);
+      this.reserved.set(key, next);
+    }
     const r = this.upsert(key, previousKey, {
       type: 'message',
       role: 'user',

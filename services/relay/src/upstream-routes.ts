@@ -64,6 +64,9 @@ export function routeUpstreamEvent(r: UpstreamRoutes, e: UpstreamEvent): void {
     default: {
       if (r.agent.isAgentUpstreamEvent(e)) return r.agent.upstream(e);
       const event = r.tracker.clientEventFor(e);
+      if (event?.type === 'speech.started' || event?.type === 'speech.stopped') {
+        event.itemId = r.agent.conversation.reserve('itemKey' in e ? e.itemKey : undefined);
+      }
       if (event) r.send(event);
       if (event?.type === 'speech.stopped') r.trace.turnEnded();
       else if (event?.type === 'response.created') r.trace.responseCreated(event.responseId);

@@ -6,6 +6,7 @@ import { DEFAULT_SETTINGS, applySettings, type ConversationItem } from '../src/a
 import type { InternalServerEvent } from '../src/codec/model.js';
 import { gaParamOf, gaSessionUpdate, gaUsage, OpenAIGaCodec } from '../src/codec/openai-ga.js';
 import { EventIds, SvcRealtimeV1Codec } from '../src/codec/svc-realtime-v1.js';
+import { Conversation } from '../src/conversation.js';
 import { openAITokens } from '../src/providers/openai-model.js';
 
 const text = (v: unknown) => Buffer.from(JSON.stringify(v));
@@ -389,8 +390,6 @@ t.test('encode: the events both dialects share are the svc codec frames', async 
   const place = { responseId: 'resp_1', itemId: 'item_1', outputIndex: 0, contentIndex: 0 };
   const events: InternalServerEvent[] = [
     { type: 'conversation.created', conversationId: 'conv_1' },
-    { type: 'speech.started', audioStartMs: 20 },
-    { type: 'speech.stopped', audioEndMs: 900 },
     { type: 'input.committed', itemId: 'item_0', previousItemId: null },
     { type: 'input.cleared' },
     { type: 'item.added', item, previousItemId: null },
@@ -421,4 +420,27 @@ t.test('encode: the events both dialects share are the svc codec frames', async 
     delete b.event_id;
     t.same(a, b, e.type);
   }
+});
+
+t.test('encode: speech events name the user item they become; the conversation keeps that id', async (t) => {
+  const c = codec();
+  t.match(json(c.encode({ type: 'speech.started', audioStartMs: 20.4, itemId: 'item_a' })), {
+    type: 'input_audio_buffer.speech_started',
+    audio_start_ms: 20,
+    item_id: 'item_a',
+  });
+  t.match(json(c.encode({ type: 'speech.stopped', audioEndMs: 900, itemId: 'item_a' })), {
+    type: 'input_audio_buffer.speech_stopped',
+    audio_end_ms: 900,
+    item_id: 'item_a',
+  });
+  let n = 0;
+  const conv = new Conversation(100, () => `item_${n++}`);
+  const keyed = conv.reserve('up_1');
+  t.equal(conv.reserve('up_1'), keyed, 'stable until the item exists');
+  t.equal(conv.committed('up_1', null).itemId, keyed, 'the committed item takes it');
+  t.equal(conv.reserve('up_1'), keyed, 'and keeps it');
+  const unnamed = conv.reserve(undefined);
+  t.equal(conv.committed('up_2', 'up_1').itemId, unnamed, 'without a provider key: the next committed input');
+  t.not(conv.committed('up_3', 'up_2').itemId, unnamed);
 });

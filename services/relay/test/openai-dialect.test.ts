@@ -94,6 +94,12 @@ t.test('the legacy path without svc-realtime-v1 speaks OpenAI GA: an audio turn 
 
   for (const f of frames(tone(600))) bare.client.append(f);
   for (const f of frames(silence(700))) bare.client.append(f);
+  const started = await next(bare.client, 'input_audio_buffer.speech_started');
+  const stopped = await next(bare.client, 'input_audio_buffer.speech_stopped');
+  const committed = await next(bare.client, 'input_audio_buffer.committed');
+  t.match(started.item_id, /^item_/, 'speech names the user item it becomes');
+  t.equal(stopped.item_id, started.item_id);
+  t.equal(committed.item_id, started.item_id, 'the committed item is that one');
   const delta = await next(bare.client, 'response.output_audio.delta');
   t.match(delta, { response_id: /^resp_/, item_id: /^item_/, output_index: 0, content_index: 0, delta: /^[A-Za-z0-9+/]+=*$/ });
   t.notOk('audio' in delta);

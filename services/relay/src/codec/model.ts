@@ -53,8 +53,9 @@ export type InternalServerEvent =
   | { type: 'session.created'; session: VoiceSession; settings: EffectiveSettings }
   | { type: 'session.updated'; settings: EffectiveSettings }
   | { type: 'conversation.created'; conversationId: string }
-  | { type: 'speech.started'; audioStartMs: number }
-  | { type: 'speech.stopped'; audioEndMs: number }
+  /** `itemId`: the user item this speech becomes once committed (OpenAI's dialect names it). */
+  | { type: 'speech.started'; audioStartMs: number; itemId?: string }
+  | { type: 'speech.stopped'; audioEndMs: number; itemId?: string }
   | { type: 'input.committed'; itemId: string; previousItemId: string | null }
   | { type: 'input.cleared' }
   | { type: 'item.added'; item: ConversationItem; previousItemId: string | null }

@@ -6,6 +6,8 @@ import {
   type ResponseUsage,
 } from '@s2s/contract';
 import type {
+  InputAudioBufferSpeechStartedEvent,
+  InputAudioBufferSpeechStoppedEvent,
   RealtimeAudioConfigInput,
   RealtimeAudioInputTurnDetection,
   RealtimeErrorEvent,
@@ -24,6 +26,7 @@ import {
   EventIds,
   eventIdOf,
   formatPath,
+  msInt,
   refuse,
   settingsOf,
   SvcRealtimeV1Codec,
@@ -220,6 +223,20 @@ export class OpenAIGaCodec implements ClientCodec {
           event_id: this.ids.next(),
           session: gaSessionView(this.who, e.settings),
         } satisfies SessionUpdatedEvent);
+      case 'speech.started':
+        return JSON.stringify({
+          type: 'input_audio_buffer.speech_started',
+          event_id: this.ids.next(),
+          audio_start_ms: msInt(e.audioStartMs),
+          item_id: e.itemId ?? '',
+        } satisfies InputAudioBufferSpeechStartedEvent);
+      case 'speech.stopped':
+        return JSON.stringify({
+          type: 'input_audio_buffer.speech_stopped',
+          event_id: this.ids.next(),
+          audio_end_ms: msInt(e.audioEndMs),
+          item_id: e.itemId ?? '',
+        } satisfies InputAudioBufferSpeechStoppedEvent);
       case 'response.created':
         return JSON.stringify({
           type: 'response.created',
