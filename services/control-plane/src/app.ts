@@ -9,7 +9,7 @@ import { adminRouter } from './routes/admin.js';
 import { consoleRouter } from './routes/console.js';
 import { realtimeClientSecretsRouter, sessionClientSecretsRouter } from './routes/client-secrets.js';
 import { healthRouter } from './routes/health.js';
-import { modelsRouter } from './routes/models.js';
+import { modelsFastPath, modelsRouter } from './routes/models.js';
 import { sessionsRouter } from './routes/sessions.js';
 import { sessionEndRouter } from './routes/session-end.js';
 
@@ -25,6 +25,8 @@ export function buildApp(deps: AppDeps): Express {
 
   // Scrapes are neither logged nor traced (the HTTP instrumentation ignores /metrics).
   app.get('/metrics', (req, res) => ctx.metrics.handler(req, res));
+  // The public catalog from memory skips the chain below (it does the chain's part itself).
+  app.get('/v1/models', modelsFastPath(ctx));
   app.use(requestContext(ctx.log));
   // Before refuseOptions: an allowed origin's preflight is answered here; any other OPTIONS stays 404.
   app.use(publicCors(ctx.config.CORS_ALLOWED_ORIGINS));

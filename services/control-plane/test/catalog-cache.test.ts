@@ -108,6 +108,19 @@ t.test('GET /v1/models carries an ETag and answers 304 to a matching If-None-Mat
   t.equal(again.status, 304);
   t.equal(again.text, '');
   t.match(again.headers.get('x-request-id'), /^req_/, 'still a request id');
+  t.equal(again.headers.get('cache-control'), 'no-store');
+  const accessLines = h.logLines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request completed' && l.path === '/v1/models');
+  t.same(
+    accessLines.map((l) => [l.status, l.request_id]),
+    [
+      [200, first.headers.get('x-request-id')],
+      [304, again.headers.get('x-request-id')],
+    ],
+    'one access line each, from the chain (first load) and from memory',
+  );
+  const cors = await api(h, 'GET', '/v1/models', { headers: { origin: 'https://app.example' } });
+  t.equal(cors.status, 200, 'a browser request goes through the chain (CORS) and gets the same body');
+  t.equal(cors.text, first.text);
   await put(h, model());
   const changed = await api(h, 'GET', '/v1/models', { headers: { 'if-none-match': etag! } });
   t.equal(changed.status, 200, 'a changed catalog has another ETag');

@@ -20,6 +20,8 @@ export interface CatalogBody {
 export interface CatalogCache {
   /** The catalog to serve: from memory, or loaded once when nothing valid is held. */
   get(): Promise<CatalogBody>;
+  /** The catalog held in memory and still valid, if any (no load). */
+  peek(): CatalogBody | undefined;
   /** This process changed the catalog: forget what is held, and tell every other control plane. */
   changed(modelId: string): void;
   /** Stops the periodic refresh and the bus subscription. */
@@ -85,6 +87,10 @@ export function createCatalogCache(ctx: CatalogCacheDeps, refreshMs: number): Ca
     get() {
       start();
       return held !== undefined && held.generation === generation ? Promise.resolve(held) : load();
+    },
+    peek() {
+      start();
+      return held !== undefined && held.generation === generation ? held : undefined;
     },
     changed(modelId) {
       start();

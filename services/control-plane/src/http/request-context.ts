@@ -35,27 +35,32 @@ function pathOf(url: string): string {
  */
 export function requestContext(logger: Logger): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
-    const started = process.hrtime.bigint();
-    const requestId = newRequestId();
-    res.locals.requestId = requestId;
-    res.locals.logger = logger;
-    res.setHeader('X-Request-Id', requestId);
-    res.setHeader('Cache-Control', 'no-store');
-    res.once('close', () => {
-      const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
-      logger.info(
-        {
-          request_id: requestId,
-          method: req.method,
-          path: pathOf(req.originalUrl),
-          status: res.statusCode,
-          duration_ms: Math.round(durationMs * 100) / 100,
-          ...(res.locals.errorCode ? { code: res.locals.errorCode } : {}),
-          ...(res.writableFinished ? {} : { aborted: true }),
-        },
-        'request completed',
-      );
-    });
+    startRequest(logger, req, res);
     next();
   };
+}
+
+/** What requestContext does for one request: its id (header and locals), no-store, and its access line. */
+export function startRequest(logger: Logger, req: Request, res: Response): void {
+  const started = process.hrtime.bigint();
+  const requestId = newRequestId();
+  res.locals.requestId = requestId;
+  res.locals.logger = logger;
+  res.setHeader('X-Request-Id', requestId);
+  res.setHeader('Cache-Control', 'no-store');
+  res.once('close', () => {
+    const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
+    logger.info(
+      {
+        request_id: requestId,
+        method: req.method,
+        path: pathOf(req.originalUrl),
+        status: res.statusCode,
+        duration_ms: Math.round(durationMs * 100) / 100,
+        ...(res.locals.errorCode ? { code: res.locals.errorCode } : {}),
+        ...(res.writableFinished ? {} : { aborted: true }),
+      },
+      'request completed',
+    );
+  });
 }
