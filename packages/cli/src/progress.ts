@@ -50,7 +50,7 @@ export function createProgress(out: Output): Progress {
     },
     cliProgress.Presets.shades_classic,
   );
-  const sentBar = bars.create(1, 0, { sent: '0.0', total: '?' }, { format: ' sent     {bar} {sent} / {total} s' });
+  const sentBar = bars.create(1, 0, { sentS: '0.0', totalS: '?' }, { format: ' sent     {bar} {sentS} / {totalS} s' });
   const recvBar = bars.create(
     1,
     0,
@@ -63,10 +63,14 @@ export function createProgress(out: Output): Progress {
     line: (text) => bars.log(`${text}\n`),
     sent: (ms, totalMs) => {
       sentBar.setTotal(Math.max(1, totalMs ?? ms));
-      sentBar.update(ms, { sent: seconds(ms), total: totalMs === undefined ? 'live' : seconds(totalMs) });
+      sentBar.update(ms, { sentS: seconds(ms), totalS: totalMs === undefined ? 'live' : seconds(totalMs) });
     },
     received: (ms) => recvBar.update(0, { received: seconds(ms) }),
     cost: (cents, responses) => recvBar.update(0, { cost: cents.toFixed(3), responses }),
-    stop: () => bars.stop(),
+    stop: () => {
+      // stop() alone drops lines logged since the last frame: draw one more first.
+      bars.update();
+      bars.stop();
+    },
   };
 }
