@@ -214,25 +214,50 @@ export const Wallet = z.strictObject({
 });
 export type Wallet = z.infer<typeof Wallet>;
 
-export const UpsertModelRequest = z.strictObject({
-  id: ModelId,
-  display_name: z.string().min(1).max(200),
-  owned_by: z.string().min(1).max(200),
+/** One deployment of a model at a provider: a failover route (docs/providers.md, "Failover routes"). */
+export const ModelRoute = z.strictObject({
   provider: z.string().min(1).max(64),
   provider_model: z.string().min(1).max(200),
-  enabled: z.boolean(),
-  approved: z.boolean(),
-  pricing: RateInput,
-  capabilities: Capabilities.optional(),
-  audio: AudioFormats.optional(),
-  modalities: Modalities.optional(),
 });
+export type ModelRoute = z.infer<typeof ModelRoute>;
+
+/** At most this many failover routes per model. */
+export const MAX_FALLBACK_ROUTES = 4;
+
+export const UpsertModelRequest = z
+  .strictObject({
+    id: ModelId,
+    display_name: z.string().min(1).max(200),
+    owned_by: z.string().min(1).max(200),
+    provider: z.string().min(1).max(64),
+    provider_model: z.string().min(1).max(200),
+    enabled: z.boolean(),
+    approved: z.boolean(),
+    pricing: RateInput,
+    capabilities: Capabilities.optional(),
+    audio: AudioFormats.optional(),
+    modalities: Modalities.optional(),
+    /** Further routes, in order, taken when the session's upstream cannot be re-established on its route. */
+    fallback_routes: z
+      .array(ModelRoute)
+      .max(MAX_FALLBACK_ROUTES)
+      .optional()
+      .refine(
+        (routes) => routes === undefined || new Set(routes.map((r) => `${r.provider}\u0000${r.provider_model}`)).size === routes.length,
+        'fallback_routes must be distinct',
+      ),
+  })
+  .refine((m) => !m.fallback_routes?.some((r) => r.provider === m.provider && r.provider_model === m.provider_model), {
+    message: 'a fallback route must differ from the primary route (provider, provider_model)',
+    path: ['fallback_routes'],
+  });
 export type UpsertModelRequest = z.infer<typeof UpsertModelRequest>;
 
 /** What the operator API answers for a model: the public entry plus its internal routing. */
 export const AdminModel = Model.extend({
   provider: z.string(),
   provider_model: z.string(),
+  fallback_routes: z.array(ModelRoute),
   enabled: z.boolean(),
   approved: z.boolean(),
 });

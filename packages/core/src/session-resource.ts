@@ -40,6 +40,8 @@ export interface SessionRecord extends SessionView {
   keyId: string;
   walletId: string;
   providerModel: string;
+  /** Failover routes of the model after (provider, providerModel), in order; absent or empty: none. */
+  fallbackRoutes?: { provider: string; providerModel: string }[];
   rate: Rate;
   endRequestedAt: Date | null;
   endCause: EndCause | null;

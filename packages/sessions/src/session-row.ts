@@ -10,6 +10,7 @@ interface SessionRow extends Record<RateField, number>, Record<UsageCounter, num
   model_id: string;
   provider: string;
   provider_model: string;
+  fallback_routes: { provider: string; provider_model: string }[];
   capabilities: Capabilities;
   rate_snapshot_id: string;
   source: string;
@@ -42,7 +43,7 @@ export async function selectOwnedSession(sql: Sql, sessionId: string, keyId: str
 }
 
 const SESSION_SELECT = `
-    SELECT s.id, s.key_id, s.wallet_id, s.status, s.model_id, m.provider, m.provider_model, m.capabilities,
+    SELECT s.id, s.key_id, s.wallet_id, s.status, s.model_id, m.provider, m.provider_model, m.fallback_routes, m.capabilities,
            s.rate_snapshot_id, r.source, ${rateColumns('r')},
            s.created_at, s.last_activity_at, s.idle_timeout_seconds, s.max_ends_at,
            s.preauthorized_cents, s.reserved_cents, (w.balance_cents - w.reserved_cents)::float8 AS available_cents,
@@ -103,6 +104,7 @@ function toRecord(r: SessionRow): SessionRecord {
     modelId: r.model_id,
     provider: r.provider,
     providerModel: r.provider_model,
+    fallbackRoutes: r.fallback_routes.map((f) => ({ provider: f.provider, providerModel: f.provider_model })),
     capabilities: r.capabilities,
     rateSnapshotId: r.rate_snapshot_id,
     pricingSource: r.source,

@@ -224,6 +224,26 @@ t.test('listing follows enabled, approved and speech-to-speech; create follows t
   t.equal((await createSession(h, key.key, { body: { model: 'acme/voice-1', mode: 'speech_to_speech' } })).status, 404);
 });
 
+t.test('PUT /admin/v1/models: fallback routes are stored in order, shown to the operator only, replaced and cleared', async (t) => {
+  const h = await startControlPlane(t);
+  const routes = [
+    { provider: 'azure', provider_model: 'voice-1-eu' },
+    { provider: 'openai', provider_model: 'gpt-realtime' },
+  ];
+  const created = await upsert(h, acme({ fallback_routes: routes }));
+  t.equal(created.status, 200);
+  t.ok(AdminModel.safeParse(created.body).success);
+  t.same(created.body.fallback_routes, routes, 'in order');
+  const listed = await api(h, 'GET', '/admin/v1/models', { headers: adminHeaders });
+  t.same(listed.body.data.find((m: { id: string }) => m.id === 'acme/voice-1').fallback_routes, routes);
+  const pub = (await api(h, 'GET', '/v1/models')).body.data.find((m: { id: string }) => m.id === 'acme/voice-1');
+  t.notOk('fallback_routes' in pub, 'never in the public catalog');
+  const swapped = await upsert(h, acme({ fallback_routes: [routes[1]] }));
+  t.same(swapped.body.fallback_routes, [routes[1]], 'a PUT replaces the list');
+  const cleared = await upsert(h, acme());
+  t.same(cleared.body.fallback_routes, [], 'left out: no fallback');
+});
+
 t.test('PUT /admin/v1/models refusals', async (t) => {
   const h = await startControlPlane(t);
   const cases: [string, unknown, number, string][] = [
@@ -242,6 +262,30 @@ t.test('PUT /admin/v1/models refusals', async (t) => {
       400,
       'invalid_request',
     ],
+    [
+      'a fallback route equal to the primary',
+      acme({ fallback_routes: [{ provider: 'local', provider_model: 'voice-1' }] }),
+      400,
+      'invalid_request',
+    ],
+    [
+      'the same fallback route twice',
+      acme({
+        fallback_routes: [
+          { provider: 'azure', provider_model: 'voice-1' },
+          { provider: 'azure', provider_model: 'voice-1' },
+        ],
+      }),
+      400,
+      'invalid_request',
+    ],
+    [
+      'more than 4 fallback routes',
+      acme({ fallback_routes: [1, 2, 3, 4, 5].map((n) => ({ provider: 'azure', provider_model: `d${n}` })) }),
+      400,
+      'invalid_request',
+    ],
+    ['a fallback route without its model', acme({ fallback_routes: [{ provider: 'azure' }] }), 400, 'invalid_request'],
     [
       'wrong audio format',
       acme({

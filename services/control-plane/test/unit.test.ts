@@ -129,6 +129,7 @@ t.test('a catalog row maps to the public model with legacy aliases and no routin
     capabilities: seed.capabilities,
     audio: seed.audio,
     modalities: seed.modalities,
+    fallback_routes: [{ provider: 'azure', provider_model: 'echo-deployment' }],
     created_at: new Date('2026-01-02T03:04:05.678Z'),
     rate_id: 'rate_abc',
     source: 'upstream_derived',
@@ -147,7 +148,7 @@ t.test('a catalog row maps to the public model with legacy aliases and no routin
   });
   t.equal(model.price_per_minute_milli_cents, 1000);
   t.equal(model.price_relay_fee_milli_cents, 500);
-  for (const hidden of ['provider', 'provider_model', 'enabled', 'approved']) t.notOk(hidden in model, hidden);
+  for (const hidden of ['provider', 'provider_model', 'fallback_routes', 'enabled', 'approved']) t.notOk(hidden in model, hidden);
 });
 
 t.test('the seed preauthorization the integration tests rely on', async (t) => {

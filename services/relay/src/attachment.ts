@@ -88,6 +88,7 @@ export class Attachment implements MeteredSource {
           return ctx.providers.open(session.provider, settings, this.onUpstreamEvent, signal, {
             onRetry,
             context: () => this.agent.replayContext(),
+            fallbacks: session.fallbackRoutes ?? [],
           });
         }),
       stage: (e) => this.agent.stageOpening(e),

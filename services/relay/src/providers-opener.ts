@@ -25,6 +25,11 @@ export function createProviderOpener(config: Config, logger: Logger): UpstreamOp
       return base.open(sessionConfig, onEvent, signal, {
         ...(hooks?.onRetry ? { onRetry: hooks.onRetry } : {}),
         ...(hooks?.context ? { context: hooks.context } : {}),
+        // A route to a provider this relay has no credentials for is skipped.
+        fallbacks: (hooks?.fallbacks ?? []).flatMap((r) => {
+          const fallback = registry.get(r.provider);
+          return fallback ? [{ base: fallback, providerModel: r.providerModel }] : [];
+        }),
       });
     },
     capabilities: (provider) => registry.get(provider)?.adapter.supports ?? NO_CAPABILITIES,

@@ -1,5 +1,6 @@
 import t from 'tap';
 import type { Test } from 'tap';
+import { startLocalProvider, type ReceivedClientEvent } from '@s2s/local-provider';
 import {
   attach,
   attachUrl,
@@ -18,8 +19,16 @@ import type { Client, ServerEventLike } from './helpers.js';
 const INSTRUCTIONS = 'You keep numbers in mind.';
 const textTokens = (s: string) => Math.ceil(s.length / 4);
 
-async function agentSession(t: Test, env: RelayEnv): Promise<{ client: Client; sessionId: string }> {
+async function agentSession(
+  t: Test,
+  env: RelayEnv,
+  fallbackRoutes: { provider: string; provider_model: string }[] = [],
+): Promise<{ client: Client; sessionId: string }> {
   await createModel(env.db, { id: 'local/keeper', providerModel: 'keeper-1' });
+  await env.db.pool.query(`UPDATE catalog_models SET fallback_routes = $2::jsonb WHERE id = $1`, [
+    'local/keeper',
+    JSON.stringify(fallbackRoutes),
+  ]);
   const key = await createKey(env.db, 10_000);
   const s = await newSession(env.db, key, 'local/keeper');
   const { client } = await attach(attachUrl(env.url, s.id), key.secret);
@@ -168,4 +177,55 @@ t.test('an upstream that cannot be re-established: upstream_unavailable, 1011, t
     (c) => c !== undefined,
   );
   t.equal(final!.audio_in_ms, 900, 'what was sent before the loss is billed');
+});
+
+t.test('failover: the route cannot be re-established, the session continues on the next route, conversation replayed', async (t) => {
+  // Route 2 is an Azure deployment: a second simulator answering as Azure's endpoint (path, api-key header).
+  const azureEvents: ReceivedClientEvent[] = [];
+  const azure = await startLocalProvider({
+    port: 0,
+    apiKey: 'azure-key-0123456789',
+    apiKeyHeader: 'api-key',
+    path: '/openai/v1/realtime',
+    onClientEvent: (e) => azureEvents.push(e),
+  });
+  t.teardown(() => azure.close());
+  const env = await setupRelay(t, {
+    UPSTREAM_RECONNECT_ATTEMPTS: '2',
+    AZURE_OPENAI_ENDPOINT: `http://127.0.0.1:${azure.port}`,
+    AZURE_OPENAI_API_KEY: 'azure-key-0123456789',
+  });
+  const { client } = await agentSession(t, env, [{ provider: 'azure', provider_model: 'keeper-eu' }]);
+  const first = await speak(client, 500);
+  env.sim.refuseConnections(true);
+  env.sim.terminateConnections();
+  const second = await speak(client, 300);
+  t.equal((second.done.response as { status: string }).status, 'completed', 'answered on the next route');
+  t.equal(second.audioBytes, 300 * 48, 'the turn spoken across the failover answered whole');
+  const opening = azureEvents.find((e) => e.event.type === 'session.update')!.event as { session: { instructions?: string } };
+  t.equal(opening.session.instructions, INSTRUCTIONS, 'the same settings on the next route');
+  t.same(
+    azureEvents
+      .filter((e) => e.event.type === 'conversation.item.create')
+      .flatMap((e) => (e.event as { item: { content: { text: string }[] } }).item.content.map((p) => p.text)),
+    ['speech 500 ms', 'speech 500 ms'],
+    'the conversation replayed on the next route',
+  );
+  t.equal(azureEvents[0]!.model, 'keeper-eu', "the route's own deployment");
+  t.notOk(client.events.some((e) => e.type === 'error'));
+  t.equal(client.closeCode, null);
+  await client.close();
+  const final = await eventually(
+    () => env.checkpoints.find((c) => c.final),
+    (c) => c !== undefined,
+  );
+  const dones = [first.done, second.done].map((e) => (e.response as { usage: Record<string, number> }).usage);
+  t.equal(final!.audio_in_ms, 500 + 600 + 300 + 600, 'one bill across both routes: input once');
+  for (const k of ['input_audio_tokens', 'input_text_tokens', 'output_audio_tokens'] as const) {
+    t.equal(
+      final![k],
+      dones.reduce((n, u) => n + (u[k] ?? 0), 0),
+      `${k}: each route's reports, each once`,
+    );
+  }
 });

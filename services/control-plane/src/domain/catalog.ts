@@ -11,6 +11,7 @@ import {
   type ModelList,
   type Rate,
   type UpsertModelRequest,
+  type ModelRoute,
 } from '@s2s/contract';
 import { errors, newId, RATE_FIELDS, SEED_RATE } from '@s2s/core';
 import { rateColumns, rateFromRow, withTransaction, type DbHandle, type Sql } from '@s2s/db';
@@ -75,6 +76,7 @@ export interface CatalogRow extends Rate {
   capabilities: Capabilities;
   audio: AudioFormats;
   modalities: Modalities;
+  fallback_routes: ModelRoute[];
   created_at: Date;
   rate_id: string;
   source: string;
@@ -82,7 +84,7 @@ export interface CatalogRow extends Rate {
 
 const CATALOG_SELECT = `
   SELECT m.id, m.display_name, m.owned_by, m.provider, m.provider_model, m.enabled, m.approved,
-         m.capabilities, m.audio, m.modalities, m.created_at,
+         m.capabilities, m.audio, m.modalities, m.fallback_routes, m.created_at,
          r.id AS rate_id, r.source, ${rateColumns('r')}
     FROM catalog_models m
     JOIN rate_snapshots r ON r.id = m.current_rate_id`;
@@ -130,6 +132,7 @@ export function toAdminModel(row: CatalogRow): AdminModel {
     ...toModel(row),
     provider: row.provider,
     provider_model: row.provider_model,
+    fallback_routes: row.fallback_routes.map((r) => ({ provider: r.provider, provider_model: r.provider_model })),
     enabled: row.enabled,
     approved: row.approved,
   };
@@ -179,6 +182,7 @@ export function withModelDefaults(input: UpsertModelRequest): Required<UpsertMod
     capabilities,
     audio: input.audio ?? DEFAULT_AUDIO,
     modalities: input.modalities ?? DEFAULT_MODALITIES,
+    fallback_routes: input.fallback_routes ?? [],
   };
 }
 
@@ -186,8 +190,8 @@ export function withModelDefaults(input: UpsertModelRequest): Required<UpsertMod
 async function insertModelIfMissing(tx: Sql, m: Required<UpsertModelRequest>): Promise<boolean> {
   const { rowCount } = await tx.query(
     `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved,
-                                 capabilities, audio, modalities)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10::jsonb)
+                                 capabilities, audio, modalities, fallback_routes)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10::jsonb, $11::jsonb)
      ON CONFLICT (id) DO NOTHING`,
     [m.id, m.display_name, m.owned_by, m.provider, m.provider_model, m.enabled, m.approved, ...jsonColumns(m)],
   );
@@ -195,7 +199,7 @@ async function insertModelIfMissing(tx: Sql, m: Required<UpsertModelRequest>): P
 }
 
 function jsonColumns(m: Required<UpsertModelRequest>): string[] {
-  return [JSON.stringify(m.capabilities), JSON.stringify(m.audio), JSON.stringify(m.modalities)];
+  return [JSON.stringify(m.capabilities), JSON.stringify(m.audio), JSON.stringify(m.modalities), JSON.stringify(m.fallback_routes)];
 }
 
 /** Makes `pricing` the model's current rate; a new immutable snapshot only when it differs. */
@@ -239,7 +243,8 @@ export async function upsertModel({
       await tx.query('SELECT 1 FROM catalog_models WHERE id = $1 FOR UPDATE', [m.id]);
       await tx.query(
         `UPDATE catalog_models SET display_name = $2, owned_by = $3, provider = $4, provider_model = $5, enabled = $6,
-                approved = $7, capabilities = $8::jsonb, audio = $9::jsonb, modalities = $10::jsonb, updated_at = now()
+                approved = $7, capabilities = $8::jsonb, audio = $9::jsonb, modalities = $10::jsonb,
+                fallback_routes = $11::jsonb, updated_at = now()
           WHERE id = $1`,
         [m.id, m.display_name, m.owned_by, m.provider, m.provider_model, m.enabled, m.approved, ...jsonColumns(m)],
       );

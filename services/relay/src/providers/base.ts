@@ -47,6 +47,8 @@ export type OpenOptions = Pick<ProviderBaseOptions, 'connectTimeoutMs' | 'retrie
    * connection outlives its upstream connections (docs/providers.md, "Continuity").
    */
   context?: () => ReplayContext;
+  /** Failover routes, in order: another provider's ProviderBase (one that replays history) and its model. */
+  fallbacks?: { base: ProviderBase; providerModel: string }[];
 };
 
 /**
@@ -97,8 +99,13 @@ export class ProviderBase {
         ? {
             policy: this.continuity,
             context,
-            providerModel: config.providerModel,
-            reopen: (next, abort) => this.attempt(next, metered, abort, this.connectTimeoutMs),
+            routes: [{ base: this as ProviderBase, providerModel: config.providerModel }, ...(opts.fallbacks ?? [])]
+              .filter((r) => r.base.adapter.replaysHistory)
+              .map(({ base, providerModel }) => ({
+                provider: base.name,
+                providerModel,
+                reopen: (next: UpstreamSessionConfig, abort: AbortSignal) => base.attempt(next, metered, abort, base.connectTimeoutMs),
+              })),
             ...(opts.onRetry ? { onReconnect: opts.onRetry } : {}),
           }
         : null,

@@ -13,11 +13,17 @@ export interface ContinuitySetup {
   policy: ContinuityPolicy;
   /** The session's settings and conversation now (the relay's). */
   context: () => ReplayContext;
+  /** The session's route first, then its failover routes, in order (docs/providers.md, "Failover routes"). */
+  routes: ContinuityRoute[];
+  /** Called before each attempt (the relay counts upstream reconnects). */
+  onReconnect?: () => void;
+}
+
+export interface ContinuityRoute {
+  provider: string;
   providerModel: string;
   /** One connection attempt whose events come to this connection under a new generation. */
   reopen(config: UpstreamSessionConfig, signal: AbortSignal): Promise<{ connection: UpstreamConnection } | { error: UpstreamError }>;
-  /** Called before each attempt (the relay counts upstream reconnects). */
-  onReconnect?: () => void;
 }
 
 type Request = (c: UpstreamConnection) => void;
@@ -36,6 +42,8 @@ export class MeteredConnection implements MeteredUpstream {
   private lastResponseId = '';
   // ---- continuity ----
   private readonly keys = new KeyMap();
+  /** The route serving the session now (an index into `continuity.routes`). */
+  private route = 0;
   private readonly stop = new AbortController();
   private moving = false;
   private held: Request[] = [];
@@ -277,21 +285,28 @@ export class MeteredConnection implements MeteredUpstream {
     if (reason === 'deadline' && this.responseOpen) this.settleUnreported();
     const context = setup.context();
     const { history, keys } = historyOf(context);
-    const config: UpstreamSessionConfig = { ...context.settings, providerModel: setup.providerModel, history };
     this.logger?.info({ provider: this.provider, reason, items: history.length }, 'moving the session to a new upstream connection');
     let next: UpstreamConnection | null = null;
     let lastError: UpstreamError | undefined;
-    for (let attempt = 0; attempt < setup.policy.attempts && !this.closed; attempt++) {
-      if (attempt > 0 && !(await sleep(backoffMs(attempt, setup.policy.backoffMs, 5000), this.stop.signal))) break;
-      setup.onReconnect?.();
-      const outcome = await setup.reopen(config, this.stop.signal);
-      if ('connection' in outcome) {
-        next = outcome.connection;
-        break;
+    // The session's route first; when it cannot be re-established, the next failover route, and so on.
+    for (let r = this.route; r < setup.routes.length && !next && !this.closed; r++) {
+      const route = setup.routes[r]!;
+      const config: UpstreamSessionConfig = { ...context.settings, providerModel: route.providerModel, history };
+      for (let attempt = 0; attempt < setup.policy.attempts && !this.closed; attempt++) {
+        if (attempt > 0 && !(await sleep(backoffMs(attempt, setup.policy.backoffMs, 5000), this.stop.signal))) break;
+        setup.onReconnect?.();
+        const outcome = await route.reopen(config, this.stop.signal);
+        if ('connection' in outcome) {
+          next = outcome.connection;
+          if (r !== this.route)
+            this.logger?.warn({ from: setup.routes[this.route]!.provider, to: route.provider }, 'session failed over to the next route');
+          this.route = r;
+          break;
+        }
+        lastError = outcome.error;
+        this.logger?.warn({ provider: route.provider, attempt: attempt + 1, kind: lastError.kind }, 'upstream reconnect failed');
+        if (lastError.permanent) break;
       }
-      lastError = outcome.error;
-      this.logger?.warn({ provider: this.provider, attempt: attempt + 1, kind: lastError.kind }, 'upstream reconnect failed');
-      if (lastError.permanent) break;
     }
     // The old connection is no longer heard (its generation is past); at a deadline it is still open.
     if (reason === 'deadline') void old.close().catch(() => {});
@@ -307,7 +322,7 @@ export class MeteredConnection implements MeteredUpstream {
       this.deliver({ type: 'closed', unexpected: true });
       return;
     }
-    this.logger?.info({ provider: this.provider, reason }, 'session moved to a new upstream connection');
+    this.logger?.info({ provider: setup.routes[this.route]!.provider, reason }, 'session moved to a new upstream connection');
     this.keys.next(keys);
     this.connection = next;
     this.deadline = null;
