@@ -170,6 +170,7 @@ function row(displayName: string): CatalogRow {
     owned_by: 'o',
     provider: 'local',
     provider_model: 'p',
+    fallback_routes: [],
     enabled: true,
     approved: true,
     capabilities: {
