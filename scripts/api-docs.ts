@@ -1,8 +1,8 @@
 // Generates docs/openapi.json (OpenAPI 3.1, the HTTP API) and docs/asyncapi.json (AsyncAPI 3.0, both
 // realtime dialects) from the zod contract: every schema is @s2s/contract's, converted by zod's own
 // z.toJSONSchema; this file only says which route answers which schema. `npm run api-docs` rewrites
-// them; tests/api-docs.test.ts fails when they are not what this script makes of the current contract.
-import { writeFileSync } from 'node:fs';
+// them; `--check` (part of `npm run lint`) and tests/api-docs.test.ts fail when they are stale.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import * as c from '@s2s/contract';
@@ -453,7 +453,19 @@ export function buildAsyncApi(): Json {
 export const render = (doc: Json) => `${JSON.stringify(doc, null, 2)}\n`;
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  writeFileSync(OPENAPI_FILE, render(buildOpenApi()));
-  writeFileSync(ASYNCAPI_FILE, render(buildAsyncApi()));
-  console.log(`wrote ${OPENAPI_FILE} and ${ASYNCAPI_FILE}`);
+  const docs = [
+    [OPENAPI_FILE, render(buildOpenApi())],
+    [ASYNCAPI_FILE, render(buildAsyncApi())],
+  ] as const;
+  if (process.argv.includes('--check')) {
+    // `npm run lint` (so land.sh too): a contract change must come with its regenerated descriptions.
+    const stale = docs.filter(([file, text]) => !existsSync(file) || readFileSync(file, 'utf8') !== text).map(([file]) => file);
+    if (stale.length > 0) {
+      console.error(`stale: ${stale.join(', ')} (the zod contract changed); run npm run api-docs and commit the result`);
+      process.exit(1);
+    }
+  } else {
+    for (const [file, text] of docs) writeFileSync(file, text);
+    console.log(`wrote ${OPENAPI_FILE} and ${ASYNCAPI_FILE}`);
+  }
 }
