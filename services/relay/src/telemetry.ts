@@ -225,7 +225,7 @@ export class AttachmentTelemetry {
    * Wraps the opening of the upstream in a client span and the connect-duration histogram; `open` gets the
    * callback to call when it connects again after a failed attempt (an upstream reconnect).
    */
-  async upstreamOpen<T>(open: (onRetry: () => void) => Promise<T>): Promise<T> {
+  async upstreamOpen<T>(open: (onRetry: (provider?: string) => void) => Promise<T>): Promise<T> {
     const started = performance.now();
     const span = this.relay.tracer.startSpan(
       's2s.relay.upstream.connect',
@@ -237,8 +237,9 @@ export class AttachmentTelemetry {
     );
     try {
       // In the connect span: an adapter that propagates the trace (the simulator's) sends its traceparent.
-      const onRetry = () => {
-        this.relay.reconnects.add(1, this.providerAttrs);
+      // `provider`: the route a session's move tries (a failover route names its own provider).
+      const onRetry = (provider?: string) => {
+        this.relay.reconnects.add(1, provider ? { ...this.providerAttrs, [METRIC_ATTRS.provider]: provider } : this.providerAttrs);
         span.addEvent('upstream.reconnect');
       };
       const up = await context.with(trace.setSpan(this.context, span), () => open(onRetry));

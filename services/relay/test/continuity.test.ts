@@ -212,6 +212,11 @@ t.test('failover: the route cannot be re-established, the session continues on t
     'the conversation replayed on the next route',
   );
   t.equal(azureEvents[0]!.model, 'keeper-eu', "the route's own deployment");
+  t.match(
+    await env.metrics.scrape(),
+    /s2s_relay_upstream_reconnects_total\{[^}]*gen_ai_provider_name="azure"[^}]*\} [1-9]/,
+    'the reconnect metric names the route that took the session',
+  );
   t.notOk(client.events.some((e) => e.type === 'error'));
   t.equal(client.closeCode, null);
   await client.close();

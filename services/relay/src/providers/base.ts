@@ -40,8 +40,8 @@ export interface ProviderBaseOptions {
 }
 
 export type OpenOptions = Pick<ProviderBaseOptions, 'connectTimeoutMs' | 'retries'> & {
-  /** Called before each new connection attempt after a failed one (the relay counts upstream reconnects). */
-  onRetry?: () => void;
+  /** Called before each new connection attempt after a failed one and each attempt of a move, with the route's provider (the relay counts upstream reconnects). */
+  onRetry?: (provider?: string) => void;
   /**
    * The session's settings and conversation now: with it (and an adapter that replays history) the
    * connection outlives its upstream connections (docs/providers.md, "Continuity").

@@ -15,8 +15,8 @@ export interface ContinuitySetup {
   context: () => ReplayContext;
   /** The session's route first, then its failover routes, in order (docs/providers.md, "Failover routes"). */
   routes: ContinuityRoute[];
-  /** Called before each attempt (the relay counts upstream reconnects). */
-  onReconnect?: () => void;
+  /** Called before each attempt with the route's provider (the relay counts upstream reconnects by route). */
+  onReconnect?: (provider: string) => void;
 }
 
 export interface ContinuityRoute {
@@ -294,7 +294,7 @@ export class MeteredConnection implements MeteredUpstream {
       const config: UpstreamSessionConfig = { ...context.settings, providerModel: route.providerModel, history };
       for (let attempt = 0; attempt < setup.policy.attempts && !this.closed; attempt++) {
         if (attempt > 0 && !(await sleep(backoffMs(attempt, setup.policy.backoffMs, 5000), this.stop.signal))) break;
-        setup.onReconnect?.();
+        setup.onReconnect?.(route.provider);
         const outcome = await route.reopen(config, this.stop.signal);
         if ('connection' in outcome) {
           next = outcome.connection;
