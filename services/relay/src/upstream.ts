@@ -13,7 +13,11 @@ export interface UpstreamOpener {
     signal: AbortSignal,
     /** `context`: the session's settings and conversation now, for a move to a new upstream connection. */
     /** `fallbacks`: the model's failover routes, in order (a move that fails on its route goes on to the next). */
-    hooks?: { onRetry?: (provider?: string) => void; context?: () => ReplayContext; fallbacks?: { provider: string; providerModel: string }[] },
+    hooks?: {
+      onRetry?: (provider?: string) => void;
+      context?: () => ReplayContext;
+      fallbacks?: { provider: string; providerModel: string }[];
+    },
   ): Promise<MeteredUpstream>;
   /** What the provider can do beyond audio (nothing, for a provider this relay does not have). */
   capabilities(provider: string): Readonly<ProviderCapabilities>;
