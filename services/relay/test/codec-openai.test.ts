@@ -5,7 +5,10 @@ import { Audio } from '../src/audio.js';
 import { DEFAULT_SETTINGS, applySettings, type ConversationItem } from '../src/agent-model.js';
 import type { InternalServerEvent } from '../src/codec/model.js';
 import { gaParamOf, gaSessionUpdate, gaUsage, OpenAIGaCodec } from '../src/codec/openai-ga.js';
-import { EventIds, SvcRealtimeV1Codec } from '../src/codec/svc-realtime-v1.js';
+import type { ResponseContentPartAddedEvent, ResponseTextDeltaEvent } from 'openai/resources/realtime/realtime';
+import type { ContentPart } from '../src/agent-model.js';
+import type { OutputPlace } from '../src/codec/model.js';
+import { EventIds, partView, place, SvcRealtimeV1Codec } from '../src/codec/svc-realtime-v1.js';
 import { Conversation } from '../src/conversation.js';
 import { openAITokens } from '../src/providers/openai-model.js';
 
@@ -444,3 +447,7 @@ t.test('encode: speech events name the user item they become; the conversation k
   t.equal(conv.committed('up_2', 'up_1').itemId, unnamed, 'without a provider key: the next committed input');
   t.not(conv.committed('up_3', 'up_2').itemId, unnamed);
 });
+
+// Type level: the views both dialects share are OpenAI's published shapes (tsc fails otherwise).
+void (partView satisfies (p: ContentPart) => ResponseContentPartAddedEvent['part']);
+void (place satisfies (p: OutputPlace) => Pick<ResponseTextDeltaEvent, 'response_id' | 'item_id' | 'output_index' | 'content_index'>);
