@@ -36,7 +36,13 @@ export async function request<T>(method: string, path: string, opts: { body?: un
     throw new ApiError(0, 'network_error', `${method} ${url.pathname} failed: ${(err as Error).message}`);
   }
   const text = await res.text();
-  const body = text ? (JSON.parse(text) as unknown) : null;
+  let body: unknown = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    // A proxy's HTML error page: the status below names the failure; a 2xx must be JSON.
+    if (res.ok) throw new ApiError(res.status, 'invalid_response', `${method} ${url.pathname}: HTTP ${res.status} without a JSON body`);
+  }
   if (!res.ok) {
     const error = (body as ErrorResponse | null)?.error;
     throw new ApiError(res.status, error?.code ?? 'http_error', error?.message ?? `${method} ${url.pathname}: HTTP ${res.status}`);

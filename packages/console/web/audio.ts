@@ -1,8 +1,5 @@
-// Pure audio helpers of the playground (no DOM): PCM16 24 kHz mono on the wire, float samples at the
-// device's rate in the Web Audio graph, a streaming resampler between the two.
-
-/** The wire format of svc-realtime-v1 (api-v1.md): PCM16 little-endian, 24 kHz, mono. */
-export const WIRE_RATE = 24_000;
+// Pure audio helpers of the playground (no DOM): float samples at the device's rate in the Web Audio graph, a
+// streaming resampler to and from the wire's rate. The wire format itself (SAMPLE_RATE, pcmSamples) is @s2s/client's.
 
 /**
  * Streaming linear-interpolation resampler: chunks in, chunks out, continuous across chunk boundaries
@@ -55,6 +52,3 @@ export function pcm16ToFloat(samples: Int16Array): Float32Array {
   for (let i = 0; i < samples.length; i++) out[i] = samples[i]! / 0x8000;
   return out;
 }
-
-/** Milliseconds of wire audio in `samples` samples. */
-export const wireMs = (samples: number) => (samples * 1000) / WIRE_RATE;

@@ -1,9 +1,9 @@
 // The playground's realtime link: the microphone through an AudioWorklet (device rate → 24 kHz PCM16), the
 // svc-realtime-v1 socket of @s2s/client (in a browser the `ek_` secret travels in a subprotocol), and the
 // answer played back through a second worklet (24 kHz → device rate). Every server event goes to `onEvent`.
-import { connectRealtime, type ServerEvent } from '@s2s/client';
+import { SAMPLE_RATE, connectRealtime, pcmSamples, type ServerEvent } from '@s2s/client';
 import type { PlaygroundSecret } from '@s2s/contract';
-import { LinearResampler, WIRE_RATE, floatToPcm16, pcm16ToFloat } from './audio';
+import { LinearResampler, floatToPcm16, pcm16ToFloat } from './audio';
 
 export interface VoiceCallbacks {
   onEvent(event: ServerEvent): void;
@@ -69,13 +69,13 @@ export async function startVoice(opts: {
 
   const playback = new AudioWorkletNode(audio, 's2s-playback', { numberOfInputs: 0, numberOfOutputs: 1, outputChannelCount: [1] });
   playback.connect(audio.destination);
-  const upsample = new LinearResampler(WIRE_RATE, audio.sampleRate);
+  const upsample = new LinearResampler(SAMPLE_RATE, audio.sampleRate);
   playback.port.onmessage = (e: MessageEvent<{ played_frames: number }>) => {
     progress.playedMs += (e.data.played_frames * 1000) / audio.sampleRate;
     report();
   };
   conn.onAudio((pcm) => {
-    const samples = new Int16Array(pcm.buffer, pcm.byteOffset, pcm.byteLength >> 1);
+    const samples = pcmSamples(pcm);
     progress.receivedSamples += samples.length;
     const played = upsample.push(pcm16ToFloat(samples));
     playback.port.postMessage(played, [played.buffer]);
@@ -89,7 +89,7 @@ export async function startVoice(opts: {
   const mute = audio.createGain();
   mute.gain.value = 0;
   audio.createMediaStreamSource(stream).connect(capture).connect(mute).connect(audio.destination);
-  const downsample = new LinearResampler(audio.sampleRate, WIRE_RATE);
+  const downsample = new LinearResampler(audio.sampleRate, SAMPLE_RATE);
   let pending: Float32Array[] = [];
   let pendingSamples = 0;
   capture.port.onmessage = (e: MessageEvent<Float32Array>) => {
