@@ -42,6 +42,7 @@ const REQUESTS = {
   UpdateKeyRequest: c.UpdateKeyRequest,
   CreditWalletRequest: c.CreditWalletRequest,
   UpsertModelRequest: c.UpsertModelRequest,
+  PlaygroundSecretRequest: c.PlaygroundSecretRequest,
 };
 const RESPONSES = {
   ModelList: c.ModelList,
@@ -58,6 +59,7 @@ const RESPONSES = {
   AdminModelList: c.AdminModelList,
   AdminSessionList: c.AdminSessionList,
   LedgerEntryList: c.LedgerEntryList,
+  PlaygroundSecret: c.PlaygroundSecret,
 };
 
 interface Route {
@@ -244,6 +246,24 @@ const ROUTES: Route[] = [
     query: c.ListSessionsQuery,
     ok: [200, 'AdminSessionList'],
     errors: LIST_ERRORS,
+  },
+  {
+    method: 'post',
+    path: '/console/api/playground/client_secrets',
+    summary: "The web console's backend: an ek_ client secret for a new session of the key the operator picks",
+    auth: 'admin',
+    body: 'PlaygroundSecretRequest',
+    ok: [200, 'PlaygroundSecret'],
+    errors: [
+      'invalid_request',
+      'invalid_admin_token',
+      'key_not_found',
+      'invalid_vr_sk',
+      'insufficient_wallet_balance',
+      'model_not_found',
+      'rate_limit_exceeded',
+      'service_unavailable',
+    ],
   },
 ];
 

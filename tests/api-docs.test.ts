@@ -34,6 +34,10 @@ t.test('OpenAPI 3.1: valid, every route with its schemas', async (t) => {
     paths['/admin/v1/sessions']!.get.parameters.map((p: any) => p.name),
     ['limit', 'after', 'key_id', 'wallet_id', 'model', 'status'],
   );
+  const playground = paths['/console/api/playground/client_secrets']!.post;
+  t.same(playground.requestBody.content['application/json'].schema, { $ref: '#/components/schemas/PlaygroundSecretRequest' });
+  t.same(playground.security, [{ adminToken: [] }], "the console's backend spends a wallet: admin token only");
+  t.same(schemas.PlaygroundSecretRequest.required, ['key_id', 'model']);
 });
 
 t.test('AsyncAPI 3.0: valid, both dialects with every event of the contract', async (t) => {
