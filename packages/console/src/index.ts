@@ -11,17 +11,20 @@ export function consoleBuilt(): boolean {
 }
 
 /**
- * The console's Content-Security-Policy: only its own scripts, styles and worklet; WebSockets to any realtime
- * origin (REALTIME_PUBLIC_URL may name another host); no framing, no inline script, nothing from elsewhere.
+ * The console's Content-Security-Policy: only its own scripts, styles and worklet; WebSockets to the realtime
+ * origin the playground's secrets name (REALTIME_PUBLIC_URL, possibly another host) and nowhere else; no
+ * framing, no inline script, nothing from elsewhere.
  */
-export const CONSOLE_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self' ws: wss:",
-  "media-src 'self' blob:",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+export function consoleCsp(realtimeUrl: string): string {
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    `connect-src 'self' ${new URL(realtimeUrl).origin}`,
+    "media-src 'self' blob:",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}

@@ -1,6 +1,6 @@
 import express, { Router } from 'express';
 import { PlaygroundSecretRequest } from '@s2s/contract';
-import { CONSOLE_ASSETS_DIR, CONSOLE_CSP, consoleBuilt } from '@s2s/console';
+import { CONSOLE_ASSETS_DIR, consoleBuilt, consoleCsp } from '@s2s/console';
 import { errors, newTraceId } from '@s2s/core';
 import { activeTraceId } from '@s2s/telemetry';
 import type { AppContext } from '../context.js';
@@ -14,6 +14,7 @@ import { readJsonBody } from '../http/body.js';
  */
 export function consoleRouter(ctx: AppContext): Router {
   const router = Router();
+  const csp = consoleCsp(ctx.config.REALTIME_PUBLIC_URL);
   router.post('/api/playground/client_secrets', requireAdmin(ctx.config.ADMIN_TOKEN), async (req, res) => {
     const request = readJsonBody(req, res, PlaygroundSecretRequest);
     const traceId = activeTraceId() ?? newTraceId();
@@ -28,7 +29,7 @@ export function consoleRouter(ctx: AppContext): Router {
       return;
     }
     res.set({
-      'Content-Security-Policy': CONSOLE_CSP,
+      'Content-Security-Policy': csp,
       'X-Content-Type-Options': 'nosniff',
       'Referrer-Policy': 'no-referrer',
       'Cache-Control': 'no-store',
