@@ -5,6 +5,7 @@ import t from 'tap';
 import { CreateKeyResponse } from '@s2s/contract';
 import { billedCents, usageOf } from '@s2s/core';
 import { pcmSilence, pcmTone } from '@s2s/local-provider';
+import { closedPort } from '@s2s/testing';
 import { billOf, S2SApiError, S2SClient, S2SConnectionError, type BrowserWebSocketConstructor, type ServerEvent } from '@s2s/client';
 import { WebSocket } from 'ws';
 import { api, startStack } from './stack.js';
@@ -116,10 +117,12 @@ t.test('client secrets in both carriers, and errors that name the URL', async (t
   t.equal(refused.url, session.realtime.url);
   const missing = (await client.sessions.end('vs_missing').catch((e: unknown) => e)) as S2SApiError;
   t.equal(missing.code, 'session_not_found');
-  const unreachable = new S2SClient({ baseUrl: 'http://127.0.0.1:9599', apiKey: minted.key });
+  const nowhere = `http://127.0.0.1:${await closedPort()}`;
+  const unreachable = new S2SClient({ baseUrl: nowhere, apiKey: minted.key });
   const down = (await unreachable.models.list().catch((e: unknown) => e)) as S2SConnectionError;
   t.ok(down instanceof S2SConnectionError);
-  t.match(down.message, /^GET http:\/\/127\.0\.0\.1:9599\/v1\/models failed: fetch failed: .*ECONNREFUSED/);
+  t.ok(down.message.startsWith(`GET ${nowhere}/v1/models failed: fetch failed: `), down.message);
+  t.match(down.message, /ECONNREFUSED/);
 
   const ended = await client.sessions.end(session.id);
   t.equal(ended.status, 'cancelled', 'attached but never used: cancelled, billed nothing');
