@@ -5,11 +5,13 @@
 // characters, audio in 1 per 100 ms, out 1 per 50 ms; a new connection's context is the replayed text.
 import t, { type Test } from 'tap';
 import { CreateKeyResponse, REALTIME_PROTOCOL, VoiceSession, Wallet } from '@s2s/contract';
+import { SEED_RATE } from '@s2s/core';
 import { checkLedgerInvariants } from '@s2s/db/testing';
 import { pcmFrames, pcmSilence, pcmTone } from '@s2s/local-provider';
 import { Client, eventually, type ServerEventLike } from '@s2s/testing';
 import WebSocket from 'ws';
-import { api, startStack, type Stack } from './stack.js';
+import { fileURLToPath } from 'node:url';
+import { api, spawnService, startStack, type Stack } from './stack.js';
 
 const MODEL = 'local/echo-1';
 const BYTES_PER_MS = 48;
@@ -47,15 +49,15 @@ function expectedCents(rate: Record<string, number>, u: Counters): number {
   return Number((numerator + denominator - 1n) / denominator);
 }
 
-async function open(t: Test, stack: Stack) {
+async function open(t: Test, stack: Stack, model = MODEL) {
   const key = CreateKeyResponse.parse(
     (await api(stack, 'POST', '/admin/v1/keys', { admin: true, body: { balance_cents: 10_000, label: 'continuity' } })).body,
   );
   const models = await api<{ data: { id: string; pricing: Record<string, number> }[] }>(stack, 'GET', '/v1/models');
-  const rate = models.body.data.find((m) => m.id === MODEL)!.pricing;
+  const rate = models.body.data.find((m) => m.id === model)!.pricing;
   const created = await api<VoiceSession>(stack, 'POST', '/v1/voice/sessions', {
     key: key.key,
-    body: { model: MODEL, mode: 'speech_to_speech' },
+    body: { model, mode: 'speech_to_speech' },
   });
   const session = VoiceSession.parse(created.body);
   const ws = new WebSocket(session.realtime.url, REALTIME_PROTOCOL, {
@@ -70,6 +72,34 @@ async function open(t: Test, stack: Stack) {
   t.teardown(() => client.close());
   await client.next('session.created');
   return { key, rate, session, client };
+}
+
+/** Ends the session and checks every counter, the bill to the cent, the wallet and the ledger. */
+async function endAndCheck(
+  t: Test,
+  stack: Stack,
+  key: CreateKeyResponse,
+  session: VoiceSession,
+  rate: Record<string, number>,
+  total: Counters,
+) {
+  const ended = await api<VoiceSession & { usage: Counters & { billed_cents: number } }>(
+    stack,
+    'POST',
+    `/v1/voice/sessions/${session.id}/end`,
+    {
+      key: key.key,
+    },
+  );
+  t.equal(ended.status, 200);
+  t.equal(ended.body.status, 'completed');
+  t.equal(ended.body.model, session.model, 'the same model throughout');
+  t.same(pick(ended.body.usage), total, 'every counter of the session, each response once');
+  const cents = expectedCents(rate, total);
+  t.equal(ended.body.usage.billed_cents, cents, 'billed to the cent');
+  const wallet = Wallet.parse((await api(stack, 'GET', `/admin/v1/wallets/${key.wallet_id}`, { admin: true })).body);
+  t.same(wallet, { id: key.wallet_id, balance_cents: 10_000 - cents, reserved_cents: 0, available_cents: 10_000 - cents });
+  t.same(await checkLedgerInvariants(stack.db.db.pool), []);
 }
 
 /** The relay's log lines saying a session moved (one per completed move). */
@@ -158,23 +188,7 @@ t.test('a session streamed across two upstream connection caps (OpenAI-like): co
   t.equal(client.closeCode, null, 'nor a close');
 
   // The bill: every response once, no gap and no overlap.
-  const total = add(add(u1, u2), u3);
-  const ended = await api<VoiceSession & { usage: Counters & { billed_cents: number } }>(
-    stack,
-    'POST',
-    `/v1/voice/sessions/${session.id}/end`,
-    {
-      key: key.key,
-    },
-  );
-  t.equal(ended.status, 200);
-  t.equal(ended.body.status, 'completed');
-  t.same(pick(ended.body.usage), total, 'every counter of the session');
-  const cents = expectedCents(rate, total);
-  t.equal(ended.body.usage.billed_cents, cents, 'billed to the cent');
-  const wallet = Wallet.parse((await api(stack, 'GET', `/admin/v1/wallets/${key.wallet_id}`, { admin: true })).body);
-  t.same(wallet, { id: key.wallet_id, balance_cents: 10_000 - cents, reserved_cents: 0, available_cents: 10_000 - cents });
-  t.same(await checkLedgerInvariants(stack.db.db.pool), []);
+  await endAndCheck(t, stack, key, session, rate, add(add(u1, u2), u3));
 });
 
 t.test('an upstream that cannot be re-established (the provider is gone): upstream_unavailable, 1011, settled', async (t) => {
@@ -195,4 +209,92 @@ t.test('an upstream that cannot be re-established (the provider is gone): upstre
   t.equal(settled.status, 'failed', 'the session failed and settled');
   t.equal(settled.billing.reserved_cents, 0, 'nothing held');
   t.same(await checkLedgerInvariants(stack.db.db.pool), []);
+});
+
+t.test('failover: the provider of the route dies, the session continues on the next route (Azure), billed to the cent', async (t) => {
+  // The second route: another simulator process answering as an Azure OpenAI deployment.
+  const azure = await spawnService(t, {
+    name: 'azure-provider',
+    node: process.execPath,
+    args: ['--import', 'tsx', 'services/local-provider/src/main.ts'],
+    cwd: fileURLToPath(new URL('../../', import.meta.url)),
+    env: {
+      ...process.env,
+      LOG_LEVEL: 'info',
+      OTEL_SDK_DISABLED: 'true',
+      LOCAL_PROVIDER_PORT: '0',
+      LOCAL_PROVIDER_DIALECT: 'azure',
+      LOCAL_PROVIDER_API_KEY: 'azure-e2e-key-0123456789',
+    },
+    listening: 'local provider listening',
+  });
+  const stack = await startStack(t, {
+    relay: { AZURE_OPENAI_ENDPOINT: `http://127.0.0.1:${azure.port}`, AZURE_OPENAI_API_KEY: 'azure-e2e-key-0123456789' },
+  });
+  const put = await api(stack, 'PUT', '/admin/v1/models', {
+    admin: true,
+    body: {
+      id: 'acme/keeper',
+      display_name: 'Keeper',
+      owned_by: 'acme',
+      provider: 'local',
+      provider_model: 'keeper-1',
+      fallback_routes: [{ provider: 'azure', provider_model: 'keeper-eu' }],
+      enabled: true,
+      approved: true,
+      pricing: SEED_RATE,
+    },
+  });
+  t.equal(put.status, 200);
+  const { key, rate, session, client } = await open(t, stack, 'acme/keeper');
+  client.send({ type: 'session.update', session: { instructions: INSTRUCTIONS, audio: { input: { transcription: {} } } } });
+  await client.next('session.updated');
+  const I = text(INSTRUCTIONS);
+  const usageOf = (e: ServerEventLike) => (e.response as { usage: Record<string, unknown> }).usage;
+
+  for (const f of pcmFrames(Buffer.concat([pcmTone(1000), pcmSilence(500)]))) client.append(f);
+  const d1 = await client.next('response.done', 30_000);
+  const u1 = counters({
+    audio_in_ms: 1500,
+    audio_out_ms: 1000,
+    input_text_tokens: I,
+    input_audio_tokens: audioIn(1500),
+    output_audio_tokens: audioOut(1000),
+    transcribed_ms: 1500,
+  });
+  t.same(pick(usageOf(d1)), u1, 'turn 1 on the first route');
+
+  stack.provider.child.kill('SIGKILL');
+  await eventually(
+    () => stack.relay.output.some((l) => l.includes('"session failed over to the next route"')),
+    (found) => found,
+    20_000,
+  );
+  const from = client.events.length;
+  const speech2 = pcmTone(600);
+  for (const f of pcmFrames(Buffer.concat([speech2, pcmSilence(500)]))) client.append(f);
+  const d2 = await client.next('response.done', 30_000);
+  const out2 = Buffer.concat(
+    client.events
+      .slice(from)
+      .filter((e) => e.type === 'response.output_audio.delta')
+      .map((e) => Buffer.from(e.audio as string, 'base64')),
+  );
+  t.ok(out2.equals(speech2), 'turn 2 answered on the next route, byte for byte');
+  const transcript1 = 'speech 1000 ms';
+  const u2 = counters({
+    audio_in_ms: 1100,
+    audio_out_ms: 600,
+    input_text_tokens: I + text(transcript1) * 2,
+    input_audio_tokens: audioIn(1100),
+    output_audio_tokens: audioOut(600),
+    transcribed_ms: 1100,
+  });
+  t.same(pick(usageOf(d2)), u2, 'turn 2: the conversation replayed on the new route (text), then the turn');
+  t.notOk(
+    client.events.some((e) => e.type === 'error'),
+    'the client saw no error',
+  );
+
+  await endAndCheck(t, stack, key, session, rate, add(u1, u2));
 });

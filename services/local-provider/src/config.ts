@@ -10,6 +10,9 @@ export const LocalProviderConfig = z
     LOCAL_PROVIDER_HOST: z.string().min(1).default('127.0.0.1'),
     // When set (not empty), clients must send `Authorization: Bearer <key>` (as the relay's local adapter does).
     LOCAL_PROVIDER_API_KEY: z.string().optional(),
+    // `azure`: answer as Azure OpenAI's GA endpoint (/openai/v1/realtime, the key in an `api-key` header),
+    // e.g. as a failover route of a model; `openai` (default): /v1/realtime with a bearer key.
+    LOCAL_PROVIDER_DIALECT: z.enum(['openai', 'azure']).default('openai'),
     // Pause between two reply deltas in milliseconds (0: back to back).
     LOCAL_PROVIDER_REPLY_INTERVAL_MS: envInt(DEFAULT_REPLY_CHUNK_INTERVAL_MS, { min: 0, max: 10_000 }),
     // Maximum length of one connection in ms (0: none). At the cap: `error` session_expired, then close 1001,
@@ -29,6 +32,7 @@ export const LocalProviderConfig = z
       port: e.LOCAL_PROVIDER_PORT,
       host: e.LOCAL_PROVIDER_HOST,
       apiKey: e.LOCAL_PROVIDER_API_KEY || null,
+      ...(e.LOCAL_PROVIDER_DIALECT === 'azure' ? { path: '/openai/v1/realtime', apiKeyHeader: 'api-key' as const } : {}),
       replyChunkIntervalMs: e.LOCAL_PROVIDER_REPLY_INTERVAL_MS,
       maxConnectionMs: e.LOCAL_PROVIDER_MAX_CONNECTION_MS || null,
       capWarningMs: e.LOCAL_PROVIDER_CAP_WARNING_MS || null,

@@ -28,6 +28,7 @@ export function createProviderOpener(config: Config, logger: Logger): UpstreamOp
         // A route to a provider this relay has no credentials for is skipped.
         fallbacks: (hooks?.fallbacks ?? []).flatMap((r) => {
           const fallback = registry.get(r.provider);
+          if (!fallback) logger.warn({ provider: r.provider }, 'failover route skipped: provider not configured on this relay');
           return fallback ? [{ base: fallback, providerModel: r.providerModel }] : [];
         }),
       });

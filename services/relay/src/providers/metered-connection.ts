@@ -285,7 +285,10 @@ export class MeteredConnection implements MeteredUpstream {
     if (reason === 'deadline' && this.responseOpen) this.settleUnreported();
     const context = setup.context();
     const { history, keys } = historyOf(context);
-    this.logger?.info({ provider: this.provider, reason, items: history.length }, 'moving the session to a new upstream connection');
+    this.logger?.info(
+      { provider: this.provider, reason, items: history.length, routes: setup.routes.map((r) => r.provider) },
+      'moving the session to a new upstream connection',
+    );
     let next: UpstreamConnection | null = null;
     let lastError: UpstreamError | undefined;
     // The session's route first; when it cannot be re-established, the next failover route, and so on.
