@@ -26,7 +26,7 @@ function s2s(args: string[], env: Record<string, string | undefined> = {}): Prom
     execFile(
       process.execPath,
       [BIN, ...args],
-      { env: { ...process.env, S2S_BASE_URL: undefined, S2S_API_KEY: undefined, ...env }, timeout: 60_000 },
+      { env: { ...process.env, S2S_BASE_URL: undefined, S2S_API_KEY: undefined, ...env }, timeout: 120_000 },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });

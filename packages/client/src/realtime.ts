@@ -12,6 +12,9 @@ import { S2SError, S2SRealtimeClosedError } from './errors.js';
 import { openSocket, type BrowserWebSocketConstructor, type SocketLike } from './websocket.js';
 
 export type ServerEventType = ServerEvent['type'];
+/** How long `close()` waits for the peer's half of the closing handshake. */
+const CLOSE_TIMEOUT_MS = 5000;
+
 /** The server event of one `type`, e.g. `ServerEventOf<'response.done'>`. */
 export type ServerEventOf<T extends ServerEventType> = Extract<ServerEvent, { type: T }>;
 export type ClientEventType = ClientEvent['type'];
@@ -270,9 +273,19 @@ export class RealtimeConnection {
     };
   }
 
-  /** Closes the socket (1000 unless told) and resolves once it is closed. */
-  close(code = 1000, reason = ''): Promise<CloseInfo> {
-    if (this.#closeInfo === null && this.#socket.readyState < 2) this.#socket.close(code, reason);
+  /**
+   * Closes the socket (1000 unless told) and resolves once it is closed. A peer that does not finish the
+   * closing handshake within `timeoutMs` does not hold the caller: the socket is dropped (where the
+   * runtime can, `ws`'s terminate) and the close is reported as 1006.
+   */
+  close(code = 1000, reason = '', timeoutMs = CLOSE_TIMEOUT_MS): Promise<CloseInfo> {
+    if (this.#closeInfo !== null) return this.closed;
+    if (this.#socket.readyState < 2) this.#socket.close(code, reason);
+    const timer = setTimeout(() => {
+      (this.#socket as SocketLike & { terminate?: () => void }).terminate?.();
+      this.#closedWith({ code: 1006, reason: 'the closing handshake timed out' });
+    }, timeoutMs);
+    void this.closed.then(() => clearTimeout(timer));
     return this.closed;
   }
 

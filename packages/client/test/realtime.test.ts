@@ -248,3 +248,20 @@ t.test('a socket closed by the server rejects waiters with its close code; waitF
   t.match((err as Error).message, `realtime socket ${URL} closed with 1011 (upstream failed)`);
   t.throws(() => conn.send({ type: 'response.create' }), /closed with 1011/);
 });
+
+t.test('close() does not wait forever for a peer that never finishes the closing handshake', async (t) => {
+  const { conn, socket } = await connect();
+  let terminated = false;
+  // The peer never answers the close frame; the runtime can drop the socket (ws's terminate).
+  socket.close = () => {
+    socket.readyState = 2;
+  };
+  (socket as FakeSocket & { terminate: () => void }).terminate = () => {
+    terminated = true;
+  };
+  const info = await conn.close(1000, '', 20);
+  t.equal(info.code, 1006);
+  t.ok(terminated, 'the socket was dropped');
+  t.equal((await conn.closed).code, 1006);
+  t.equal((await conn.close()).code, 1006, 'a second close answers at once');
+});
