@@ -19,6 +19,12 @@ export interface ContinuityPolicy {
   maxHeldBytes: number;
   /** Input since the last commit, kept to be sent again to the next connection (the turn under way). */
   maxUncommittedBytes: number;
+  /**
+   * The same while the provider detects turns and none is under way (no speech since the last commit):
+   * only the recent tail a new connection needs to hear a turn's start (its prefix padding), so an open
+   * microphone in silence does not hold 30 s of audio per session.
+   */
+  idleUncommittedBytes: number;
 }
 
 /** 30 s of 24 kHz PCM16. */
@@ -31,6 +37,7 @@ export const DEFAULT_CONTINUITY: Readonly<ContinuityPolicy> = Object.freeze({
   backoffMs: 100,
   maxHeldBytes: THIRTY_SECONDS,
   maxUncommittedBytes: THIRTY_SECONDS,
+  idleUncommittedBytes: 2 * 48_000,
 });
 
 /** A move with an answer still under way is forced this long before the deadline. */

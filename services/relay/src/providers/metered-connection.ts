@@ -51,6 +51,10 @@ export class MeteredConnection implements MeteredUpstream {
   /** Input since the last commit (already metered): the next connection hears the turn under way again. */
   private uncommitted: Audio[] = [];
   private uncommittedBytes = 0;
+  /** Speech started since the last commit or clear: the whole turn is kept, not only the idle tail. */
+  private turnUnderWay = false;
+  /** Whether the provider detects turns (server or semantic VAD), read from the settings when they change. */
+  private providerDetectsTurns: boolean | null = null;
   /** Session updates sent and not yet answered: sent again to a new connection. */
   private pendingUpdates: SessionSettings[] = [];
   private responseOpen = false;
@@ -88,6 +92,7 @@ export class MeteredConnection implements MeteredUpstream {
         return this.plan(Date.now() + event.timeLeftMs);
       case 'speech_started':
         this.speaking = true;
+        this.turnUnderWay = true;
         if (this.speechRestarts) {
           this.speechRestarts = false;
           return;
@@ -100,9 +105,11 @@ export class MeteredConnection implements MeteredUpstream {
       case 'input_committed':
         this.uncommitted = [];
         this.uncommittedBytes = 0;
+        this.turnUnderWay = false;
         break;
       case 'session_updated':
         this.pendingUpdates.shift();
+        this.providerDetectsTurns = null;
         break;
       case 'error':
         if (event.request === 'update_session') this.pendingUpdates.shift();
@@ -159,6 +166,7 @@ export class MeteredConnection implements MeteredUpstream {
     this.request((c) => {
       this.uncommitted = [];
       this.uncommittedBytes = 0;
+      this.turnUnderWay = false;
       c.clear();
     });
   }
@@ -232,7 +240,10 @@ export class MeteredConnection implements MeteredUpstream {
     if (!this.continuity) return;
     this.uncommitted.push(audio);
     this.uncommittedBytes += audio.bytes;
-    while (this.uncommittedBytes > this.continuity.policy.maxUncommittedBytes && this.uncommitted.length > 1) {
+    const policy = this.continuity.policy;
+    this.providerDetectsTurns ??= this.continuity.context().settings.turnDetection !== null;
+    const keep = this.turnUnderWay || !this.providerDetectsTurns ? policy.maxUncommittedBytes : policy.idleUncommittedBytes;
+    while (this.uncommittedBytes > keep && this.uncommitted.length > 1) {
       this.uncommittedBytes -= this.uncommitted.shift()!.bytes;
     }
   }
