@@ -10,6 +10,8 @@ import {
   SessionCreatedEvent,
   SessionUpdatedEvent,
   SessionUpdateEvent,
+  SpeechStartedEvent,
+  SpeechStoppedEvent,
   ErrorEvent,
 } from './realtime.js';
 
@@ -98,12 +100,23 @@ export const OpenAiErrorEvent = z.strictObject({
   }),
 });
 
+/** OpenAI's speech events name the user item the speech becomes (its SDKs drop them without it). */
+export const OpenAiSpeechStartedEvent = SpeechStartedEvent.extend({ item_id: z.string() });
+export const OpenAiSpeechStoppedEvent = SpeechStoppedEvent.extend({ item_id: z.string() });
+
 /** The svc-realtime-v1 events whose OpenAI shape differs (services/relay/src/codec/openai-ga.ts writes them), by type. */
 const REPLACED_CLIENT = new Set<string>([SessionUpdateEvent.shape.type.value]);
 const REPLACED_SERVER = new Set<string>(
-  [SessionCreatedEvent, SessionUpdatedEvent, OutputAudioDeltaEvent, ResponseCreatedEvent, ResponseDoneEvent, ErrorEvent].map(
-    (e) => e.shape.type.value,
-  ),
+  [
+    SessionCreatedEvent,
+    SessionUpdatedEvent,
+    OutputAudioDeltaEvent,
+    ResponseCreatedEvent,
+    ResponseDoneEvent,
+    ErrorEvent,
+    SpeechStartedEvent,
+    SpeechStoppedEvent,
+  ].map((e) => e.shape.type.value),
 );
 
 export const OpenAiClientEvent = z.discriminatedUnion('type', [
@@ -119,6 +132,8 @@ export const OpenAiServerEvent = z.discriminatedUnion('type', [
   OpenAiResponseCreatedEvent,
   OpenAiResponseDoneEvent,
   OpenAiErrorEvent,
+  OpenAiSpeechStartedEvent,
+  OpenAiSpeechStoppedEvent,
   ...ServerEvent.options.filter((o) => !REPLACED_SERVER.has(o.shape.type.value)),
 ]);
 export type OpenAiServerEvent = z.infer<typeof OpenAiServerEvent>;
