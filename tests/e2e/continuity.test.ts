@@ -5,49 +5,24 @@
 // characters, audio in 1 per 100 ms, out 1 per 50 ms; a new connection's context is the replayed text.
 import t, { type Test } from 'tap';
 import { CreateKeyResponse, REALTIME_PROTOCOL, VoiceSession, Wallet } from '@s2s/contract';
-import { SEED_RATE } from '@s2s/core';
+import { SEED_RATE, ZERO_USAGE, type Usage } from '@s2s/core';
 import { checkLedgerInvariants } from '@s2s/db/testing';
-import { pcmFrames, pcmSilence, pcmTone } from '@s2s/local-provider';
+import { BYTES_PER_MS, pcmFrames, pcmSilence, pcmTone } from '@s2s/local-provider';
 import { Client, eventually, type ServerEventLike } from '@s2s/testing';
 import WebSocket from 'ws';
 import { fileURLToPath } from 'node:url';
+import { expectedCents } from './bill.js';
 import { api, spawnService, startStack, type Stack } from './stack.js';
 
 const MODEL = 'local/echo-1';
-const BYTES_PER_MS = 48;
 const text = (s: string) => Math.ceil(s.length / 4);
 const audioIn = (ms: number) => Math.ceil(ms / 100);
 const audioOut = (ms: number) => Math.ceil(ms / 50);
-const COUNTERS = [
-  'audio_in_ms',
-  'audio_out_ms',
-  'input_audio_tokens',
-  'input_text_tokens',
-  'cached_input_tokens',
-  'output_audio_tokens',
-  'output_text_tokens',
-  'transcribed_ms',
-] as const;
-type Counters = Record<(typeof COUNTERS)[number], number>;
-const counters = (partial: Partial<Counters>): Counters => Object.fromEntries(COUNTERS.map((k) => [k, partial[k] ?? 0])) as Counters;
-const pick = (u: Record<string, unknown>) => Object.fromEntries(COUNTERS.map((k) => [k, u[k]]));
-const add = (a: Counters, b: Counters): Counters => Object.fromEntries(COUNTERS.map((k) => [k, a[k] + b[k]])) as Counters;
-
-/** decisions.md, "Usage and price by modality": integer arithmetic, one rounding up at the end. */
-function expectedCents(rate: Record<string, number>, u: Counters): number {
-  const r = (k: string) => BigInt(rate[k] ?? 0);
-  const per60000 = r('per_minute') * BigInt(u.audio_in_ms + u.audio_out_ms) + r('transcription_per_minute') * BigInt(u.transcribed_ms);
-  const rest =
-    r('audio_in_token') * BigInt(u.input_audio_tokens) +
-    r('audio_out_token') * BigInt(u.output_audio_tokens) +
-    r('text_in_token') * BigInt(u.input_text_tokens) +
-    r('text_out_token') * BigInt(u.output_text_tokens) +
-    r('cached_in_token') * BigInt(u.cached_input_tokens) +
-    r('relay_fee_milli_cents');
-  const numerator = per60000 + rest * 60000n;
-  const denominator = 60000n * 1000n;
-  return Number((numerator + denominator - 1n) / denominator);
-}
+type Counters = Usage;
+const COUNTERS = Object.keys(ZERO_USAGE) as (keyof Usage)[];
+const counters = (partial: Partial<Counters>): Counters => ({ ...ZERO_USAGE, ...partial });
+const pick = (u: object) => Object.fromEntries(COUNTERS.map((k) => [k, (u as Record<string, unknown>)[k]]));
+const add = (a: Counters, b: Counters): Counters => Object.fromEntries(COUNTERS.map((k) => [k, a[k] + b[k]])) as unknown as Counters;
 
 async function open(t: Test, stack: Stack, model = MODEL) {
   const key = CreateKeyResponse.parse(
