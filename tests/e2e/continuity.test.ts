@@ -4,15 +4,14 @@
 // (packages/local-provider/README.md): the whole context billed on every response, text 1 token per 4
 // characters, audio in 1 per 100 ms, out 1 per 50 ms; a new connection's context is the replayed text.
 import t, { type Test } from 'tap';
-import { CreateKeyResponse, REALTIME_PROTOCOL, VoiceSession, Wallet } from '@s2s/contract';
+import { CreateKeyResponse, VoiceSession, Wallet } from '@s2s/contract';
 import { SEED_RATE, ZERO_USAGE, type Usage } from '@s2s/core';
 import { checkLedgerInvariants } from '@s2s/db/testing';
 import { BYTES_PER_MS, pcmFrames, pcmSilence, pcmTone } from '@s2s/local-provider';
-import { Client, eventually, type ServerEventLike } from '@s2s/testing';
-import WebSocket from 'ws';
+import { eventually, type ServerEventLike } from '@s2s/testing';
 import { fileURLToPath } from 'node:url';
 import { expectedCents } from './bill.js';
-import { api, spawnService, startStack, type Stack } from './stack.js';
+import { api, attachSession, spawnService, startStack, type Stack } from './stack.js';
 
 const MODEL = 'local/echo-1';
 const text = (s: string) => Math.ceil(s.length / 4);
@@ -35,17 +34,7 @@ async function open(t: Test, stack: Stack, model = MODEL) {
     body: { model, mode: 'speech_to_speech' },
   });
   const session = VoiceSession.parse(created.body);
-  const ws = new WebSocket(session.realtime.url, REALTIME_PROTOCOL, {
-    headers: { Authorization: `Bearer ${key.key}` },
-    perMessageDeflate: false,
-  });
-  const client = new Client(ws);
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  t.teardown(() => client.close());
-  await client.next('session.created');
+  const client = await attachSession(t, session, key.key);
   return { key, rate, session, client };
 }
 

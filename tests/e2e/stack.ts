@@ -7,6 +7,9 @@ import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { connectBus, type Bus } from '@s2s/bus';
 import { createTestDatabase, type TestDatabase } from '@s2s/db/testing';
+import { REALTIME_PROTOCOL, type VoiceSession } from '@s2s/contract';
+import { Client } from '@s2s/testing';
+import WebSocket from 'ws';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 // The services' `--import @s2s/telemetry/register`, by path: the root has no @s2s/telemetry of its own.
@@ -208,4 +211,23 @@ export async function startEdge(t: Teardown, stack: Stack, tls?: { cert: string;
     'edge listening',
   );
   return { ...edge, port, origin: `${tls ? 'https' : 'http'}://127.0.0.1:${port}` };
+}
+
+/**
+ * Attaches `session` over svc-realtime-v1 with its owner's API key and waits for `session.created`; the
+ * socket is closed at teardown.
+ */
+export async function attachSession(t: Teardown, session: VoiceSession, apiKey: string): Promise<Client> {
+  const ws = new WebSocket(session.realtime.url, REALTIME_PROTOCOL, {
+    headers: { Authorization: `Bearer ${apiKey}` },
+    perMessageDeflate: false,
+  });
+  const client = new Client(ws);
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  t.teardown(() => client.close());
+  await client.next('session.created');
+  return client;
 }

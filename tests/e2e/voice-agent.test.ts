@@ -3,14 +3,13 @@
 // here on its own: text 1 token per 4 characters, audio in 1 per 100 ms, audio out 1 per 50 ms, the whole
 // context billed on every response with the previous response's context counted as cached.
 import t, { type Test } from 'tap';
-import { CreateKeyResponse, REALTIME_PROTOCOL, VoiceSession, Wallet } from '@s2s/contract';
+import { CreateKeyResponse, VoiceSession, Wallet } from '@s2s/contract';
 import { ZERO_USAGE, type Usage } from '@s2s/core';
 import { checkLedgerInvariants } from '@s2s/db/testing';
 import { BYTES_PER_MS, pcmFrames, pcmSilence, pcmTone } from '@s2s/local-provider';
-import { Client, type ServerEventLike } from '@s2s/testing';
-import WebSocket from 'ws';
+import { type Client, type ServerEventLike } from '@s2s/testing';
 import { expectedCents } from './bill.js';
-import { api, startStack, type Stack } from './stack.js';
+import { api, attachSession, startStack, type Stack } from './stack.js';
 
 const MODEL = 'local/echo-1';
 
@@ -41,17 +40,7 @@ async function setup(t: Test, providerEnv: Record<string, string> = {}) {
     body: { model: MODEL, mode: 'speech_to_speech' },
   });
   const session = VoiceSession.parse(created.body);
-  const ws = new WebSocket(session.realtime.url, REALTIME_PROTOCOL, {
-    headers: { Authorization: `Bearer ${key.key}` },
-    perMessageDeflate: false,
-  });
-  const client = new Client(ws);
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  t.teardown(() => client.close());
-  await client.next('session.created');
+  const client = await attachSession(t, session, key.key);
   return { stack, key, rate, session, client };
 }
 
