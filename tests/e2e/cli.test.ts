@@ -40,8 +40,9 @@ t.test('s2s against a real gateway', async (t) => {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const env = { S2S_BASE_URL: stack.baseUrl, S2S_API_KEY: minted.key };
 
-  // Known defect, still open (issue 14): about one run in four, `s2s talk --tool` stops after the spoken
-  // result and never prints the bill. Run and reported every time; as a todo it does not fail the suite.
+  // Known defect (issue 14): about one run in four, `s2s talk --tool` stopped after the spoken result. The
+  // likely cause, createResponse missing a done that arrived in the same read as its created, is fixed
+  // (client unit test); this stays a todo (run and reported, not failing the suite) until runs confirm it.
   const hangs = 'intermittent: s2s talk --tool can stop after the spoken result (issue 14, open)';
   t.test('talk --wav: transcripts, a tool call, the answer saved and the settled bill', { todo: hangs }, async (t) => {
     // 48 kHz stereo on purpose: the CLI converts any 16-bit WAV to 24 kHz mono.

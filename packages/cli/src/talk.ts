@@ -180,7 +180,7 @@ async function converse(
     });
     const calling = new Set<string>();
     conn.on('response.function_call_arguments.done', (e) => calling.add(e.response_id));
-    const asked = await conn.createResponse();
+    const asked = await conn.createResponse(undefined, { timeoutMs: ANSWER_TIMEOUT_MS });
     if (calling.has(asked.response.id)) {
       // The calls are answered once `asked` is done; their response.create starts the spoken result.
       await conn.waitFor('response.done', { match: (e) => e.response.id !== asked.response.id, timeoutMs: ANSWER_TIMEOUT_MS });

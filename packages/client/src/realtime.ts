@@ -213,12 +213,20 @@ export class RealtimeConnection {
     if (opts.respond !== false) this.createResponse();
   }
 
-  /** `response.create`; resolves with its `response.done` (usage of that response included). */
-  createResponse(response?: ResponseCreateEvent['response']): Promise<ResponseDoneEvent> {
-    const created = this.waitFor('response.created');
+  /**
+   * `response.create`; resolves with its `response.done` (usage of that response included). Both
+   * listeners are in place before the request goes out: a short response's `response.created` and
+   * `response.done` can arrive in one read, with no await between them.
+   */
+  createResponse(response?: ResponseCreateEvent['response'], opts: { timeoutMs?: number } = {}): Promise<ResponseDoneEvent> {
+    let id: string | null = null;
+    const offCreated = this.on('response.created', (c) => {
+      id = c.response.id;
+      offCreated();
+    });
+    const done = this.waitFor('response.done', { ...opts, match: (d) => id !== null && d.response.id === id });
+    void done.then(offCreated, offCreated);
     this.send({ type: 'response.create', ...(response ? { response } : {}) });
-    const done = created.then((c) => this.waitFor('response.done', { match: (d) => d.response.id === c.response.id }));
-    done.catch(() => {});
     return done;
   }
 

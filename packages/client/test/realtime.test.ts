@@ -265,3 +265,13 @@ t.test('close() does not wait forever for a peer that never finishes the closing
   t.equal((await conn.closed).code, 1006);
   t.equal((await conn.close()).code, 1006, 'a second close answers at once');
 });
+
+t.test('createResponse catches a short response whose created and done arrive in one read', async (t) => {
+  const { conn, socket } = await connect();
+  const asked = conn.createResponse(undefined, { timeoutMs: 2000 });
+  // No await between the two, as when both frames come in one TCP read (a tool call answers at once).
+  socket.push({ type: 'response.created', event_id: 'e1', response: { id: 'r9', status: 'in_progress' } });
+  socket.push({ type: 'response.done', event_id: 'e2', response: { id: 'r9', status: 'completed', usage: {} } });
+  t.equal((await asked).response.id, 'r9');
+  t.match(socket.sent.at(-1), { type: 'response.create' });
+});
