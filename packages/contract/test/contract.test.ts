@@ -198,7 +198,8 @@ t.test('fastUsageCheckpoint accepts exactly what UsageCheckpoint accepts, with t
     for (const [k, v] of edits) {
       const o = JSON.parse(text);
       if (v === undefined) delete o[k];
-      else if (k === '__proto__') text = text.replace('{', `{"__proto__":${JSON.stringify(v)},`);
+      // Spliced, not String#replace: a generated value may hold `$'`, a replacement pattern.
+      else if (k === '__proto__') text = `{"__proto__":${JSON.stringify(v)},${text.slice(1)}`;
       else o[k] = v;
       if (k !== '__proto__') text = JSON.stringify(o);
     }
