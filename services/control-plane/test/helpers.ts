@@ -9,6 +9,7 @@ import { connectBus, type Bus } from '@s2s/bus';
 import { createDb, type DbHandle } from '@s2s/db';
 import { createTestDatabase, type TestDatabase } from '@s2s/db/testing';
 import { createLogger } from '@s2s/telemetry';
+import { closedPort } from '@s2s/testing';
 import { buildApp } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { createContext } from '../src/context.js';
@@ -168,7 +169,13 @@ export async function walletRow(h: Harness, walletId: string): Promise<{ balance
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 /** A billing consumer process (as `npm start` runs it) for this harness's database and prefix, killed at teardown. */
-export function startBilling(t: TeardownHost, h: Harness, env: Record<string, string> = {}) {
+/**
+ * A billing process (services/billing/src/main.ts, as `npm start` runs it) on the harness's database and bus
+ * prefix. Resolves once it consumes: its health server answers only after the consumer and sweeper started, so
+ * an end request made next is not left waiting on a process still compiling under load.
+ */
+export async function startBilling(t: TeardownHost, h: Harness, env: Record<string, string> = {}) {
+  const healthPort = await closedPort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'services/billing/src/main.ts'], {
     cwd: repoRoot,
     env: {
@@ -179,14 +186,24 @@ export function startBilling(t: TeardownHost, h: Harness, env: Record<string, st
       NATS_URL: h.config.NATS_URL,
       LOG_LEVEL: 'silent',
       OTEL_SDK_DISABLED: 'true',
+      HEALTH_PORT: String(healthPort),
       ...env,
     },
     stdio: 'ignore',
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let gone = false;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => ((gone = true), resolve())));
   t.teardown(async () => {
     child.kill('SIGKILL');
     await exited;
   });
-  return child;
+  for (;;) {
+    if (gone) throw new Error('the billing process exited before it was ready');
+    const up = await fetch(`http://127.0.0.1:${healthPort}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (up) return child;
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }

@@ -122,7 +122,7 @@ t.test('limits are settable in POST /admin/v1/keys and PATCH /admin/v1/keys/{id}
 
 t.test('max_live_sessions: over the limit, 429 rate_limit_exceeded with Retry-After, nothing reserved', async (t) => {
   const h = await startControlPlane(t, { env: LIMIT_ENV });
-  startBilling(t, h, { END_GRACE_MS: '200' });
+  await startBilling(t, h, { END_GRACE_MS: '200' });
   const key = await newKey(h, { max_live_sessions: 2 });
   const a = await createSession(h, key.key, { idempotencyKey: 'first' });
   const b = await createSession(h, key.key);

@@ -66,7 +66,7 @@ async function relayAttachment(h: Harness, sessionId: string, partial: Partial<U
 
 t.test('200: the settled terminal resource, billed from server usage of every attachment; a repeat changes nothing', async (t) => {
   const h = await startControlPlane(t);
-  startBilling(t, h, END_ENV);
+  await startBilling(t, h, END_ENV);
   const key = await createKey(h, 1000);
   const { body: created } = await createSession(h, key.key);
   await relayAttachment(h, created.id, { audio_in_ms: 60_000, audio_out_ms: 30_000, input_audio_tokens: 600, output_audio_tokens: 600 });
@@ -94,7 +94,7 @@ t.test('200: the settled terminal resource, billed from server usage of every at
 
 t.test('terminal status by reason; an unused session bills nothing', async (t) => {
   const h = await startControlPlane(t);
-  startBilling(t, h, END_ENV);
+  await startBilling(t, h, END_ENV);
   const key = await createKey(h, 1000);
   const cases = [
     [undefined, 'cancelled'],
@@ -179,7 +179,7 @@ t.test('409 when settlement cannot finish in time; the session still settles exa
   t.same([res.status, res.body.error.code, res.body.error.type], [409, 'session_termination_failed', 'conflict_error']);
   t.match(await sessionRow(h, s.id), { end_cause: 'client_closed', settled_at: null });
 
-  startBilling(t, h, END_ENV);
+  await startBilling(t, h, END_ENV);
   const deadline = Date.now() + 30_000;
   while (!(await sessionRow(h, s.id)).settled_at && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   const later = await end(h, key.key, s.id);
@@ -191,7 +191,7 @@ t.test('409 when settlement cannot finish in time; the session still settles exa
 
 t.test('concurrent end requests for one session all answer the one settlement', async (t) => {
   const h = await startControlPlane(t);
-  startBilling(t, h, END_ENV);
+  await startBilling(t, h, END_ENV);
   const key = await createKey(h, 1000);
   const { body: s } = await createSession(h, key.key);
   await relayAttachment(h, s.id, { audio_in_ms: 6000, audio_out_ms: 6000, input_audio_tokens: 60, output_audio_tokens: 120 });
@@ -212,7 +212,7 @@ t.test('concurrent end requests for one session all answer the one settlement', 
 
 t.test('an idle session past its deadline ends as expired and answers 200 with its terminal resource', async (t) => {
   const h = await startControlPlane(t);
-  startBilling(t, h, END_ENV);
+  await startBilling(t, h, END_ENV);
   const key = await createKey(h, 1000);
   const { body: s } = await createSession(h, key.key);
   h.advanceClock(301_000);
