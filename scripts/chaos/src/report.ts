@@ -13,6 +13,13 @@ export interface SessionResult {
   expectedStatus: string[];
   settledOnce: boolean;
   sentInMs: number;
+  /**
+   * Of `sentInMs`, input a vanished client's abortive close discarded before any relay read it: what the
+   * relay did not read (or, without its count, what its TCP had not acknowledged). Not billable, not "lost".
+   */
+  discardedInMs: number;
+  /** Of `discardedInMs`, input the relay's TCP had not acknowledged (dropped in the client's kernel). */
+  unackedInMs: number;
   receivedOutMs: number;
   billedInMs: number;
   billedOutMs: number;
@@ -90,6 +97,7 @@ export async function judge(input: {
       expectedStatus: input.expectedStatus,
       settledOnce: s.final !== null && c !== undefined && c.settled && c.settlements === 1 && c.charges === 1,
       sentInMs: s.sentInMs,
+      ...discarded(s),
       receivedOutMs: Math.round(s.receivedOutMs),
       billedInMs: s.final?.usage.audio_in_ms ?? 0,
       billedOutMs: s.final?.usage.audio_out_ms ?? 0,
@@ -111,9 +119,20 @@ export async function judge(input: {
   };
 }
 
-/** Audio the bill misses (positive) or adds (negative) against the client's own count, per session. */
+/** What a vanished client's abortive close discarded of its input (zero for a client that did not vanish). */
+function discarded(s: ChaosSession): { discardedInMs: number; unackedInMs: number } {
+  if (!s.vanished) return { discardedInMs: 0, unackedInMs: 0 };
+  const unacked = Math.min(s.sentInMs, s.unackedAtVanishMs ?? 0);
+  const discardedInMs = s.relayReadInMs === null ? unacked : Math.max(0, s.sentInMs - s.relayReadInMs);
+  return { discardedInMs, unackedInMs: Math.min(unacked, discardedInMs) };
+}
+
+/**
+ * Audio the bill misses (positive) or adds (negative) against the client's own count, per session; input
+ * discarded by a vanished client's abortive close does not count (no relay could read it).
+ */
 export function lostIn(s: SessionResult): number {
-  return s.sentInMs - s.billedInMs;
+  return s.sentInMs - s.discardedInMs - s.billedInMs;
 }
 export function lostOut(s: SessionResult): number {
   return s.receivedOutMs - s.billedOutMs;
@@ -210,10 +229,20 @@ export function details(r: ScenarioResult): string {
   out.push(
     `  terminal statuses: ${[...statuses].map(([k, v]) => `${k} ${v}`).join(', ')} (expected ${r.sessions[0]?.expectedStatus.join(' or ') ?? '-'})`,
   );
+  const discardedBy = r.sessions.filter((s) => s.discardedInMs > 0);
+  if (discardedBy.length > 0) {
+    const total = discardedBy.reduce((a, s) => a + s.discardedInMs, 0);
+    const unacked = discardedBy.reduce((a, s) => a + s.unackedInMs, 0);
+    out.push(
+      `  input discarded by the abortive close, not counted as lost: ${discardedBy.length} session(s), ${total} ms in all: ` +
+        `${unacked} ms the relay's TCP never acknowledged (dropped in the client's kernel), ${total - unacked} ms ` +
+        `acknowledged but flushed unread at the relay by the reset`,
+    );
+  }
   const worst = [...r.sessions].sort((a, b) => lostIn(b) + lostOut(b) - (lostIn(a) + lostOut(a)))[0];
   if (worst && (lostIn(worst) > 0 || lostOut(worst) > 0)) {
     out.push(
-      `  worst session ${worst.id}: sent ${worst.sentInMs} ms, billed ${worst.billedInMs} ms in; received ${worst.receivedOutMs} ms, billed ${worst.billedOutMs} ms out; ${worst.attachments} attachment(s)`,
+      `  worst session ${worst.id}: sent ${worst.sentInMs} ms${worst.discardedInMs > 0 ? ` (${worst.discardedInMs} ms discarded)` : ''}, billed ${worst.billedInMs} ms in; received ${worst.receivedOutMs} ms, billed ${worst.billedOutMs} ms out; ${worst.attachments} attachment(s)`,
     );
   }
   for (const v of r.violations.slice(0, 5)) out.push(`  violation ${v.invariant} ${v.subject}: ${v.detail}`);

@@ -1,7 +1,7 @@
 // The fault scenarios. Each runs `sessions` live sessions through the real processes, injects its fault,
 // ends every session, waits for settlement and judges the bills (report.ts).
-import { ChaosSession, HttpTally, operatorKey, type Api } from './client.js';
-import { sleep } from './infra.js';
+import { CHUNK_MS, ChaosSession, HttpTally, operatorKey, type Api } from './client.js';
+import { sleep, waitFor } from './infra.js';
 import { judge, type ScenarioResult } from './report.js';
 import { ADMIN_TOKEN, type Stack } from './stack.js';
 
@@ -226,6 +226,7 @@ const clientVanish: Scenario = {
   name: 'client-vanish',
   fault: 'clients drop their connection (no close frame) at the first audio of an answer; ended later by POST …/end',
   async run(stack, opts) {
+    const finished = stack.relays[0]!.records('attachment finished');
     const run = await prepare(stack, opts.sessions, { relay: 0 });
     await Promise.all(
       run.sessions.map(async (s, i) => {
@@ -239,16 +240,39 @@ const clientVanish: Scenario = {
         await s.endAndSettle(run.api, SETTLE_TIMEOUT_MS);
       }),
     );
-    return finish(
-      stack,
-      run,
-      this.name,
-      this.fault,
-      ['completed'],
-      ['output billed beyond what a vanished client received is by design (the answer was produced and metered)'],
-    );
+    await relayReadInput(run.sessions, finished);
+    const uncounted = run.sessions.filter((s) => s.relayReadInMs === null).length;
+    return finish(stack, run, this.name, this.fault, Array.of('completed'), [
+      'output billed beyond what a vanished client received is by design (the answer was produced and metered)',
+      ...(uncounted > 0
+        ? [`no frames_in logged for ${uncounted} session(s): their discarded input is what the relay's TCP had not acknowledged`]
+        : []),
+    ]);
   },
 };
+
+/**
+ * What the relay read of each session's input, from the `frames_in` of its attachments' finish logs (each
+ * attachment logs once its final checkpoint is out, about when the session settles: waited for a little).
+ */
+async function relayReadInput(sessions: ChaosSession[], finished: { lines: Record<string, unknown>[]; stop(): void }): Promise<void> {
+  const read = () => {
+    const frames = new Map<string, { frames: number; attachments: number }>();
+    for (const l of finished.lines) {
+      if (typeof l.session_id !== 'string' || typeof l.frames_in !== 'number') continue;
+      const f = frames.get(l.session_id) ?? { frames: 0, attachments: 0 };
+      frames.set(l.session_id, { frames: f.frames + l.frames_in, attachments: f.attachments + 1 });
+    }
+    return frames;
+  };
+  await waitFor(() => sessions.every((s) => (read().get(s.id)?.attachments ?? 0) >= s.attachments), 10_000);
+  finished.stop();
+  const frames = read();
+  for (const s of sessions) {
+    const f = frames.get(s.id);
+    if (f && f.attachments >= s.attachments) s.relayReadInMs = f.frames * CHUNK_MS;
+  }
+}
 
 /** Idle timeout of the sessions in the end-versus-expiry race. */
 const RACE_IDLE_SECONDS = 3;

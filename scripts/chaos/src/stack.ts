@@ -33,6 +33,8 @@ export class Service {
   port = 0;
   /** The last lines the process wrote (JSON logs), newest last. */
   readonly output: string[] = [];
+  /** Called with every line the process writes (see records()). */
+  private readonly listeners = new Set<(line: string) => void>();
   private stopping = false;
 
   constructor(
@@ -78,6 +80,7 @@ export class Service {
           buf = buf.slice(nl + 1);
           this.output.push(line);
           if (this.output.length > KEPT_LINES) this.output.shift();
+          for (const listener of this.listeners) listener(line);
           if (!line.includes(script.ready)) continue;
           try {
             const o = JSON.parse(line) as { msg?: string; port?: number };
@@ -117,6 +120,22 @@ export class Service {
     this.stopping = true;
     this.child = null;
     await stopGroup(child, 'SIGTERM', graceMs);
+  }
+
+  /** The JSON log lines whose `msg` is `msg`, from now (across restarts) until `stop()`. */
+  records(msg: string): { lines: Record<string, unknown>[]; stop(): void } {
+    const needle = `"msg":"${msg}"`;
+    const lines: Record<string, unknown>[] = [];
+    const listener = (line: string): void => {
+      if (!line.includes(needle)) return;
+      try {
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        // not a log line
+      }
+    };
+    this.listeners.add(listener);
+    return { lines, stop: () => this.listeners.delete(listener) };
   }
 
   /** Lines of the output whose JSON `msg` is `msg`. */

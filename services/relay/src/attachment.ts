@@ -51,6 +51,8 @@ export class Attachment implements MeteredSource {
   private readonly parts: ClientDispatch & UpstreamRoutes & EndParts;
   private readonly activation: Activation<UpstreamEvent>;
   private readonly waiter = new ResponseWaiter();
+  /** Client events ws delivered to this attachment (logged at its end, beside the input metered). */
+  private framesIn = 0;
   private finishing: Promise<void> | null = null;
   private finished = false;
   /** Spans and metrics of this attachment; also the trace its checkpoints carry. */
@@ -154,6 +156,7 @@ export class Attachment implements MeteredSource {
   // ---- client → upstream ----
 
   private readonly onMessage = (data: RawData, isBinary: boolean): void => {
+    this.framesIn++;
     if (this.link.finishing) return;
     this.ctx.telemetry.frameIn();
     try {
@@ -228,8 +231,10 @@ export class Attachment implements MeteredSource {
     this.link.stop();
     this.finishing = runFinish(this.parts, reason, this.legacy).finally(() => {
       this.finished = true;
-      this.trace.finish(reason, this.usage(), this.ticket.seq);
-      this.log.info({ reason, seq: this.ticket.seq }, 'attachment finished');
+      const usage = this.usage();
+      this.trace.finish(reason, usage, this.ticket.seq);
+      // frames_in against audio_in_ms: input the relay read and did not meter shows here (docs/chaos.md).
+      this.log.info({ reason, seq: this.ticket.seq, frames_in: this.framesIn, audio_in_ms: usage.audio_in_ms }, 'attachment finished');
       this.ctx.onFinished(this);
     });
     return this.finishing;
