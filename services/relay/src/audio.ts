@@ -34,6 +34,15 @@ export class Audio {
     return (this.b64 ??= (this.buf as Buffer).toString('base64'));
   }
 
+  /**
+   * Writes the decoded bytes into `target` at `offset` (room for `bytes` is the caller's to make), without
+   * keeping a decoded copy here.
+   */
+  writeTo(target: Buffer, offset: number): void {
+    if (this.buf) this.buf.copy(target, offset);
+    else target.write(this.b64 as string, offset, 'base64');
+  }
+
   get pcm(): Buffer {
     return (this.buf ??= Buffer.from(this.b64 as string, 'base64'));
   }

@@ -7,6 +7,7 @@ import { FORCE_BEFORE_DEADLINE_MS, historyOf, KeyMap, sleep, type ContinuityPoli
 import type { UpstreamError } from './errors.js';
 import type { MeteredUpstream, ReplayContext, UpstreamConnection, UpstreamEvent, UpstreamSessionConfig } from './types.js';
 import type { UsageMeter } from './usage-meter.js';
+import { RetainedAudio } from './retained-audio.js';
 
 /** What a connection able to move to a new upstream connection needs (ProviderBase supplies it). */
 export interface ContinuitySetup {
@@ -49,8 +50,7 @@ export class MeteredConnection implements MeteredUpstream {
   private held: Request[] = [];
   private heldBytes = 0;
   /** Input since the last commit (already metered): the next connection hears the turn under way again. */
-  private uncommitted: Audio[] = [];
-  private uncommittedBytes = 0;
+  private readonly uncommitted = new RetainedAudio();
   /** Speech started since the last commit or clear: the whole turn is kept, not only the idle tail. */
   private turnUnderWay = false;
   /** Whether the provider detects turns (server or semantic VAD), read from the settings when they change. */
@@ -103,8 +103,7 @@ export class MeteredConnection implements MeteredUpstream {
         this.responseAsked = true;
         break;
       case 'input_committed':
-        this.uncommitted = [];
-        this.uncommittedBytes = 0;
+        this.uncommitted.clear();
         this.turnUnderWay = false;
         break;
       case 'session_updated':
@@ -140,6 +139,7 @@ export class MeteredConnection implements MeteredUpstream {
         }
         this.closed = true;
         this.clearTimers();
+        this.uncommitted.clear();
         break;
       default:
         break;
@@ -164,8 +164,7 @@ export class MeteredConnection implements MeteredUpstream {
 
   clear(): void {
     this.request((c) => {
-      this.uncommitted = [];
-      this.uncommittedBytes = 0;
+      this.uncommitted.clear();
       this.turnUnderWay = false;
       c.clear();
     });
@@ -214,6 +213,7 @@ export class MeteredConnection implements MeteredUpstream {
   async close(): Promise<void> {
     this.clearTimers();
     this.stop.abort();
+    this.uncommitted.clear();
     if (!this.closed) {
       this.closed = true;
       this.meter.settleUnreported();
@@ -238,14 +238,10 @@ export class MeteredConnection implements MeteredUpstream {
     this.meter.addInput(audio.bytes);
     c.appendAudio(audio);
     if (!this.continuity) return;
-    this.uncommitted.push(audio);
-    this.uncommittedBytes += audio.bytes;
     const policy = this.continuity.policy;
     this.providerDetectsTurns ??= this.continuity.context().settings.turnDetection !== null;
     const keep = this.turnUnderWay || !this.providerDetectsTurns ? policy.maxUncommittedBytes : policy.idleUncommittedBytes;
-    while (this.uncommittedBytes > keep && this.uncommitted.length > 1) {
-      this.uncommittedBytes -= this.uncommitted.shift()!.bytes;
-    }
+    this.uncommitted.append(audio, keep);
   }
 
   private armCap(): void {
@@ -332,6 +328,7 @@ export class MeteredConnection implements MeteredUpstream {
       this.logger?.warn({ provider: this.provider, kind: lastError?.kind ?? 'aborted' }, 'upstream could not be re-established');
       this.closed = true;
       this.moving = false;
+      this.uncommitted.clear();
       this.deliver({ type: 'error', message: `provider ${this.provider} could not be reached again`, fatal: true });
       this.deliver({ type: 'closed', unexpected: true });
       return;
@@ -343,7 +340,7 @@ export class MeteredConnection implements MeteredUpstream {
     this.speechRestarts = this.speaking;
     this.speaking = false;
     for (const update of this.pendingUpdates) next.updateSession(update);
-    for (const audio of this.uncommitted) next.appendAudio(audio);
+    for (const audio of this.uncommitted.chunks()) next.appendAudio(audio);
     const held = this.held;
     this.held = [];
     this.heldBytes = 0;
