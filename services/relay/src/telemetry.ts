@@ -123,6 +123,15 @@ export class RelayTelemetry implements CheckpointTelemetry {
    */
   async published<T>(source: MeteredSource, m: UsageCheckpoint, publish: () => Promise<T>): Promise<T> {
     const parent = source.trace?.context ?? context.active();
+    // Under an attachment span that records nothing (not sampled, or no exporter: the SDK's samplers are
+    // parent-based) its child would record nothing either: no span per publish then, only the lag, and the
+    // message's headers carry the attachment's trace.
+    if (!trace.getSpan(parent)?.isRecording()) {
+      const started = performance.now();
+      const result = await context.with(parent, publish);
+      this.publishLag.record((performance.now() - started) / 1000);
+      return result;
+    }
     const span = this.tracer.startSpan(
       'publish usage.checkpoint',
       {
