@@ -1,6 +1,7 @@
 // The session lifecycle's I/O, one verb per file, each `fn({ ctx, input })` (docs/architecture.md).
 export type { SessionsContext, SessionsDbContext, SessionsLog } from './context.js';
 export { activateSession } from './activate.js';
+export { attachmentsAudioAtSql, lockedSessionActivity, sessionActivitySql } from './activity.js';
 export { authenticateClientSecret, type AuthenticatedClientSecret } from './authenticate-client-secret.js';
 export { authenticateKey } from './authenticate-key.js';
 export { createSession, createStatement, type CreatedSession, type CreateSessionInput, type SessionSettings } from './create.js';

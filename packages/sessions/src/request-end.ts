@@ -3,6 +3,7 @@ import type { EndCause, SessionStatus, TerminalStatus } from '@s2s/contract';
 import { AppError, expiryCause, terminalStatusFor } from '@s2s/core';
 import { withTransaction } from '@s2s/db';
 import { SPAN_ATTRS, SpanKind, gatewayTracer, inSessionSpan } from '@s2s/telemetry';
+import { lockedSessionActivity } from './activity.js';
 import type { SessionsContext } from './context.js';
 
 interface LockedSession {
@@ -65,7 +66,10 @@ export async function requestEnd({
     }
     if (s.settled_at) return null;
     // An expiry decided from an earlier read must still hold under the lock: activity may have moved it.
-    if (EXPIRY_CAUSES.has(cause) && !stillExpired(s, now ?? s.db_now)) return null;
+    if (EXPIRY_CAUSES.has(cause)) {
+      const lastActivityAt = await lockedSessionActivity(tx, sessionId, s.last_activity_at);
+      if (!stillExpired({ ...s, last_activity_at: lastActivityAt }, now ?? s.db_now)) return null;
+    }
     const terminalStatus = terminalStatusFor(cause, s.status);
     const updated = await tx.query<{ end_requested_at: Date }>(
       `UPDATE voice_sessions SET end_requested_at = now(), end_cause = $2, terminal_status = $3

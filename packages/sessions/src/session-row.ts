@@ -45,7 +45,7 @@ export async function selectOwnedSession(sql: Sql, sessionId: string, keyId: str
 const SESSION_SELECT = `
     SELECT s.id, s.key_id, s.wallet_id, s.status, s.model_id, m.provider, m.provider_model, m.fallback_routes, m.capabilities,
            s.rate_snapshot_id, r.source, ${rateColumns('r')},
-           s.created_at, s.last_activity_at, s.idle_timeout_seconds, s.max_ends_at,
+           s.created_at, greatest(s.last_activity_at, u.last_audio_at) AS last_activity_at, s.idle_timeout_seconds, s.max_ends_at,
            s.preauthorized_cents, s.reserved_cents, (w.balance_cents - w.reserved_cents)::float8 AS available_cents,
            ${USAGE_COUNTERS.map((c) => `(CASE WHEN s.settled_at IS NULL THEN coalesce(u.${c}, 0) ELSE s.${c} END)::float8 AS ${c}`).join(',\n           ')},
            s.billed_cents, s.trace_id, s.end_requested_at, s.end_cause, s.terminal_status, s.settled_at, s.legacy,
@@ -55,7 +55,7 @@ const SESSION_SELECT = `
       JOIN rate_snapshots r ON r.id = s.rate_snapshot_id
       JOIN wallets w ON w.id = s.wallet_id
       LEFT JOIN LATERAL (
-        SELECT ${usageSums('a')} FROM session_attachments a WHERE a.session_id = s.id
+        SELECT ${usageSums('a')}, max(a.last_audio_at) AS last_audio_at FROM session_attachments a WHERE a.session_id = s.id
       ) u ON s.settled_at IS NULL`;
 
 const OWNED_SESSION_SQL = `${SESSION_SELECT}

@@ -1,6 +1,7 @@
 import type { Rate, SessionSettled, TerminalStatus } from '@s2s/contract';
 import { AppError, settledCents, USAGE_COUNTERS, type RateField, type Usage } from '@s2s/core';
 import type { DbHandle } from '@s2s/db';
+import { sessionActivitySql } from '@s2s/sessions';
 import { settledStatus } from './decide.js';
 import { rateColumns, rateFromRow, usageFromRow, usageSums, withTransaction, type Sql } from '@s2s/db';
 
@@ -125,6 +126,7 @@ export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; inp
     const updated = await sql.query<{ settled_at: Date }>(
       `UPDATE voice_sessions
           SET status = $3, terminal_status = $3, settled_at = now(), reserved_cents = 0, billed_cents = $2,
+              last_activity_at = ${sessionActivitySql('voice_sessions')},
               ${USAGE_COUNTERS.map((c, i) => `${c} = $${i + 4}`).join(', ')}
         WHERE id = $1
         RETURNING settled_at`,

@@ -1,7 +1,7 @@
 import type { Bus } from '@s2s/bus';
 import type { EndCause, TerminalStatus } from '@s2s/contract';
 import { IDEMPOTENCY_RETENTION_HOURS } from '@s2s/core';
-import { announceEnd, expireIfDue } from '@s2s/sessions';
+import { announceEnd, expireIfDue, sessionActivitySql } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
 import type { Logger } from '@s2s/telemetry';
 import type { BillingConfig } from './config.js';
@@ -38,10 +38,13 @@ export function createSweeper(deps: { db: DbHandle; bus: Bus; config: BillingCon
       max_ends_at: Date;
       now: Date;
     }>(
+      // A session's activity is never before its own last_activity_at: only those idle by it are looked at further.
       `SELECT id, last_activity_at, idle_timeout_seconds, max_ends_at, now() AS now
-         FROM voice_sessions
-        WHERE settled_at IS NULL AND end_requested_at IS NULL
-          AND (max_ends_at <= now() OR last_activity_at + make_interval(secs => idle_timeout_seconds) <= now())
+         FROM (SELECT s.id, ${sessionActivitySql('s')} AS last_activity_at, s.idle_timeout_seconds, s.max_ends_at
+                 FROM voice_sessions s
+                WHERE s.settled_at IS NULL AND s.end_requested_at IS NULL
+                  AND (s.max_ends_at <= now() OR s.last_activity_at + make_interval(secs => s.idle_timeout_seconds) <= now())) c
+        WHERE max_ends_at <= now() OR last_activity_at + make_interval(secs => idle_timeout_seconds) <= now()
         ORDER BY least(max_ends_at, last_activity_at + make_interval(secs => idle_timeout_seconds))
         LIMIT $1`,
       [config.SWEEP_LIMIT],

@@ -18,12 +18,6 @@ export interface StoredCheckpoints {
   readyToSettle: string[];
 }
 
-/**
- * Resolution of `last_activity_at` moved by checkpoints: idle deadlines are whole seconds of a timeout of
- * minutes, and the sweeper acts within 30 s, so a second of lag changes nothing anyone can observe.
- */
-export const ACTIVITY_RESOLUTION_MS = 1000;
-
 interface SessionLockRow {
   id: string;
   settled: boolean;
@@ -31,29 +25,31 @@ interface SessionLockRow {
 
 const COUNTERS = USAGE_COUNTERS.join(', ');
 
-/** $1..$5: ids, sessions, relays, seqs, finals; $6..: one int8 array per usage counter. */
+/**
+ * $1: the checkpoints as a JSON array (one native JSON.stringify; unknown keys are ignored). A row only moves
+ * to a higher `seq` of its own session. `last_audio_at` (the session's activity, see @s2s/sessions'
+ * sessionActivitySql) moves to the checkpoint's emission time, never past now(), when it shows new audio: the
+ * attachment row is rewritten anyway (a HOT update), where moving voice_sessions.last_activity_at wrote a
+ * new session tuple and its index entries for every live session on every fold.
+ */
 const UPSERT_ATTACHMENTS_SQL = `
-  WITH input AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::bool[], ${USAGE_COUNTERS.map((_, i) => `$${i + 6}::int8[]`).join(', ')})
-      AS t(id, session_id, relay_id, seq, final, ${COUNTERS})
-  ), previous AS (
-    SELECT a.id, a.audio_in_ms + a.audio_out_ms AS audio_ms FROM session_attachments a WHERE a.id = ANY($1::text[])
-  ), written AS (
-    INSERT INTO session_attachments AS a (id, session_id, relay_id, seq, final, ${COUNTERS})
-    SELECT id, session_id, relay_id, seq, final, ${COUNTERS} FROM input
-    ON CONFLICT (id) DO UPDATE
-       SET seq = EXCLUDED.seq, final = EXCLUDED.final, updated_at = now(),
-           ${USAGE_COUNTERS.map((k) => `${k} = EXCLUDED.${k}`).join(', ')}
-     WHERE a.seq < EXCLUDED.seq AND a.session_id = EXCLUDED.session_id
-    RETURNING a.id, a.session_id, a.final, a.audio_in_ms + a.audio_out_ms AS audio_ms
-  )
-  SELECT w.id, w.session_id, w.final, w.audio_ms > coalesce(p.audio_ms, 0) AS new_audio
-    FROM written w LEFT JOIN previous p ON p.id = w.id`;
+  INSERT INTO session_attachments AS a (id, session_id, relay_id, seq, final, ${COUNTERS}, last_audio_at)
+  SELECT attachment_id, session_id, relay_id, seq, final, ${COUNTERS},
+         CASE WHEN audio_in_ms + audio_out_ms > 0 THEN least(now(), to_timestamp(emitted_at / 1000.0)) END
+    FROM json_to_recordset($1::json)
+      AS t(attachment_id text, session_id text, relay_id text, seq int4, final bool, ${USAGE_COUNTERS.map((k) => `${k} int8`).join(', ')}, emitted_at int8)
+  ON CONFLICT (id) DO UPDATE
+     SET seq = EXCLUDED.seq, final = EXCLUDED.final, updated_at = now(),
+         ${USAGE_COUNTERS.map((k) => `${k} = EXCLUDED.${k}`).join(', ')},
+         last_audio_at = CASE WHEN EXCLUDED.audio_in_ms + EXCLUDED.audio_out_ms > a.audio_in_ms + a.audio_out_ms
+                              THEN greatest(a.last_audio_at, EXCLUDED.last_audio_at) ELSE a.last_audio_at END
+   WHERE a.seq < EXCLUDED.seq AND a.session_id = EXCLUDED.session_id
+  RETURNING a.session_id, a.final`;
 
 /**
  * Writes the newest checkpoint of each attachment (already folded in memory) in one transaction:
  * sessions locked in id order, one multi-row upsert that only moves an attachment to a higher `seq`
- * (idempotent and order-independent), and `last_activity_at` moved forward where new audio shows.
+ * (idempotent and order-independent) and moves each attachment's `last_audio_at` where new audio shows.
  */
 export async function storeCheckpoints({
   ctx,
@@ -75,8 +71,8 @@ export async function storeCheckpoints({
   const sessionIds = [...new Set(newest.map((c) => c.session_id))].sort();
 
   return withTransaction(ctx, async (sql) => {
-    // NO KEY UPDATE (not SHARE): two replicas folding one session would otherwise both hold a shared lock
-    // and deadlock upgrading it for last_activity_at; settlement's FOR UPDATE waits for this transaction.
+    // Settlement's FOR UPDATE waits for this transaction, so a fold and a settlement never interleave. NO KEY
+    // UPDATE, not SHARE: two replicas folding one session take turns (no shared multixact lock).
     const locked = await sql.query<SessionLockRow>(
       `SELECT id, settled_at IS NOT NULL AS settled FROM voice_sessions WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE`,
       [sessionIds],
@@ -92,37 +88,9 @@ export async function storeCheckpoints({
     if (late.length > 0) await measureUnbilled(sql, late, result.unbilledAudioMs);
     if (live.length === 0) return result;
 
-    const written = await sql.query<{ id: string; session_id: string; final: boolean; new_audio: boolean }>(UPSERT_ATTACHMENTS_SQL, [
-      live.map((c) => c.attachment_id),
-      live.map((c) => c.session_id),
-      live.map((c) => c.relay_id),
-      live.map((c) => c.seq),
-      live.map((c) => c.final),
-      ...USAGE_COUNTERS.map((k) => live.map((c) => c[k])),
-    ]);
+    const written = await sql.query<{ session_id: string; final: boolean }>(UPSERT_ATTACHMENTS_SQL, [JSON.stringify(live)]);
     result.advanced = written.rows.length;
     if (written.rows.length < live.length) await findForeign(sql, live, result.foreignAttachments);
-
-    // Activity is the relay's emission time, never later than now (a relay clock ahead must not extend it).
-    const emittedAt = new Map(live.map((c) => [c.attachment_id, c.emitted_at]));
-    const activity = new Map<string, number>();
-    for (const w of written.rows) {
-      if (!w.new_audio) continue;
-      const at = emittedAt.get(w.id) ?? 0;
-      activity.set(w.session_id, Math.max(activity.get(w.session_id) ?? 0, at));
-    }
-    if (activity.size > 0) {
-      // Only where it moves by a whole ACTIVITY_RESOLUTION_MS: every session row written is a new tuple and
-      // index entries, and at one checkpoint every 250 ms that write would be most of the fold's cost.
-      await sql.query(
-        `UPDATE voice_sessions s
-            SET last_activity_at = least(now(), to_timestamp(x.emitted_ms / 1000.0))
-           FROM unnest($1::text[], $2::int8[]) AS x(id, emitted_ms)
-          WHERE s.id = x.id
-            AND s.last_activity_at < least(now(), to_timestamp(x.emitted_ms / 1000.0)) - make_interval(secs => $3::float8 / 1000)`,
-        [[...activity.keys()], [...activity.values()], ACTIVITY_RESOLUTION_MS],
-      );
-    }
 
     const finalSessions = [...new Set(written.rows.filter((w) => w.final).map((w) => w.session_id))];
     if (finalSessions.length > 0) {

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { createHeaders, encodeMessage } from '@s2s/bus';
-import { requestEnd } from '@s2s/sessions';
+import { requestEnd, sessionActivitySql } from '@s2s/sessions';
 import {
   assertLedger,
   attach,
@@ -240,21 +240,31 @@ async function firstDlqSeq(h: Awaited<ReturnType<typeof harness>>): Promise<numb
   throw new Error('no dead letter stored');
 }
 
-t.test('checkpoints move last_activity_at only when they show new audio', async (t) => {
+t.test("checkpoints move the session's activity only when they show new audio; settlement keeps it on the row", async (t) => {
   const h = await harness(t);
   await startConsumer(h, testConfig(h));
   const owner = await createOwner(h.db);
   const s = await createTestSession(h.db, owner);
   const a = await attach(h.db, s.id);
   await h.db.pool.query(`UPDATE voice_sessions SET last_activity_at = now() - interval '100 seconds' WHERE id = $1`, [s.id]);
-  const idle = async () => count(h.db, `SELECT extract(epoch FROM now() - last_activity_at) FROM voice_sessions WHERE id = $1`, [s.id]);
+  const idle = async () =>
+    count(h.db, `SELECT extract(epoch FROM now() - ${sessionActivitySql('s')}) FROM voice_sessions s WHERE s.id = $1`, [s.id]);
   await publish(h.bus, [checkpoint(s.id, a, 1, step(0, 0, 0, 0))]);
   await waitFor('seq 1', async () => (await count(h.db, `SELECT max(seq) FROM session_attachments`)) === 1);
   t.ok((await idle()) >= 99, 'no audio: activity unchanged');
   await publish(h.bus, [checkpoint(s.id, a, 2, step(500, 0, 0, 0))]);
   await waitFor('seq 2', async () => (await count(h.db, `SELECT max(seq) FROM session_attachments`)) === 2);
   t.ok((await idle()) < 10, 'new audio: activity moved to the checkpoint time');
+  await h.db.pool.query(`UPDATE session_attachments SET last_audio_at = now() - interval '50 seconds' WHERE id = $1`, [a]);
+  await publish(h.bus, [checkpoint(s.id, a, 3, { ...step(500, 0, 0, 0), input_text_tokens: 7 })]);
+  await waitFor('seq 3', async () => (await count(h.db, `SELECT max(seq) FROM session_attachments`)) === 3);
+  t.ok((await idle()) >= 49, 'tokens but no new audio: unchanged');
+  await publish(h.bus, [checkpoint(s.id, a, 4, { ...step(900, 100, 0, 0), input_text_tokens: 7 })]);
+  await waitFor('seq 4', async () => (await count(h.db, `SELECT max(seq) FROM session_attachments`)) === 4);
+  t.ok((await idle()) < 10, 'more audio moves it again');
   await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   await waitSettled(h.db, s.id);
+  const settledIdle = await count(h.db, `SELECT extract(epoch FROM now() - last_activity_at) FROM voice_sessions WHERE id = $1`, [s.id]);
+  t.ok(settledIdle < 10, 'the settled row keeps the activity of its checkpoints');
   await assertLedger(t, h.db);
 });

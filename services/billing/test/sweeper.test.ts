@@ -44,6 +44,27 @@ t.test('an idle session is expired by the running sweeper and settled on its usa
   await assertLedger(t, h.db);
 });
 
+t.test("audio in folded checkpoints is activity: the sweeper and requestEnd's re-check see it", async (t) => {
+  const h = await harness(t);
+  await startConsumer(h, testConfig(h));
+  const owner = await createOwner(h.db);
+  const s = await createTestSession(h.db, owner, { idleTimeoutSeconds: 30 });
+  const a = await attach(h.db, s.id);
+  await publish(h.bus, history(s.id, a, [minute], false));
+  await waitFor('folded', async () => (await count(h.db, `SELECT max(seq) FROM session_attachments`)) === 1);
+  // The session row alone says idle for an hour; its attachment showed audio just now.
+  await h.db.pool.query(`UPDATE voice_sessions SET last_activity_at = now() - interval '1 hour' WHERE id = $1`, [s.id]);
+  const sw = sweeper(h);
+  t.equal((await sw.sweepOnce()).expired, 0, 'not expired by the sweeper');
+  const end = await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'idle_timeout' } });
+  t.equal(end, null, 'an idle_timeout end is refused under the lock');
+  t.match(await sessionRow(h.db, s.id), { end_cause: null, settled_at: null });
+  await h.db.pool.query(`UPDATE session_attachments SET last_audio_at = now() - interval '31 seconds' WHERE id = $1`, [a]);
+  t.equal((await sw.sweepOnce()).expired, 1, 'expired once its audio too is older than the timeout');
+  t.match(await waitSettled(h.db, s.id), { status: 'expired', end_cause: 'idle_timeout' });
+  await assertLedger(t, h.db);
+});
+
 t.test('a session past its maximum length expires even while active', async (t) => {
   const h = await harness(t);
   await startConsumer(h, testConfig(h));
