@@ -1,9 +1,7 @@
 // A client of the public contract that counts what it actually sent and received, so the bill can be
 // checked against it: HTTP for create/end/get, the realtime WebSocket for audio.
-import type { Socket } from 'node:net';
 import WebSocket from 'ws';
 import { sleep } from './infra.js';
-import { unacknowledgedBytes } from './tcp.js';
 
 const REALTIME_PROTOCOL = 'svc-realtime-v1';
 const MODEL = 'local/echo-1';
@@ -20,9 +18,6 @@ const TONE_B64 = (() => {
   return b.toString('base64');
 })();
 const SILENCE_B64 = Buffer.alloc(CHUNK_MS * BYTES_PER_MS).toString('base64');
-const appendEvent = (b64: string): string => `{"type":"input_audio_buffer.append","audio":"${b64}"}`;
-/** One append on the wire: the event and a masked client frame's header (2 bytes, 16-bit length, 4-byte mask). */
-const APPEND_FRAME_BYTES = Buffer.byteLength(appendEvent(SILENCE_B64)) + 8;
 
 /** Every HTTP answer by status class, shared by all clients of a scenario. */
 export class HttpTally {
@@ -110,11 +105,6 @@ export class ChaosSession {
   /** Set by the scenario when the client stopped on purpose before the end (vanished). */
   vanished = false;
   /**
-   * Input of the last socket that the relay's TCP had not acknowledged when the client vanished: the abortive
-   * close discards it in the client's kernel, no relay can read it (null where the kernel does not say).
-   */
-  unackedAtVanishMs: number | null = null;
-  /**
    * Input the relay read from this client's sockets, from its `frames_in` (every event this client sends is
    * a 100 ms append); null when the scenario did not collect it.
    */
@@ -124,8 +114,6 @@ export class ChaosSession {
   errors: string[] = [];
 
   private ws: WebSocket | null = null;
-  /** The TCP connection under `ws` (from its upgrade response). */
-  private socket: Socket | null = null;
   private firstDelta: (() => void) | null = null;
   private doneWaiters: (() => void)[] = [];
 
@@ -173,8 +161,6 @@ export class ChaosSession {
       headers: { Authorization: `Bearer ${this.key}` },
       perMessageDeflate: false,
     });
-    let socket: Socket | null = null;
-    ws.once('upgrade', (res) => (socket = res.socket));
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         ws.terminate();
@@ -185,7 +171,6 @@ export class ChaosSession {
         if (e.type === 'conversation.created') {
           clearTimeout(timer);
           this.ws = ws;
-          this.socket = socket;
           this.attachments++;
           resolve();
         } else if (e.type === 'response.output_audio.delta' && typeof e.audio === 'string') {
@@ -222,7 +207,7 @@ export class ChaosSession {
   private sendChunk(b64: string): boolean {
     const ws = this.ws;
     if (!ws || ws.readyState !== WebSocket.OPEN) return false;
-    ws.send(appendEvent(b64));
+    ws.send(`{"type":"input_audio_buffer.append","audio":"${b64}"}`);
     this.sentInMs += CHUNK_MS;
     return true;
   }
@@ -301,12 +286,10 @@ export class ChaosSession {
 
   /**
    * The client disappears: the TCP connection drops, no close frame. With answer audio unread in its kernel
-   * the close is abortive (a RST), which discards the input its relay has not acknowledged yet: counted first.
+   * the close is abortive (a RST), which can discard its last input before the relay reads it (docs/chaos.md).
    */
   vanish(): void {
     this.vanished = true;
-    const unacked = this.ws && this.socket ? unacknowledgedBytes(this.socket) : null;
-    if (unacked !== null) this.unackedAtVanishMs = Math.ceil(unacked / APPEND_FRAME_BYTES) * CHUNK_MS;
     this.ws?.terminate();
   }
 

@@ -14,12 +14,10 @@ export interface SessionResult {
   settledOnce: boolean;
   sentInMs: number;
   /**
-   * Of `sentInMs`, input a vanished client's abortive close discarded before any relay read it: what the
-   * relay did not read (or, without its count, what its TCP had not acknowledged). Not billable, not "lost".
+   * Of `sentInMs`, input a vanished client's abortive close discarded before the relay read it (what the
+   * relay did not read; 0 without its count). Not billable, so not "lost".
    */
   discardedInMs: number;
-  /** Of `discardedInMs`, input the relay's TCP had not acknowledged (dropped in the client's kernel). */
-  unackedInMs: number;
   receivedOutMs: number;
   billedInMs: number;
   billedOutMs: number;
@@ -97,7 +95,7 @@ export async function judge(input: {
       expectedStatus: input.expectedStatus,
       settledOnce: s.final !== null && c !== undefined && c.settled && c.settlements === 1 && c.charges === 1,
       sentInMs: s.sentInMs,
-      ...discarded(s),
+      discardedInMs: discardedIn(s),
       receivedOutMs: Math.round(s.receivedOutMs),
       billedInMs: s.final?.usage.audio_in_ms ?? 0,
       billedOutMs: s.final?.usage.audio_out_ms ?? 0,
@@ -119,12 +117,9 @@ export async function judge(input: {
   };
 }
 
-/** What a vanished client's abortive close discarded of its input (zero for a client that did not vanish). */
-function discarded(s: ChaosSession): { discardedInMs: number; unackedInMs: number } {
-  if (!s.vanished) return { discardedInMs: 0, unackedInMs: 0 };
-  const unacked = Math.min(s.sentInMs, s.unackedAtVanishMs ?? 0);
-  const discardedInMs = s.relayReadInMs === null ? unacked : Math.max(0, s.sentInMs - s.relayReadInMs);
-  return { discardedInMs, unackedInMs: Math.min(unacked, discardedInMs) };
+/** What a vanished client's abortive close discarded of its input: what it sent and the relay never read. */
+function discardedIn(s: ChaosSession): number {
+  return s.vanished && s.relayReadInMs !== null ? Math.max(0, s.sentInMs - s.relayReadInMs) : 0;
 }
 
 /**
@@ -232,11 +227,10 @@ export function details(r: ScenarioResult): string {
   const discardedBy = r.sessions.filter((s) => s.discardedInMs > 0);
   if (discardedBy.length > 0) {
     const total = discardedBy.reduce((a, s) => a + s.discardedInMs, 0);
-    const unacked = discardedBy.reduce((a, s) => a + s.unackedInMs, 0);
+    const max = Math.max(...discardedBy.map((s) => s.discardedInMs));
     out.push(
-      `  input discarded by the abortive close, not counted as lost: ${discardedBy.length} session(s), ${total} ms in all: ` +
-        `${unacked} ms the relay's TCP never acknowledged (dropped in the client's kernel), ${total - unacked} ms ` +
-        `acknowledged but flushed unread at the relay by the reset`,
+      `  input sent but never read by the relay (discarded by the abortive close), not counted as lost: ` +
+        `${discardedBy.length} session(s), ${total} ms in all, at most ${max} ms in one`,
     );
   }
   const worst = [...r.sessions].sort((a, b) => lostIn(b) + lostOut(b) - (lostIn(a) + lostOut(a)))[0];

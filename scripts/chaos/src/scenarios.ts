@@ -244,9 +244,7 @@ const clientVanish: Scenario = {
     const uncounted = run.sessions.filter((s) => s.relayReadInMs === null).length;
     return finish(stack, run, this.name, this.fault, Array.of('completed'), [
       'output billed beyond what a vanished client received is by design (the answer was produced and metered)',
-      ...(uncounted > 0
-        ? [`no frames_in logged for ${uncounted} session(s): their discarded input is what the relay's TCP had not acknowledged`]
-        : []),
+      ...(uncounted > 0 ? [`no frames_in logged for ${uncounted} session(s): all their input sent counts (none taken as discarded)`] : []),
     ]);
   },
 };
