@@ -38,7 +38,10 @@ async function open(t: Test, stack: Stack, model = MODEL) {
   return { key, rate, session, client };
 }
 
-/** Ends the session and checks every counter, the bill to the cent, the wallet and the ledger. */
+/**
+ * Ends the session and checks every counter, the bill to the cent, the wallet and the ledger, and the
+ * usage by the provider that served it (`parts`: each provider's counters, in the order they served).
+ */
 async function endAndCheck(
   t: Test,
   stack: Stack,
@@ -46,19 +49,27 @@ async function endAndCheck(
   session: VoiceSession,
   rate: Record<string, number>,
   total: Counters,
+  parts: [provider: string, usage: Counters][] = [['local', total]],
 ) {
-  const ended = await api<VoiceSession & { usage: Counters & { billed_cents: number } }>(
-    stack,
-    'POST',
-    `/v1/voice/sessions/${session.id}/end`,
-    {
-      key: key.key,
-    },
-  );
+  const ended = await api<VoiceSession>(stack, 'POST', `/v1/voice/sessions/${session.id}/end`, {
+    key: key.key,
+  });
   t.equal(ended.status, 200);
   t.equal(ended.body.status, 'completed');
   t.equal(ended.body.model, session.model, 'the same model throughout');
   t.same(pick(ended.body.usage), total, 'every counter of the session, each response once');
+  const routes = ended.body.usage.routes ?? [];
+  t.same(
+    routes.map((r) => [r.provider, pick(r)]),
+    parts,
+    'the usage names the provider that served each part',
+  );
+  for (const k of COUNTERS)
+    t.equal(
+      routes.reduce((sum, r) => sum + r[k], 0),
+      ended.body.usage[k],
+      `${k}: the parts add up to the total`,
+    );
   const cents = expectedCents(rate, total);
   t.equal(ended.body.usage.billed_cents, cents, 'billed to the cent');
   const wallet = Wallet.parse((await api(stack, 'GET', `/admin/v1/wallets/${key.wallet_id}`, { admin: true })).body);
@@ -260,5 +271,9 @@ t.test('failover: the provider of the route dies, the session continues on the n
     'the client saw no error',
   );
 
-  await endAndCheck(t, stack, key, session, rate, add(u1, u2));
+  // Turn 1 served by the first route, turn 2 by the next: both named, one bill under the one rate snapshot.
+  await endAndCheck(t, stack, key, session, rate, add(u1, u2), [
+    ['local', u1],
+    ['azure', u2],
+  ]);
 });

@@ -4,6 +4,31 @@ import { AudioFormats } from './audio.js';
 const Int = z.int();
 const NonNegInt = z.int().nonnegative();
 
+/** Every usage counter, in the order the contract lists them (decisions.md, "Usage and price by modality"). */
+export const USAGE_COUNTER_NAMES = [
+  'audio_in_ms',
+  'audio_out_ms',
+  'input_audio_tokens',
+  'input_text_tokens',
+  'cached_input_tokens',
+  'output_audio_tokens',
+  'output_text_tokens',
+  'transcribed_ms',
+] as const;
+
+/** The usage counters as object fields, each a non-negative integer. */
+export const usageCounterShape = Object.fromEntries(USAGE_COUNTER_NAMES.map((k) => [k, NonNegInt])) as Record<
+  (typeof USAGE_COUNTER_NAMES)[number],
+  typeof NonNegInt
+>;
+
+/**
+ * The part of a session's usage one provider served (docs/providers.md, "Failover routes"): a session that
+ * failed over names each provider once, in the order they served it. The parts add up to the totals exactly.
+ */
+export const ProviderUsage = z.strictObject({ provider: z.string(), ...usageCounterShape });
+export type ProviderUsage = z.infer<typeof ProviderUsage>;
+
 export const SESSION_STATUSES = ['ready', 'active', 'completed', 'cancelled', 'failed', 'expired'] as const;
 export const SessionStatus = z.enum(SESSION_STATUSES);
 export type SessionStatus = z.infer<typeof SessionStatus>;
@@ -122,6 +147,8 @@ export const VoiceSession = z.strictObject({
     output_audio_tokens: NonNegInt,
     output_text_tokens: NonNegInt,
     transcribed_ms: NonNegInt,
+    /** The usage split by the provider that served it; absent when a part's route is unknown (older relays). */
+    routes: z.array(ProviderUsage).optional(),
   }),
   trace_id: z.string(),
 });

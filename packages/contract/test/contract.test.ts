@@ -8,6 +8,10 @@ import {
   RateInput,
   LEGACY_BUS_MESSAGES,
   UsageCheckpointFromV1,
+  UsageCheckpointFromV2,
+  USAGE_COUNTER_NAMES,
+  MAX_CHECKPOINT_ROUTES,
+  type CheckpointRoute,
   ClientEvent,
   CreateSessionRequest,
   EndSessionRequest,
@@ -105,25 +109,62 @@ t.test('bus messages carry type and version', async (t) => {
     final: false,
     emitted_at: 1,
   };
-  const msg = { ...v1, version: 2, input_text_tokens: 4, cached_input_tokens: 5, output_text_tokens: 6, transcribed_ms: 7 };
-  t.ok(BusMessage.safeParse(msg).success, 'version 2 carries every counter');
+  const v2 = { ...v1, version: 2, input_text_tokens: 4, cached_input_tokens: 5, output_text_tokens: 6, transcribed_ms: 7 };
+  const routes = [
+    { provider: 'openai', provider_model: 'gpt-realtime', ...v2, audio_in_ms: 6, input_audio_tokens: 1, transcribed_ms: 7 },
+    { provider: 'azure', provider_model: 'dep', ...v2, audio_in_ms: 4, input_audio_tokens: 2, transcribed_ms: 0 },
+  ].map(({ provider, provider_model, ...c }) => ({
+    provider,
+    provider_model,
+    audio_in_ms: c.audio_in_ms,
+    audio_out_ms: 0,
+    input_audio_tokens: c.input_audio_tokens,
+    input_text_tokens: provider === 'azure' ? 4 : 0,
+    cached_input_tokens: provider === 'azure' ? 5 : 0,
+    output_audio_tokens: 0,
+    output_text_tokens: provider === 'azure' ? 6 : 0,
+    transcribed_ms: c.transcribed_ms,
+  }));
+  const msg = { ...v2, version: 3, routes };
+  t.ok(BusMessage.safeParse(msg).success, 'version 3 carries every counter and their split by route');
+  t.ok(BusMessage.safeParse({ ...msg, routes: null }).success, 'routes null: the split is unknown');
+  t.ok(
+    BusMessage.safeParse({ ...msg, ...Object.fromEntries(USAGE_COUNTER_NAMES.map((k) => [k, 0])), routes: [] }).success,
+    'nothing used: no route',
+  );
+  t.notOk(BusMessage.safeParse({ ...msg, audio_in_ms: 11 }).success, 'the routes must add up to the totals');
+  t.notOk(BusMessage.safeParse({ ...msg, routes: [routes[0]] }).success, 'a route missing does not add up');
+  t.notOk(
+    BusMessage.safeParse({ ...msg, routes: [{ ...routes[0], url: 'wss://x' }, routes[1]] }).success,
+    'a route is a provider and a model, nothing else',
+  );
+  t.notOk(BusMessage.safeParse({ ...msg, routes: undefined }).success, 'version 3 needs routes');
+  t.notOk(BusMessage.safeParse({ ...msg, version: 2 }).success, 'version 2 has no routes');
+  t.notOk(BusMessage.safeParse(v2).success, 'version 2 is not a current message');
   t.notOk(BusMessage.safeParse({ ...msg, version: 1 }).success, 'version 1 has audio counters only');
-  t.notOk(BusMessage.safeParse({ ...msg, transcribed_ms: undefined }).success, 'version 2 needs every counter');
+  t.notOk(BusMessage.safeParse({ ...msg, transcribed_ms: undefined }).success, 'version 3 needs every counter');
   t.notOk(BusMessage.safeParse({ ...msg, seq: 0 }).success);
   t.notOk(BusMessage.safeParse(v1).success, 'version 1 is not a current message');
-  // Version 1 (relays before issue 9) is still read: it parses into version 2 with the new counters 0.
+  // Version 2 (relays before the route split) is still read: version 3 with the split unknown.
+  t.same(UsageCheckpointFromV2.parse(v2), { ...v2, version: 3, routes: null });
+  t.notOk(UsageCheckpointFromV2.safeParse({ ...v2, routes: null }).success, 'strict: no version 3 fields in a version 2');
+  // Version 1 (relays before issue 9) is still read: the new counters 0, the split unknown.
   t.same(UsageCheckpointFromV1.parse(v1), {
     ...v1,
-    version: 2,
+    version: 3,
     input_text_tokens: 0,
     cached_input_tokens: 0,
     output_text_tokens: 0,
     transcribed_ms: 0,
+    routes: null,
   });
   t.notOk(UsageCheckpointFromV1.safeParse({ ...v1, input_text_tokens: 1 }).success, 'strict: no version 2 fields in a version 1');
   t.same(
     LEGACY_BUS_MESSAGES.map((l) => [l.type, l.version]),
-    [['usage.checkpoint', 1]],
+    [
+      ['usage.checkpoint', 1],
+      ['usage.checkpoint', 2],
+    ],
   );
   const s = busSubjects('t_abc');
   t.equal(s.stream, 'T_ABC_EVENTS');
@@ -144,24 +185,32 @@ t.test('PUT /admin/v1/models pricing: the modality rates are optional and defaul
 t.test('fastUsageCheckpoint accepts exactly what UsageCheckpoint accepts, with the same result', async (t) => {
   const id = fc.string({ minLength: 1, maxLength: 128 });
   const count = fc.oneof(fc.nat(), fc.constant(Number.MAX_SAFE_INTEGER));
-  const valid = fc.record({
-    type: fc.constant('usage.checkpoint'),
-    version: fc.constant(2),
+  // Route counters small enough that a checkpoint's sums stay exact integers.
+  const part = fc.nat({ max: 2 ** 45 });
+  const route = fc.record({
+    provider: fc.string({ minLength: 1, maxLength: 64 }),
+    provider_model: fc.string({ minLength: 1, maxLength: 200 }),
+    ...Object.fromEntries(USAGE_COUNTER_NAMES.map((k) => [k, part])),
+  }) as fc.Arbitrary<CheckpointRoute>;
+  const header = fc.record({
     session_id: id,
     attachment_id: id,
     relay_id: id,
     seq: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
-    audio_in_ms: count,
-    audio_out_ms: count,
-    input_audio_tokens: count,
-    input_text_tokens: count,
-    cached_input_tokens: count,
-    output_audio_tokens: count,
-    output_text_tokens: count,
-    transcribed_ms: count,
-    final: fc.boolean(),
-    emitted_at: count,
   });
+  const totals = fc.record(Object.fromEntries(USAGE_COUNTER_NAMES.map((k) => [k, count])));
+  // In the schema's key order (zod's output order), the totals the sums of the routes unless the split is unknown.
+  const valid = fc
+    .tuple(header, totals, fc.option(fc.array(route, { maxLength: MAX_CHECKPOINT_ROUTES }), { nil: null }), fc.boolean(), count)
+    .map(([h, unsplit, routes, final, emitted_at]) => ({
+      type: 'usage.checkpoint',
+      version: 3,
+      ...h,
+      ...(routes === null ? unsplit : Object.fromEntries(USAGE_COUNTER_NAMES.map((k) => [k, routes.reduce((sum, r) => sum + r[k], 0)]))),
+      routes,
+      final,
+      emitted_at,
+    }));
   // Every valid checkpoint takes the fast path, unchanged.
   fc.assert(
     fc.property(valid, (c) => {
@@ -190,6 +239,7 @@ t.test('fastUsageCheckpoint accepts exactly what UsageCheckpoint accepts, with t
     'final',
     'emitted_at',
     'transcribed_ms',
+    'routes',
     'extra',
     '__proto__',
   ];
@@ -205,8 +255,20 @@ t.test('fastUsageCheckpoint accepts exactly what UsageCheckpoint accepts, with t
     }
     return JSON.parse(text) as unknown;
   });
+  // The same inside a route.
+  const routeKeys = ['provider', 'provider_model', 'audio_in_ms', 'transcribed_ms', 'extra'];
+  const mutatedRoute = fc
+    .tuple(valid, fc.nat(), fc.constantFrom(...routeKeys), odd)
+    .filter(([c]) => Array.isArray(c.routes) && c.routes.length > 0)
+    .map(([c, i, k, v]) => {
+      const o = JSON.parse(JSON.stringify(c));
+      const r = o.routes[i % o.routes.length];
+      if (v === undefined) delete r[k];
+      else r[k] = v;
+      return JSON.parse(JSON.stringify(o)) as unknown;
+    });
   fc.assert(
-    fc.property(fc.oneof(mutated, fc.jsonValue()), (json) => {
+    fc.property(fc.oneof(mutated, mutatedRoute, fc.jsonValue()), (json) => {
       const fast = fastUsageCheckpoint(json);
       const slow = UsageCheckpoint.safeParse(json);
       if (fast === undefined) return true;

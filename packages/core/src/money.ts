@@ -1,4 +1,4 @@
-import type { Rate } from '@s2s/contract';
+import { USAGE_COUNTER_NAMES, type Rate } from '@s2s/contract';
 
 /**
  * Server-measured usage of a session or response, in integers (decisions.md, "Usage and price by modality").
@@ -17,16 +17,7 @@ export interface Usage {
 }
 
 /** Every usage counter, in the order the contract lists them. */
-export const USAGE_COUNTERS = [
-  'audio_in_ms',
-  'audio_out_ms',
-  'input_audio_tokens',
-  'input_text_tokens',
-  'cached_input_tokens',
-  'output_audio_tokens',
-  'output_text_tokens',
-  'transcribed_ms',
-] as const satisfies readonly (keyof Usage)[];
+export const USAGE_COUNTERS = USAGE_COUNTER_NAMES satisfies readonly (keyof Usage)[];
 export type UsageCounter = (typeof USAGE_COUNTERS)[number];
 
 export const ZERO_USAGE: Readonly<Usage> = Object.freeze({

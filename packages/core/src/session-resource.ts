@@ -3,6 +3,7 @@ import {
   REALTIME_PROTOCOL,
   SESSION_MODE,
   type Capabilities,
+  type ProviderUsage,
   type EndCause,
   type Rate,
   type RealtimeSessionSettings,
@@ -31,6 +32,8 @@ export interface SessionView {
   walletAvailableCents: number;
   /** Every usage counter: the attachments' newest checkpoints before settlement, the settled figures after. */
   usage: Usage;
+  /** The usage split by the provider that served it (`usage.routes`); absent or null: not known. */
+  usageRoutes?: ProviderUsage[] | null;
   billedCents: number;
   traceId: string;
 }
@@ -103,6 +106,7 @@ export function toVoiceSession(s: SessionView, realtimeBaseUrl: string): VoiceSe
       output_audio_tokens: s.usage.output_audio_tokens,
       output_text_tokens: s.usage.output_text_tokens,
       transcribed_ms: s.usage.transcribed_ms,
+      ...(s.usageRoutes ? { routes: s.usageRoutes } : {}),
     },
     trace_id: s.traceId,
   };

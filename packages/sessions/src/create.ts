@@ -310,6 +310,8 @@ function createdRecord(row: CreateRow, id: string, preauth: number, input: Creat
     reservedCents: preauth,
     walletAvailableCents: row.available_cents ?? 0,
     usage: ZERO_USAGE,
+    // Nothing used yet, by any route (the same as a read before the first attachment says).
+    usageRoutes: [],
     billedCents: 0,
     traceId: input.traceId,
     endRequestedAt: null,

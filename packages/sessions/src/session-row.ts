@@ -1,5 +1,5 @@
-import type { Capabilities, EndCause, RealtimeSessionSettings, SessionStatus, TerminalStatus } from '@s2s/contract';
-import { USAGE_COUNTERS, type RateField, type SessionRecord, type UsageCounter } from '@s2s/core';
+import type { Capabilities, CheckpointRoute, EndCause, RealtimeSessionSettings, SessionStatus, TerminalStatus } from '@s2s/contract';
+import { USAGE_COUNTERS, usageByProvider, type RateField, type SessionRecord, type UsageCounter } from '@s2s/core';
 import { rateColumns, rateFromRow, usageFromRow, usageSums, type Sql } from '@s2s/db';
 
 interface SessionRow extends Record<RateField, number>, Record<UsageCounter, number> {
@@ -30,6 +30,8 @@ interface SessionRow extends Record<RateField, number>, Record<UsageCounter, num
   legacy: boolean;
   ends_with_socket: boolean;
   initial_settings: RealtimeSessionSettings | null;
+  /** Each attachment's route split (null: unknown), in the order they started. */
+  attachment_routes: (CheckpointRoute[] | null)[];
 }
 
 /**
@@ -49,14 +51,18 @@ const SESSION_SELECT = `
            s.preauthorized_cents, s.reserved_cents, (w.balance_cents - w.reserved_cents)::float8 AS available_cents,
            ${USAGE_COUNTERS.map((c) => `(CASE WHEN s.settled_at IS NULL THEN coalesce(u.${c}, 0) ELSE s.${c} END)::float8 AS ${c}`).join(',\n           ')},
            s.billed_cents, s.trace_id, s.end_requested_at, s.end_cause, s.terminal_status, s.settled_at, s.legacy,
-           s.ends_with_socket, s.initial_settings
+           s.ends_with_socket, s.initial_settings, ar.attachment_routes
       FROM voice_sessions s
       JOIN catalog_models m ON m.id = s.model_id
       JOIN rate_snapshots r ON r.id = s.rate_snapshot_id
       JOIN wallets w ON w.id = s.wallet_id
       LEFT JOIN LATERAL (
         SELECT ${usageSums('a')}, max(a.last_audio_at) AS last_audio_at FROM session_attachments a WHERE a.session_id = s.id
-      ) u ON s.settled_at IS NULL`;
+      ) u ON s.settled_at IS NULL
+      CROSS JOIN LATERAL (
+        SELECT coalesce(jsonb_agg(a.routes ORDER BY a.started_at, a.id), '[]'::jsonb) AS attachment_routes
+          FROM session_attachments a WHERE a.session_id = s.id
+      ) ar`;
 
 const OWNED_SESSION_SQL = `${SESSION_SELECT}
      WHERE s.id = $1 AND s.key_id = $2`;
@@ -117,6 +123,7 @@ function toRecord(r: SessionRow): SessionRecord {
     reservedCents: r.reserved_cents,
     walletAvailableCents: r.available_cents,
     usage: usageFromRow(r),
+    usageRoutes: usageByProvider(r.attachment_routes),
     billedCents: r.billed_cents,
     traceId: r.trace_id,
     endRequestedAt: r.end_requested_at,

@@ -102,14 +102,8 @@ async function stop(child: ChildProcess & { exited: Promise<void> }) {
 }
 
 function checkpoint(sessionId: string, attachmentId: string, seq: number, final = false, emittedAt = Date.now()): UsageCheckpoint {
-  // Each step of a live attachment: 1000 ms in, 800 ms out, 10 / 16 tokens.
-  return {
-    type: 'usage.checkpoint',
-    version: 2,
-    session_id: sessionId,
-    attachment_id: attachmentId,
-    relay_id: 'bench-relay',
-    seq,
+  // Each step of a live attachment: 1000 ms in, 800 ms out, 10 / 16 tokens, all served by one route.
+  const usage = {
     audio_in_ms: 1000 * seq,
     audio_out_ms: 800 * seq,
     input_audio_tokens: 10 * seq,
@@ -118,6 +112,16 @@ function checkpoint(sessionId: string, attachmentId: string, seq: number, final 
     output_audio_tokens: 16 * seq,
     output_text_tokens: 0,
     transcribed_ms: 0,
+  };
+  return {
+    type: 'usage.checkpoint',
+    version: 3,
+    session_id: sessionId,
+    attachment_id: attachmentId,
+    relay_id: 'bench-relay',
+    seq,
+    ...usage,
+    routes: [{ provider: 'local', provider_model: 'bench', ...usage }],
     final,
     emitted_at: emittedAt,
   };

@@ -1,5 +1,5 @@
-import type { Rate, SessionSettled, TerminalStatus } from '@s2s/contract';
-import { AppError, settledCents, USAGE_COUNTERS, type RateField, type Usage } from '@s2s/core';
+import type { CheckpointRoute, Rate, SessionSettled, TerminalStatus } from '@s2s/contract';
+import { AppError, settledCents, USAGE_COUNTERS, usageByRoute, type RateField, type Usage } from '@s2s/core';
 import type { DbHandle } from '@s2s/db';
 import { sessionActivitySql } from '@s2s/sessions';
 import { settledStatus } from './decide.js';
@@ -103,12 +103,13 @@ export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; inp
     });
 
     const counters = USAGE_COUNTERS.map((c) => usage[c]);
+    const routes = await attachmentRoutes(sql, sessionId);
     const inserted = await sql.query(
-      `INSERT INTO settlements (session_id, status, billed_cents, ${USAGE_COUNTERS.join(', ')})
-       VALUES ($1, $2, $3, ${USAGE_COUNTERS.map((_, i) => `$${i + 4}`).join(', ')})
+      `INSERT INTO settlements (session_id, status, billed_cents, ${USAGE_COUNTERS.join(', ')}, routes)
+       VALUES ($1, $2, $3, ${USAGE_COUNTERS.map((_, i) => `$${i + 4}`).join(', ')}, $${USAGE_COUNTERS.length + 4}::jsonb)
        ON CONFLICT (session_id) DO NOTHING
        RETURNING session_id`,
-      [sessionId, plan.status, plan.billedCents, ...counters],
+      [sessionId, plan.status, plan.billedCents, ...counters, routes === null ? null : JSON.stringify(routes)],
     );
     // Both rows are written in this one transaction under the session lock, so this cannot happen.
     if (inserted.rowCount !== 1) throw new AppError('internal_error', 'settlements row exists for an unsettled session');
@@ -137,6 +138,15 @@ export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; inp
     const settlement = { sessionId, status: plan.status, billedCents: plan.billedCents, settledAt };
     return { outcome: 'settled', settlement, usage, endRequestedAt: s.end_requested_at };
   });
+}
+
+/** The session's usage by route (its attachments' splits summed); null when any attachment's is unknown. */
+async function attachmentRoutes(sql: Sql, sessionId: string): Promise<CheckpointRoute[] | null> {
+  const { rows } = await sql.query<{ routes: CheckpointRoute[] | null }>(
+    `SELECT a.routes FROM session_attachments a WHERE a.session_id = $1 ORDER BY a.started_at, a.id`,
+    [sessionId],
+  );
+  return usageByRoute(rows.map((r) => r.routes));
 }
 
 async function attachmentUsage(sql: Sql, sessionId: string): Promise<Usage> {

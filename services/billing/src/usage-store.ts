@@ -26,20 +26,21 @@ interface SessionLockRow {
 const COUNTERS = USAGE_COUNTERS.join(', ');
 
 /**
- * $1: the checkpoints as a JSON array (one native JSON.stringify; unknown keys are ignored). A row only moves
+ * $1: the checkpoints as a JSON array (one native JSON.stringify; unknown keys are ignored; `routes` kept as
+ * jsonb, null when the split is unknown). A row only moves
  * to a higher `seq` of its own session. `last_audio_at` (the session's activity, see @s2s/sessions'
  * sessionActivitySql) moves to the checkpoint's emission time, never past now(), when it shows new audio: the
  * attachment row is rewritten anyway (a HOT update), where moving voice_sessions.last_activity_at wrote a
  * new session tuple and its index entries for every live session on every fold.
  */
 const UPSERT_ATTACHMENTS_SQL = `
-  INSERT INTO session_attachments AS a (id, session_id, relay_id, seq, final, ${COUNTERS}, last_audio_at)
-  SELECT attachment_id, session_id, relay_id, seq, final, ${COUNTERS},
+  INSERT INTO session_attachments AS a (id, session_id, relay_id, seq, final, ${COUNTERS}, routes, last_audio_at)
+  SELECT attachment_id, session_id, relay_id, seq, final, ${COUNTERS}, routes,
          CASE WHEN audio_in_ms + audio_out_ms > 0 THEN least(now(), to_timestamp(emitted_at / 1000.0)) END
     FROM json_to_recordset($1::json)
-      AS t(attachment_id text, session_id text, relay_id text, seq int4, final bool, ${USAGE_COUNTERS.map((k) => `${k} int8`).join(', ')}, emitted_at int8)
+      AS t(attachment_id text, session_id text, relay_id text, seq int4, final bool, ${USAGE_COUNTERS.map((k) => `${k} int8`).join(', ')}, routes jsonb, emitted_at int8)
   ON CONFLICT (id) DO UPDATE
-     SET seq = EXCLUDED.seq, final = EXCLUDED.final, updated_at = now(),
+     SET seq = EXCLUDED.seq, final = EXCLUDED.final, updated_at = now(), routes = EXCLUDED.routes,
          ${USAGE_COUNTERS.map((k) => `${k} = EXCLUDED.${k}`).join(', ')},
          last_audio_at = CASE WHEN EXCLUDED.audio_in_ms + EXCLUDED.audio_out_ms > a.audio_in_ms + a.audio_out_ms
                               THEN greatest(a.last_audio_at, EXCLUDED.last_audio_at) ELSE a.last_audio_at END

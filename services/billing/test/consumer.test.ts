@@ -1,6 +1,8 @@
 import t from 'tap';
 import { createHeaders, encodeMessage } from '@s2s/bus';
-import { requestEnd, sessionActivitySql } from '@s2s/sessions';
+import type { CheckpointRoute } from '@s2s/contract';
+import { toVoiceSession, USAGE_COUNTERS, usageOf, type Usage } from '@s2s/core';
+import { loadOwnedSession, requestEnd, sessionActivitySql } from '@s2s/sessions';
 import {
   assertLedger,
   attach,
@@ -169,8 +171,8 @@ t.test('unknown sessions and unknown versions are acknowledged, not retried', as
   const h = await harness(t);
   const { consumer } = await startConsumer(h, testConfig(h));
   await publish(h.bus, [checkpoint('vs_missing', 'att_missing', 1, step(1000, 0, 0, 0))]);
-  const v3 = { ...checkpoint('vs_missing', 'att_x', 1, step(1, 0, 0, 0)), version: 3, extra: true };
-  await h.bus.js.publish(h.bus.subjects.usageCheckpoint('vs_missing'), JSON.stringify(v3), { msgID: 'v3' });
+  const v4 = { ...checkpoint('vs_missing', 'att_x', 1, step(1, 0, 0, 0)), version: 4, extra: true };
+  await h.bus.js.publish(h.bus.subjects.usageCheckpoint('vs_missing'), JSON.stringify(v4), { msgID: 'v4' });
   await h.bus.js.publish(
     h.bus.subjects.endRequested('vs_missing'),
     encodeMessage({
@@ -266,5 +268,133 @@ t.test("checkpoints move the session's activity only when they show new audio; s
   await waitSettled(h.db, s.id);
   const settledIdle = await count(h.db, `SELECT extract(epoch FROM now() - last_activity_at) FROM voice_sessions WHERE id = $1`, [s.id]);
   t.ok(settledIdle < 10, 'the settled row keeps the activity of its checkpoints');
+  await assertLedger(t, h.db);
+});
+
+/** A route's part: the provider, its model and the counters given (the rest 0). */
+const part = (provider: string, provider_model: string, c: Partial<Usage>): CheckpointRoute => ({
+  provider,
+  provider_model,
+  ...usageOf(c),
+});
+
+t.test('the split by route is stored per attachment, kept at settlement and shown by provider, adding up to the totals', async (t) => {
+  const h = await harness(t);
+  await startConsumer(h, testConfig(h));
+  const owner = await createOwner(h.db);
+  const s = await createTestSession(h.db, owner);
+  const a1 = await attach(h.db, s.id);
+  const a2 = await attach(h.db, s.id, 'relay-2');
+  // a1 failed over from OpenAI to an Azure deployment mid-session; a2 (a reattach) was served by Azure only.
+  const openai = part('openai', 'gpt-realtime', { audio_in_ms: 1000, audio_out_ms: 500, input_audio_tokens: 10, output_audio_tokens: 5 });
+  const azure1 = part('azure', 'dep-a', { audio_in_ms: 2000, audio_out_ms: 700, input_audio_tokens: 20, output_text_tokens: 3 });
+  const azure2 = part('azure', 'dep-a', { audio_in_ms: 500, audio_out_ms: 300, input_audio_tokens: 5, output_audio_tokens: 4 });
+  // Each checkpoint's totals are the sums of its routes (the relay's meter makes them so).
+  const withTotals = (c: ReturnType<typeof checkpoint>) => ({
+    ...c,
+    ...Object.fromEntries(USAGE_COUNTERS.map((k) => [k, c.routes!.reduce((sum, r) => sum + r[k], 0)])),
+  });
+  await publish(
+    h.bus,
+    [
+      checkpoint(s.id, a1, 1, {}, false, [openai]),
+      checkpoint(s.id, a1, 2, {}, true, [openai, azure1]),
+      checkpoint(s.id, a2, 1, {}, true, [azure2]),
+    ].map(withTotals),
+  );
+  await waitFor('both finals folded', async () => (await count(h.db, `SELECT count(*) FROM session_attachments WHERE final`)) === 2);
+  const stored = await h.db.pool.query<{ id: string; routes: CheckpointRoute[] }>(
+    `SELECT id, routes FROM session_attachments WHERE session_id = $1`,
+    [s.id],
+  );
+  t.same(
+    Object.fromEntries(stored.rows.map((r) => [r.id, r.routes])),
+    { [a1]: [openai, azure1], [a2]: [azure2] },
+    'each attachment keeps its newest split',
+  );
+
+  const live = await loadOwnedSession({ ctx: { db: h.db }, input: { sessionId: s.id, keyId: owner.key.keyId } });
+  const byProvider = [
+    { provider: 'openai', ...usageOf({ audio_in_ms: 1000, audio_out_ms: 500, input_audio_tokens: 10, output_audio_tokens: 5 }) },
+    {
+      provider: 'azure',
+      ...usageOf({ audio_in_ms: 2500, audio_out_ms: 1000, input_audio_tokens: 25, output_audio_tokens: 4, output_text_tokens: 3 }),
+    },
+  ];
+  t.same(live.usageRoutes, byProvider, 'before settlement: the attachments summed by provider');
+
+  await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
+  await waitSettled(h.db, s.id);
+  const settled = await loadOwnedSession({ ctx: { db: h.db }, input: { sessionId: s.id, keyId: owner.key.keyId } });
+  const usage = toVoiceSession(settled, 'ws://relay.test/v1/realtime').usage;
+  t.same(usage.routes, byProvider, 'after settlement: the same split');
+  for (const k of USAGE_COUNTERS)
+    t.equal(
+      usage.routes!.reduce((sum, r) => sum + r[k], 0),
+      usage[k],
+      `${k}: the parts add up to the settled total`,
+    );
+  const settlement = await h.db.pool.query<{ routes: CheckpointRoute[] }>(`SELECT routes FROM settlements WHERE session_id = $1`, [s.id]);
+  t.same(
+    settlement.rows[0]?.routes,
+    [
+      openai,
+      part('azure', 'dep-a', {
+        audio_in_ms: 2500,
+        audio_out_ms: 1000,
+        input_audio_tokens: 25,
+        output_audio_tokens: 4,
+        output_text_tokens: 3,
+      }),
+    ],
+    'the settlement keeps the split by route (provider and model)',
+  );
+  await assertLedger(t, h.db);
+});
+
+t.test('checkpoints of versions 1 and 2 are still billed; their split is unknown and no route is shown', async (t) => {
+  const h = await harness(t);
+  await startConsumer(h, testConfig(h));
+  const owner = await createOwner(h.db);
+  const s = await createTestSession(h.db, owner);
+  const a1 = await attach(h.db, s.id);
+  const a2 = await attach(h.db, s.id, 'relay-2');
+  const a3 = await attach(h.db, s.id, 'relay-3');
+  const used = { audio_in_ms: 1000, audio_out_ms: 500, input_audio_tokens: 10, output_audio_tokens: 5 };
+  const current = part('local', 'echo-1', used);
+  const { routes: _none, ...v2 } = { ...checkpoint(s.id, a2, 1, { audio_in_ms: 2000, output_text_tokens: 7 }, true), version: 2 };
+  const v1 = {
+    type: 'usage.checkpoint',
+    version: 1,
+    session_id: s.id,
+    attachment_id: a3,
+    relay_id: 'relay-3',
+    seq: 1,
+    audio_in_ms: 3000,
+    audio_out_ms: 1000,
+    input_audio_tokens: 30,
+    output_audio_tokens: 10,
+    final: true,
+    emitted_at: Date.now(),
+  };
+  await publish(h.bus, [checkpoint(s.id, a1, 1, used, true, [current])]);
+  await h.bus.js.publish(h.bus.subjects.usageCheckpoint(s.id), JSON.stringify(v2), { msgID: `${a2}:1` });
+  await h.bus.js.publish(h.bus.subjects.usageCheckpoint(s.id), JSON.stringify(v1), { msgID: `${a3}:1` });
+  await waitFor('every final folded', async () => (await count(h.db, `SELECT count(*) FROM session_attachments WHERE final`)) === 3);
+  const stored = await h.db.pool.query<{ id: string; routes: CheckpointRoute[] | null }>(
+    `SELECT id, routes FROM session_attachments WHERE session_id = $1`,
+    [s.id],
+  );
+  t.same(Object.fromEntries(stored.rows.map((r) => [r.id, r.routes])), { [a1]: [current], [a2]: null, [a3]: null });
+
+  await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
+  const row = await waitSettled(h.db, s.id);
+  t.match(row, { audio_in_ms: 6000, audio_out_ms: 1500, input_audio_tokens: 40, output_audio_tokens: 15 }, 'every version billed');
+  const settled = await loadOwnedSession({ ctx: { db: h.db }, input: { sessionId: s.id, keyId: owner.key.keyId } });
+  t.equal(settled.usage.output_text_tokens, 7);
+  t.equal(settled.usageRoutes, null, 'a part of unknown route: no split shown rather than one that does not add up');
+  t.notOk('routes' in toVoiceSession(settled, 'ws://relay.test/v1/realtime').usage, 'usage.routes is absent');
+  const settlement = await h.db.pool.query<{ routes: unknown }>(`SELECT routes FROM settlements WHERE session_id = $1`, [s.id]);
+  t.equal(settlement.rows[0]?.routes, null);
   await assertLedger(t, h.db);
 });

@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
 import { connectBus, type Bus } from '@s2s/bus';
-import type { Rate, UsageCheckpoint } from '@s2s/contract';
+import type { CheckpointRoute, Rate, UsageCheckpoint } from '@s2s/contract';
 import { addUsage, newId, newTraceId, usageOf, ZERO_USAGE, type AuthenticatedKey, type SessionRecord, type Usage } from '@s2s/core';
 import { createSession, publishUsageCheckpoint } from '@s2s/sessions';
 import { createDb, type DbHandle } from '@s2s/db';
@@ -189,15 +189,24 @@ export async function attach(db: DbHandle, sessionId: string, relayId = 'relay-1
 /** A checkpoint's counters; those left out are 0. */
 export type Counters = Partial<Usage>;
 
-export function checkpoint(sessionId: string, attachmentId: string, seq: number, c: Counters, final = false): UsageCheckpoint {
+/** `routes`: the split by route (its parts sum to `c`); null: unknown, as versions 1 and 2 read. */
+export function checkpoint(
+  sessionId: string,
+  attachmentId: string,
+  seq: number,
+  c: Counters,
+  final = false,
+  routes: CheckpointRoute[] | null = null,
+): UsageCheckpoint {
   return {
     type: 'usage.checkpoint',
-    version: 2,
+    version: 3,
     session_id: sessionId,
     attachment_id: attachmentId,
     relay_id: 'relay-1',
     seq,
     ...usageOf(c),
+    routes,
     final,
     emitted_at: Date.now(),
   };

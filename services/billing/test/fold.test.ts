@@ -35,12 +35,13 @@ const attachmentHistory = (sessionId: string, attachmentId: string) =>
           acc.output_audio_tokens += d.output_audio_tokens;
           return {
             type: 'usage.checkpoint',
-            version: 2,
+            version: 3,
             session_id: sessionId,
             attachment_id: attachmentId,
             relay_id: 'relay-1',
             seq: i + 1,
             ...acc,
+            routes: null,
             final: ended && i === steps.length - 1,
             emitted_at: 1_700_000_000_000 + i * 1000,
           };
@@ -98,13 +99,14 @@ t.test('folding in pieces then again equals folding at once (batches are indepen
 t.test('same seq with different content folds to the same winner in any order', async (t) => {
   const base: UsageCheckpoint = {
     type: 'usage.checkpoint',
-    version: 2,
+    version: 3,
     session_id: 'vs_a',
     attachment_id: 'att_1',
     relay_id: 'r',
     seq: 4,
     ...ZERO_USAGE,
     audio_in_ms: 100,
+    routes: null,
     final: false,
     emitted_at: 1,
   };

@@ -47,12 +47,13 @@ async function relayAttachment(h: Harness, sessionId: string, partial: Partial<U
   ]);
   const cp = (seq: number, share: number, final: boolean): UsageCheckpoint => ({
     type: 'usage.checkpoint',
-    version: 2,
+    version: 3,
     session_id: sessionId,
     attachment_id: id,
     relay_id: 'relay-t',
     seq,
     ...(Object.fromEntries(USAGE_COUNTERS.map((k) => [k, total[k] * share])) as Record<keyof Usage, number>),
+    routes: null,
     final,
     emitted_at: Date.now(),
   });

@@ -92,6 +92,7 @@ t.test('201: the full voice session, reserved in the same transaction', async (t
     output_audio_tokens: 0,
     output_text_tokens: 0,
     transcribed_ms: 0,
+    routes: [],
     billed_cents: 0,
   });
   t.equal(row.rate_snapshot_id, row.current_rate_id, 'the rate is snapshotted');

@@ -1,4 +1,5 @@
 import { newId, toVoiceSession, type SessionRecord, type Usage } from '@s2s/core';
+import type { CheckpointRoute } from '@s2s/contract';
 import { activateSession } from '@s2s/sessions';
 import type { Logger } from '@s2s/telemetry';
 import type { RawData, WebSocket } from 'ws';
@@ -89,6 +90,7 @@ export class Attachment implements MeteredSource {
           const settings = { providerModel: session.providerModel, ...this.agent.opening() };
           return ctx.providers.open(session.provider, settings, this.onUpstreamEvent, signal, {
             onRetry,
+            onRoute: (provider) => this.trace.routeChanged(provider),
             context: () => this.agent.replayContext(),
             fallbacks: session.fallbackRoutes ?? [],
           });
@@ -137,6 +139,10 @@ export class Attachment implements MeteredSource {
     return this.link.usage();
   }
 
+  routes(): CheckpointRoute[] {
+    return this.link.routes();
+  }
+
   /** Sends the session events; the upstream opens at the first client event (see upstream-link.ts). */
   start(): void {
     const { ws } = this;
@@ -158,7 +164,7 @@ export class Attachment implements MeteredSource {
   private readonly onMessage = (data: RawData, isBinary: boolean): void => {
     this.framesIn++;
     if (this.link.finishing) return;
-    this.ctx.telemetry.frameIn();
+    this.trace.frameIn();
     try {
       const e = this.ctx.codec.decode(data as Buffer, isBinary);
       if (e.type === 'refusal') return this.refuse(e.code, e.message, e.eventId, undefined, e.wireParam);
@@ -246,6 +252,6 @@ export class Attachment implements MeteredSource {
 
   private send(e: InternalServerEvent): void {
     sendText(this.ws, this.ctx.codec.encode(e));
-    this.ctx.telemetry.frameOut();
+    this.trace.frameOut();
   }
 }

@@ -1,5 +1,5 @@
 import { encodeMessage, type Bus, type MsgHdrs } from '@s2s/bus';
-import type { UsageCheckpoint } from '@s2s/contract';
+import type { CheckpointRoute, UsageCheckpoint } from '@s2s/contract';
 import { sameUsage, ZERO_USAGE, type Usage } from '@s2s/core';
 import { publishUsageCheckpoint } from '@s2s/sessions';
 import type { Context, Logger } from '@s2s/telemetry';
@@ -11,6 +11,8 @@ export interface MeteredSource {
   readonly attachmentId: string;
   /** Cumulative usage of this attachment's upstream. */
   usage(): Usage;
+  /** The same split by the route that served it, the parts summing to usage() read at the same moment. */
+  routes(): CheckpointRoute[];
   /** The attachment's trace: checkpoints are published in its context and carry its headers. */
   readonly trace?: { readonly context: Context; readonly headers: MsgHdrs };
 }
@@ -252,7 +254,7 @@ export class Checkpointer {
   private message(t: Tracked, u: Usage, final: boolean): UsageCheckpoint {
     return {
       type: 'usage.checkpoint',
-      version: 2,
+      version: 3,
       session_id: t.source.sessionId,
       attachment_id: t.source.attachmentId,
       relay_id: this.deps.relayId,
@@ -265,6 +267,7 @@ export class Checkpointer {
       output_audio_tokens: u.output_audio_tokens,
       output_text_tokens: u.output_text_tokens,
       transcribed_ms: u.transcribed_ms,
+      routes: t.source.routes(),
       final,
       emitted_at: Date.now(),
     };

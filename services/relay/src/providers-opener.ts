@@ -24,6 +24,7 @@ export function createProviderOpener(config: Config, logger: Logger): UpstreamOp
       if (!base) return Promise.reject(new Error(`provider ${provider} is not configured on this relay`));
       return base.open(sessionConfig, onEvent, signal, {
         ...(hooks?.onRetry ? { onRetry: hooks.onRetry } : {}),
+        ...(hooks?.onRoute ? { onRoute: hooks.onRoute } : {}),
         ...(hooks?.context ? { context: hooks.context } : {}),
         // A route to a provider this relay has no credentials for is skipped.
         fallbacks: (hooks?.fallbacks ?? []).flatMap((r) => {

@@ -133,7 +133,12 @@ export class Relay {
    * (zero usage) so billing need not wait for it, and a legacy session, which nobody else can end, is ended.
    */
   async abandon(input: { sessionId: string; attachmentId: string; legacy: boolean }): Promise<void> {
-    const orphan = this.checkpoints.track({ sessionId: input.sessionId, attachmentId: input.attachmentId, usage: () => ZERO_USAGE });
+    const orphan = this.checkpoints.track({
+      sessionId: input.sessionId,
+      attachmentId: input.attachmentId,
+      usage: () => ZERO_USAGE,
+      routes: () => [],
+    });
     await this.checkpoints.publishFinal(orphan);
     if (input.legacy) await this.endLegacy(input.sessionId);
   }

@@ -38,8 +38,8 @@ export class RelayTelemetry implements CheckpointTelemetry {
   readonly reconnects;
   private readonly publishLag;
   readonly budgetStops;
-  private framesIn = 0;
-  private framesOut = 0;
+  /** Frame totals by the provider of the route serving the session at the time. */
+  private readonly frameCounts = new Map<string, FrameCount>();
 
   constructor(
     meter: Meter,
@@ -54,17 +54,18 @@ export class RelayTelemetry implements CheckpointTelemetry {
     this.publishLag = createInstrument(meter, RELAY_METRICS.checkpointPublishLag);
     this.budgetStops = createInstrument(meter, RELAY_METRICS.budgetStops);
     createInstrument(meter, RELAY_METRICS.frames).addCallback((result) => {
-      result.observe(this.framesIn, { [METRIC_ATTRS.direction]: 'receive' });
-      result.observe(this.framesOut, { [METRIC_ATTRS.direction]: 'transmit' });
+      for (const [provider, count] of this.frameCounts) {
+        result.observe(count.in, { [METRIC_ATTRS.direction]: 'receive', [METRIC_ATTRS.provider]: provider });
+        result.observe(count.out, { [METRIC_ATTRS.direction]: 'transmit', [METRIC_ATTRS.provider]: provider });
+      }
     });
   }
 
-  frameIn(): void {
-    this.framesIn++;
-  }
-
-  frameOut(): void {
-    this.framesOut++;
+  /** The frame totals of one provider's sessions (made once per provider). */
+  framesOf(provider: string): FrameCount {
+    let count = this.frameCounts.get(provider);
+    if (!count) this.frameCounts.set(provider, (count = { in: 0, out: 0 }));
+    return count;
   }
 
   /**
@@ -198,6 +199,12 @@ export class UpgradeTelemetry {
 }
 
 /** One response turn's span: from the end of the user turn (or the response's creation) to its end. */
+/** Client frames in and out, kept as plain numbers and observed at collection time. */
+interface FrameCount {
+  in: number;
+  out: number;
+}
+
 interface Turn {
   span: Span;
   startedAt: number;
@@ -216,6 +223,9 @@ export class AttachmentTelemetry {
   private readonly turns = new Map<string, Turn>();
   private finished = false;
   private budgetStop = false;
+  /** The provider of the route serving the session (a failover route's after a move to it). */
+  private provider: string;
+  private frames: FrameCount;
 
   constructor(
     private readonly relay: RelayTelemetry,
@@ -224,10 +234,28 @@ export class AttachmentTelemetry {
     readonly context: Context,
   ) {
     this.headers = traceHeaders(context);
+    this.provider = session.provider;
+    this.frames = relay.framesOf(session.provider);
   }
 
   private get providerAttrs(): Record<string, string> {
-    return { [METRIC_ATTRS.provider]: this.session.provider };
+    return { [METRIC_ATTRS.provider]: this.provider };
+  }
+
+  /** A client frame in or out (per frame: one addition), counted for the provider serving now. */
+  frameIn(): void {
+    this.frames.in++;
+  }
+
+  frameOut(): void {
+    this.frames.out++;
+  }
+
+  /** The session moved to a failover route: its frames and first-audio times are counted under `provider`. */
+  routeChanged(provider: string): void {
+    this.provider = provider;
+    this.frames = this.relay.framesOf(provider);
+    this.span.addEvent('upstream.route', { [SPAN_ATTRS.provider]: provider });
   }
 
   /**
@@ -281,7 +309,7 @@ export class AttachmentTelemetry {
         attributes: {
           [SPAN_ATTRS.sessionId]: this.session.id,
           [SPAN_ATTRS.responseId]: responseId,
-          [SPAN_ATTRS.provider]: this.session.provider,
+          [SPAN_ATTRS.provider]: this.provider,
           [SPAN_ATTRS.model]: this.session.modelId,
         },
       },

@@ -1,3 +1,4 @@
+import type { CheckpointRoute } from '@s2s/contract';
 import { ZERO_USAGE, type Usage } from '@s2s/core';
 import type { Logger } from '@s2s/telemetry';
 import type { InternalClientEvent } from './codec/model.js';
@@ -52,6 +53,11 @@ export class UpstreamLink {
 
   usage(): Usage {
     return this.up ? this.up.usage() : ZERO_USAGE;
+  }
+
+  /** usage() by route: none before the upstream opened (nothing was used). */
+  routes(): CheckpointRoute[] {
+    return this.up ? this.up.routes() : [];
   }
 
   /** A decoded client event: applied now, or queued while the upstream opens (the first event opens it). */

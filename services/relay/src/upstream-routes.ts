@@ -14,7 +14,7 @@ import type { UpstreamLink } from './upstream-link.js';
 /** What an upstream event touches: the client socket, turn state, agent session, telemetry and the end. */
 export interface UpstreamRoutes {
   ws: WebSocket;
-  ctx: Pick<AttachmentContext, 'codec' | 'telemetry'>;
+  ctx: Pick<AttachmentContext, 'codec'>;
   link: UpstreamLink;
   tracker: ResponseTracker;
   agent: AgentSession;
@@ -39,7 +39,7 @@ export function routeUpstreamEvent(r: UpstreamRoutes, e: UpstreamEvent): void {
       const place = r.agent.audioPlace(e);
       if (!r.link.finishing && r.ws.readyState === WebSocket.OPEN) {
         r.ws.send(r.ctx.codec.encode({ type: 'response.audio.delta', place, audio: e.audio }), TEXT_FRAME);
-        r.ctx.telemetry.frameOut();
+        r.trace.frameOut();
         r.trace.audioOut(place.responseId);
       }
       return r.usageChanged();

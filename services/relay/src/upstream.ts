@@ -15,6 +15,8 @@ export interface UpstreamOpener {
     /** `fallbacks`: the model's failover routes, in order (a move that fails on its route goes on to the next). */
     hooks?: {
       onRetry?: (provider?: string) => void;
+      /** The session moved to a failover route: its provider. */
+      onRoute?: (provider: string) => void;
       context?: () => ReplayContext;
       fallbacks?: { provider: string; providerModel: string }[];
     },

@@ -153,8 +153,8 @@ t.test('metering through the fast paths equals metering through the decoding pat
   fc.assert(
     fc.property(fc.array(step, { maxLength: 40 }), (steps) => {
       const codec = new SvcRealtimeV1Codec();
-      const fast = new UsageMeter(REFERENCE_TOKENS);
-      const slow = new UsageMeter(REFERENCE_TOKENS);
+      const fast = new UsageMeter(REFERENCE_TOKENS, { provider: 'local', provider_model: 'echo-1' });
+      const slow = new UsageMeter(REFERENCE_TOKENS, { provider: 'local', provider_model: 'echo-1' });
       for (const s of steps) {
         if (s.kind === 'append') {
           const audio = mutate(Buffer.from(s.bytes).toString('base64'), s.mutate);

@@ -29,12 +29,13 @@ context.setGlobalContextManager({
 
 const message: UsageCheckpoint = {
   type: 'usage.checkpoint',
-  version: 2,
+  version: 3,
   session_id: 'sess_1',
   attachment_id: 'att_1',
   relay_id: 'relay_1',
   seq: 1,
   ...ZERO_USAGE,
+  routes: [],
   final: false,
   emitted_at: 0,
 };
@@ -53,7 +54,13 @@ function setup(recording: boolean) {
     started.push(args[0]);
     return startSpan(...args);
   };
-  const source = { sessionId: 'sess_1', attachmentId: 'att_1', usage: () => ZERO_USAGE, trace: { context: parent, headers: {} as never } };
+  const source = {
+    sessionId: 'sess_1',
+    attachmentId: 'att_1',
+    usage: () => ZERO_USAGE,
+    routes: () => [],
+    trace: { context: parent, headers: {} as never },
+  };
   return { telemetry, source, started };
 }
 

@@ -26,7 +26,12 @@ function fakeBus(fail: () => boolean): { bus: Bus; sent: UsageCheckpoint[] } {
 }
 
 function source(usage: { current: Usage }) {
-  return { sessionId: 'vs_1', attachmentId: 'att_1', usage: () => usage.current };
+  return {
+    sessionId: 'vs_1',
+    attachmentId: 'att_1',
+    usage: () => usage.current,
+    routes: () => [{ provider: 'local', provider_model: 'echo-1', ...usage.current }],
+  };
 }
 
 /** Runs every slice of the interval once. */

@@ -1,5 +1,6 @@
 import t from 'tap';
 import type { Test } from 'tap';
+import { USAGE_COUNTERS } from '@s2s/core';
 import { startLocalProvider, type ReceivedClientEvent } from '@s2s/local-provider';
 import {
   attach,
@@ -9,6 +10,7 @@ import {
   eventually,
   frames,
   newSession,
+  series,
   setupRelay,
   silence,
   tone,
@@ -233,4 +235,27 @@ t.test('failover: the route cannot be re-established, the session continues on t
       `${k}: each route's reports, each once`,
     );
   }
+  // The usage names the route that served each part: each response's report under the route that answered it.
+  const routes = final!.routes!;
+  t.same(
+    routes.map((r) => [r.provider, r.provider_model]),
+    [
+      ['local', 'keeper-1'],
+      ['azure', 'keeper-eu'],
+    ],
+    'both routes named, in the order they served',
+  );
+  for (const k of ['input_audio_tokens', 'input_text_tokens', 'output_audio_tokens'] as const) {
+    t.same(
+      routes.map((r) => r[k]),
+      dones.map((u) => u[k] ?? 0),
+      `${k}: the first answer on the first route, the second on the next`,
+    );
+  }
+  for (const k of USAGE_COUNTERS) t.equal(routes[0]![k] + routes[1]![k], final![k], `${k}: the parts add up to the total`);
+  t.ok(routes[1]!.audio_in_ms >= 300 && routes[1]!.audio_out_ms === second.audioBytes / 48, "the second turn on the next route's part");
+  t.ok(
+    series(await env.metrics.scrape(), 's2s_relay_frames_total', { network_io_direction: 'transmit', gen_ai_provider_name: 'azure' }) > 0,
+    'frames after the failover are counted for the route serving them',
+  );
 });

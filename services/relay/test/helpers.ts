@@ -326,3 +326,13 @@ export function refused(
     });
   });
 }
+
+/** The value of the first series `name` on a Prometheus scrape whose labels include `labels` (0 when absent). */
+export function series(page: string, name: string, labels: Record<string, string> = {}): number {
+  for (const line of page.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (!m || m[1] !== name) continue;
+    if (Object.entries(labels).every(([k, v]) => (m[2] ?? '').includes(`${k}="${v}"`))) return Number(m[3]);
+  }
+  return 0;
+}

@@ -1,16 +1,7 @@
 // The relay's own series on its scrape: connect retries counted as upstream reconnects, a failed connect
 // by its error kind, refusals by code, frames and active sessions back to zero when the socket is gone.
 import t from 'tap';
-import { attach, attachUrl, createKey, createModel, eventually, newSession, refused, setupRelay } from './helpers.js';
-
-function series(page: string, name: string, labels: Record<string, string> = {}): number {
-  for (const line of page.split('\n')) {
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
-    if (!m || m[1] !== name) continue;
-    if (Object.entries(labels).every(([k, v]) => (m[2] ?? '').includes(`${k}="${v}"`))) return Number(m[3]);
-  }
-  return 0;
-}
+import { attach, attachUrl, createKey, createModel, eventually, newSession, refused, series, setupRelay } from './helpers.js';
 
 t.test('an upstream that refuses connections: each retry is a reconnect, the failed connect is timed with its kind', async (t) => {
   const env = await setupRelay(t);
@@ -30,7 +21,10 @@ t.test('an upstream that refuses connections: each retry is a reconnect, the fai
   t.ok(series(page, 's2s_relay_upstream_reconnects_total', { gen_ai_provider_name: 'local' }) >= 1, 'reconnects counted');
   t.match(page, /s2s_relay_upstream_connect_duration_count\{[^}]*error_type="/, 'the failed connect carries error.type');
   t.equal(series(page, 's2s_relay_attaches_total'), 1, 'one attach');
-  t.ok(series(page, 's2s_relay_frames_total', { network_io_direction: 'transmit' }) >= 2, 'session and conversation events sent');
+  t.ok(
+    series(page, 's2s_relay_frames_total', { network_io_direction: 'transmit', gen_ai_provider_name: 'local' }) >= 2,
+    'session and conversation events sent, counted for the provider serving the session',
+  );
   t.equal(series(page, 's2s_relay_active_sessions'), 0, 'no active session left');
 
   const refusal = await refused(attachUrl(env.url, s.id), { secret: 'vr_sk_' + 'x'.repeat(40) });

@@ -42,6 +42,8 @@ export interface ProviderBaseOptions {
 export type OpenOptions = Pick<ProviderBaseOptions, 'connectTimeoutMs' | 'retries'> & {
   /** Called before each new connection attempt after a failed one and each attempt of a move, with the route's provider (the relay counts upstream reconnects). */
   onRetry?: (provider?: string) => void;
+  /** Called when the session moved to a failover route, with its provider. */
+  onRoute?: (provider: string) => void;
   /**
    * The session's settings and conversation now: with it (and an adapter that replays history) the
    * connection outlives its upstream connections (docs/providers.md, "Continuity").
@@ -92,7 +94,7 @@ export class ProviderBase {
     const context = opts.context;
     const metered: MeteredConnection = new MeteredConnection(
       this.name,
-      new UsageMeter(this.adapter.tokenRatio),
+      new UsageMeter(this.adapter.tokenRatio, { provider: this.name, provider_model: config.providerModel }),
       onEvent,
       this.logger,
       context && this.continuity && this.adapter.replaysHistory
@@ -107,6 +109,7 @@ export class ProviderBase {
                 reopen: (next: UpstreamSessionConfig, abort: AbortSignal) => base.attempt(next, metered, abort, base.connectTimeoutMs),
               })),
             ...(opts.onRetry ? { onReconnect: opts.onRetry } : {}),
+            ...(opts.onRoute ? { onRoute: opts.onRoute } : {}),
           }
         : null,
     );

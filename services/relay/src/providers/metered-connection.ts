@@ -1,3 +1,4 @@
+import type { CheckpointRoute } from '@s2s/contract';
 import type { Usage } from '@s2s/core';
 import type { Logger } from '@s2s/telemetry';
 import type { Audio } from '../audio.js';
@@ -18,6 +19,8 @@ export interface ContinuitySetup {
   routes: ContinuityRoute[];
   /** Called before each attempt with the route's provider (the relay counts upstream reconnects by route). */
   onReconnect?: (provider: string) => void;
+  /** Called when the session moved to another route, with its provider (the relay's metrics name it). */
+  onRoute?: (provider: string) => void;
 }
 
 export interface ContinuityRoute {
@@ -225,6 +228,10 @@ export class MeteredConnection implements MeteredUpstream {
     return this.meter.usage();
   }
 
+  routes(): CheckpointRoute[] {
+    return this.meter.routes();
+  }
+
   // ---- continuity ----
 
   /** A request goes to the connection, or waits for the next one while the session moves. */
@@ -308,8 +315,12 @@ export class MeteredConnection implements MeteredUpstream {
         const outcome = await route.reopen(config, this.stop.signal);
         if ('connection' in outcome) {
           next = outcome.connection;
-          if (r !== this.route)
+          if (r !== this.route) {
             this.logger?.warn({ from: setup.routes[this.route]!.provider, to: route.provider }, 'session failed over to the next route');
+            // What the new connection serves is the next route's part (the old one's is closed here).
+            this.meter.useRoute({ provider: route.provider, provider_model: route.providerModel });
+            setup.onRoute?.(route.provider);
+          }
           this.route = r;
           break;
         }

@@ -1,3 +1,4 @@
+import type { CheckpointRoute } from '@s2s/contract';
 import type { Usage } from '@s2s/core';
 import type { Audio } from '../audio.js';
 import type { ContentPart, ConversationItem, ItemBody, NewItem, ResponseOptions, SessionSettings, TokenReport } from '../agent-model.js';
@@ -140,6 +141,8 @@ export interface UpstreamConnection {
  */
 export interface MeteredUpstream extends UpstreamConnection {
   usage(): Usage;
+  /** usage() split by the route that served it (provider and provider model), the parts summing to it. */
+  routes(): CheckpointRoute[];
 }
 
 /**

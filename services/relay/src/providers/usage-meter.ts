@@ -1,4 +1,5 @@
-import { addUsage, BYTES_PER_MS, ZERO_USAGE, type Usage } from '@s2s/core';
+import type { CheckpointRoute, ModelRoute } from '@s2s/contract';
+import { addUsage, BYTES_PER_MS, USAGE_COUNTERS, usageByRoute, ZERO_USAGE, type Usage } from '@s2s/core';
 import { ZERO_TOKENS, type TokenReport } from '../agent-model.js';
 import type { ProviderAdapter } from './types.js';
 
@@ -7,9 +8,15 @@ type TokenRatio = ProviderAdapter['tokenRatio'];
 /**
  * Server-side metering of one upstream session (decisions.md: 48 bytes = 1 ms). Byte totals are kept
  * exact and converted with floor only when read, and each response's `metered` is the difference of two
- * such readings, so per-response figures always add up to the cumulative ones.
+ * such readings, so per-response figures always add up to the cumulative ones. Usage is attributed to the
+ * route serving at the time (docs/providers.md, "Failover routes"): each route's part is the difference of
+ * two cumulative readings too, so the parts add up to the totals exactly.
  */
 export class UsageMeter {
+  /** The parts of the routes that served before the current one. */
+  private earlier: CheckpointRoute[] = [];
+  /** Cumulative usage when the current route began serving. */
+  private routeStart: Usage = ZERO_USAGE;
   private inBytes = 0;
   private outBytes = 0;
   /** The token counters (and transcribed_ms) of every response closed so far. */
@@ -19,7 +26,30 @@ export class UsageMeter {
   private outMsMark = 0;
   private responseOpen = false;
 
-  constructor(private readonly ratio: TokenRatio) {}
+  constructor(
+    private readonly ratio: TokenRatio,
+    private route: ModelRoute,
+  ) {}
+
+  /** From now on `route` serves: what is measured next is its part. */
+  useRoute(route: ModelRoute): void {
+    this.earlier.push(this.currentPart());
+    this.routeStart = this.usage();
+    this.route = route;
+  }
+
+  /** Cumulative, split by route (each route once, in the order it first served); the parts sum to usage(). */
+  routes(): CheckpointRoute[] {
+    const parts = [...this.earlier, this.currentPart()];
+    return parts.length === 1 ? parts : (usageByRoute([parts]) as CheckpointRoute[]);
+  }
+
+  private currentPart(): CheckpointRoute {
+    const now = this.usage();
+    const part: CheckpointRoute = { provider: this.route.provider, provider_model: this.route.provider_model, ...now };
+    for (const k of USAGE_COUNTERS) part[k] = now[k] - this.routeStart[k];
+    return part;
+  }
 
   addInput(bytes: number): void {
     this.inBytes += bytes;

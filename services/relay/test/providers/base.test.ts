@@ -15,6 +15,7 @@ import { Audio } from '../../src/audio.js';
 
 const CONFIG: UpstreamSessionConfig = { providerModel: 'm' };
 const RATIO = { inputMsPerToken: 100, outputMsPerToken: 50 };
+const ROUTE = { provider: 'fake', provider_model: 'fake-1' };
 
 /** An in-memory adapter: each connect runs the next scripted outcome; the test drives events by hand. */
 class ScriptedAdapter implements ProviderAdapter {
@@ -65,7 +66,7 @@ const signal = () => new AbortController().signal;
 const pcm = (bytes: number) => Buffer.alloc(bytes);
 
 t.test('UsageMeter: 48 bytes = 1 ms, remainders kept exact across calls', async (t) => {
-  const m = new UsageMeter(RATIO);
+  const m = new UsageMeter(RATIO, ROUTE);
   m.addInput(4801);
   t.equal(m.usage().audio_in_ms, 100);
   m.addInput(47);
@@ -77,7 +78,7 @@ t.test('UsageMeter: 48 bytes = 1 ms, remainders kept exact across calls', async 
 });
 
 t.test('UsageMeter: per-response figures are differences of cumulative ones, so they add up', async (t) => {
-  const m = new UsageMeter(RATIO);
+  const m = new UsageMeter(RATIO, ROUTE);
   m.addInput(4824); // 100.5 ms
   m.responseCreated();
   m.addOutput(2424); // 50.5 ms
@@ -96,7 +97,7 @@ t.test('UsageMeter: per-response figures are differences of cumulative ones, so 
 });
 
 t.test('UsageMeter: every counter of a token report is kept, per response and cumulatively', async (t) => {
-  const m = new UsageMeter(RATIO);
+  const m = new UsageMeter(RATIO, ROUTE);
   m.addInput(48 * 2000);
   m.responseCreated();
   const report = {
@@ -142,7 +143,7 @@ t.test('UsageMeter: every counter of a token report is kept, per response and cu
 });
 
 t.test('UsageMeter: ratio fallback rounds each response up', async (t) => {
-  const m = new UsageMeter({ inputMsPerToken: 100, outputMsPerToken: 50 });
+  const m = new UsageMeter(RATIO, ROUTE);
   m.addInput(48 * 1001);
   m.addOutput(48 * 1001);
   t.same(m.responseDone(null), usageOf({ audio_in_ms: 1001, audio_out_ms: 1001, input_audio_tokens: 11, output_audio_tokens: 21 }));
