@@ -170,3 +170,28 @@ t.test('250 ms of audio not yet published is published at once, without waiting 
   await tick();
   t.match(sent[2], { seq: 3, audio_out_ms: 400 }, 'less than 250 ms new: the tick sends it');
 });
+
+t.test('attachments due early in one event-loop turn are published together right after it', async (t) => {
+  const { bus, sent } = fakeBus(() => false);
+  const c = new Checkpointer({ bus, relayId: 'r1', logger: testLogger(), intervalMs: 250 });
+  const a = { current: { ...ZERO_USAGE } };
+  const b = { current: { ...ZERO_USAGE } };
+  const ta = c.track({ ...source(a), attachmentId: 'att_a' });
+  const tb = c.track({ ...source(b), attachmentId: 'att_b' });
+  a.current = { ...a.current, audio_in_ms: 260 };
+  c.markDirty(ta);
+  b.current = { ...b.current, audio_out_ms: 300 };
+  c.markDirty(tb);
+  a.current = { ...a.current, audio_in_ms: 280 };
+  c.markDirty(ta);
+  t.equal(sent.length, 0, 'nothing written one by one from the frame handlers');
+  await tick();
+  t.match(
+    sent.map((m) => [m.attachment_id, m.audio_in_ms, m.audio_out_ms]),
+    [
+      ['att_a', 280, 0],
+      ['att_b', 0, 300],
+    ],
+    'one checkpoint each, with the counters at the end of the turn',
+  );
+});
