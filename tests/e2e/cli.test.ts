@@ -13,6 +13,10 @@ import { pcmSilence, pcmTone } from '@s2s/local-provider';
 import { closedPort } from '@s2s/testing';
 import { api, startStack } from './stack.js';
 
+// Every `s2s` run is a fresh Node process and two of them stream real time: on a loaded CI machine the file
+// needs more than tap's default 240 s.
+t.setTimeout(600_000);
+
 const BIN = fileURLToPath(new URL('../../packages/cli/bin/s2s.mjs', import.meta.url));
 
 interface Run {
@@ -40,11 +44,7 @@ t.test('s2s against a real gateway', async (t) => {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const env = { S2S_BASE_URL: stack.baseUrl, S2S_API_KEY: minted.key };
 
-  // Known defect (issue 14): about one run in four, `s2s talk --tool` stopped after the spoken result. The
-  // likely cause, createResponse missing a done that arrived in the same read as its created, is fixed
-  // (client unit test); this stays a todo (run and reported, not failing the suite) until runs confirm it.
-  const hangs = 'intermittent: s2s talk --tool can stop after the spoken result (issue 14, open)';
-  t.test('talk --wav: transcripts, a tool call, the answer saved and the settled bill', { todo: hangs }, async (t) => {
+  t.test('talk --wav: transcripts, a tool call, the answer saved and the settled bill', async (t) => {
     // 48 kHz stereo on purpose: the CLI converts any 16-bit WAV to 24 kHz mono.
     const mono = Buffer.concat([pcmTone(800), pcmSilence(300)]);
     const stereo48 = Buffer.alloc(mono.length * 4);
@@ -90,11 +90,11 @@ t.test('s2s against a real gateway', async (t) => {
     );
     chmodSync(rec, 0o755);
     const r = await s2s(['talk', '--mic', '--seconds', '2', '--out', join(dir, 'mic.wav')], { ...env, PATH: `${bin}:${process.env.PATH}` });
-    t.equal(r.code, 0, r.stderr);
+    t.equal(r.code, 0, r.stderr + r.stdout);
     t.match(r.stdout, 'recording from the microphone for 2 s');
     t.match(r.stdout, /model said: speech \d+ ms/);
     t.match(r.stdout, /session vs_\w+: completed/);
-    t.ok(decodeWav(readFileSync(join(dir, 'mic.wav'))).pcm.byteLength > 0);
+    t.ok(decodeWav(readFileSync(join(dir, 'mic.wav'))).pcm.byteLength > 0, r.stdout);
   });
 
   t.test('models and sessions create / get / end', async (t) => {

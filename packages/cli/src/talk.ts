@@ -194,13 +194,16 @@ async function recordTurn(conn: RealtimeConnection, cmd: TalkOptions, io: TalkIo
   const seconds = 'mic' in cmd.input ? cmd.input.seconds : undefined;
   progress.line(`recording from the microphone${seconds ? ` for ${seconds} s` : ''}; Ctrl-C stops`);
   let sent = 0;
+  // `--seconds` counts from the recorder's first sample, not from its start: a recorder slow to start (a
+  // loaded machine) would otherwise be stopped before it recorded anything.
+  let timer: NodeJS.Timeout | undefined;
   rec.onAudio((pcm) => {
+    if (seconds && !timer) timer = setTimeout(() => rec.stop(), seconds * 1000);
     if (!conn.isOpen) return;
     sent += conn.appendAudio(pcm);
     progress.sent(sent / BYTES_PER_MS);
   });
   io.onInterrupt(() => rec.stop());
-  const timer = seconds ? setTimeout(() => rec.stop(), seconds * 1000) : undefined;
   try {
     await Promise.race([rec.done, conn.closed.then(() => rec.stop())]);
   } finally {
