@@ -77,16 +77,23 @@ async function endAndCheck(
   t.same(await checkLedgerInvariants(stack.db.db.pool), []);
 }
 
-/** The relay's log lines saying a session moved (one per completed move). */
-function moves(stack: Stack): number {
-  return stack.relay.output.filter((l) => l.includes('"session moved to a new upstream connection"')).length;
+/** The relay's log lines saying a session moved (one per completed move), of one reason when given. */
+function moves(stack: Stack, reason?: 'deadline' | 'lost'): number {
+  return stack.relay.output.filter(
+    (l) => l.includes('"session moved to a new upstream connection"') && (reason === undefined || l.includes(`"reason":"${reason}"`)),
+  ).length;
 }
 
 const INSTRUCTIONS = 'You keep numbers in mind. Answer briefly.';
 
-t.test('a session streamed across two upstream connection caps (OpenAI-like): conversation intact, billed to the cent', async (t) => {
-  // Every upstream connection is warned 2 s after it opens and cut at 6 s: the relay moves at the warning.
-  const stack = await startStack(t, { provider: { LOCAL_PROVIDER_MAX_CONNECTION_MS: '6000', LOCAL_PROVIDER_CAP_WARNING_MS: '4000' } });
+/**
+ * Three turns on three upstream connections, each ended by the simulator's cap (`provider`): spoken, text,
+ * spoken, each answered whole, the conversation replayed as text on each new connection, the client seeing
+ * neither an error nor a close, every counter and the bill exact. `reason`: how the relay's two moves went
+ * (`deadline`: planned at the announcement, at a quiet moment; `lost`: at once after the cut).
+ */
+async function acrossTwoCaps(t: Test, provider: Record<string, string>, reason: 'deadline' | 'lost') {
+  const stack = await startStack(t, { provider });
   const { key, rate, session, client } = await open(t, stack);
   client.send({ type: 'session.update', session: { instructions: INSTRUCTIONS, audio: { input: { transcription: {} } } } });
   await client.next('session.updated');
@@ -162,9 +169,21 @@ t.test('a session streamed across two upstream connection caps (OpenAI-like): co
   );
   t.equal(client.closeCode, null, 'nor a close');
 
+  t.equal(moves(stack, reason), moves(stack), `every move: ${reason}`);
+
   // The bill: every response once, no gap and no overlap.
   await endAndCheck(t, stack, key, session, rate, add(add(u1, u2), u3));
-});
+}
+
+t.test('Gemini-like: the cap announced ahead (goAway), the session moves twice at quiet moments, intact and billed to the cent', (t) =>
+  // Every upstream connection is warned 2 s after it opens (session_expiring with the time left) and cut at 6 s.
+  acrossTwoCaps(t, { LOCAL_PROVIDER_MAX_CONNECTION_MS: '6000', LOCAL_PROVIDER_CAP_WARNING_MS: '4000' }, 'deadline'),
+);
+
+t.test('OpenAI-like: the cap cuts unannounced (session_expired, close 1001), the session moves twice, intact and billed to the cent', (t) =>
+  // Every upstream connection is cut 6 s after it opens, OpenAI's way at its 60 minutes, with no warning.
+  acrossTwoCaps(t, { LOCAL_PROVIDER_MAX_CONNECTION_MS: '6000' }, 'lost'),
+);
 
 t.test('an upstream that cannot be re-established (the provider is gone): upstream_unavailable, 1011, settled', async (t) => {
   const stack = await startStack(t, { relay: { UPSTREAM_RECONNECT_ATTEMPTS: '2' } });
