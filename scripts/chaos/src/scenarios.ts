@@ -242,10 +242,19 @@ const clientVanish: Scenario = {
     );
     await relayReadInput(run.sessions, finished);
     const uncounted = run.sessions.filter((s) => s.relayReadInMs === null).length;
-    return finish(stack, run, this.name, this.fault, Array.of('completed'), [
-      'output billed beyond what a vanished client received is by design (the answer was produced and metered)',
-      ...(uncounted > 0 ? [`no frames_in logged for ${uncounted} session(s): all their input sent counts (none taken as discarded)`] : []),
-    ]);
+    return finish(
+      stack,
+      run,
+      this.name,
+      this.fault,
+      ['completed'],
+      [
+        'output billed beyond what a vanished client received is by design (the answer was produced and metered)',
+        ...(uncounted > 0
+          ? [`no frames_in logged for ${uncounted} session(s): all their input sent counts (none taken as discarded)`]
+          : []),
+      ],
+    );
   },
 };
 
