@@ -33,8 +33,12 @@ export interface UpstreamHarness {
 
 export interface AdapterSuiteSpec<H extends UpstreamHarness> {
   name: string;
-  /** `paced`: the first reply stops after its first chunk until the client acts (a window for barge-in). */
-  start(opts: { apiKey: string; paced: boolean; resumable?: boolean }): Promise<H>;
+  /**
+   * `paced`: the first reply stops after its first chunk until the client acts (a window for barge-in).
+   * `capMs`: every connection ends this long after it opens, the way the provider ends a session at its cap
+   * (OpenAI: `session_expired` then close 1001, unannounced; Gemini: `goAway` ahead, then the close).
+   */
+  start(opts: { apiKey: string; paced: boolean; resumable?: boolean; capMs?: number }): Promise<H>;
   /** The same adapter pointed at any URL with any key (for a wrong key or a closed port). */
   adapterFor(harness: H | null, url: string | null, apiKey: string): ProviderAdapter;
   /** Asserts what the upstream saw of the handshake and the session configuration. */
@@ -46,6 +50,11 @@ export interface AdapterSuiteSpec<H extends UpstreamHarness> {
   /** Asserts what the upstream got on a barge-in with `playedMs`. */
   checkBargeIn(t: Test, harness: H, playedMs: number): void;
   /**
+   * Asserts that the second connection resumed the session, after one spoken turn on the first: its
+   * conversation so far (`REPLAYED`, the relay's context) replayed, or the provider's resumption handle.
+   */
+  checkResumed(t: Test, harness: H): void;
+  /**
    * The fake follows the local provider's script of decisions.md (transcripts `speech <ms> ms`, a user text
    * `call <tool> <JSON>` answered by a function call, a function output spoken back): the voice-agent part
    * of the suite runs, for what the adapter's `supports` says it can do.
@@ -54,6 +63,21 @@ export interface AdapterSuiteSpec<H extends UpstreamHarness> {
 }
 
 const KEY = 'suite-key-4f1b2c7d9e0a5b6c8d3e';
+
+/** The conversation the relay holds when a continuing session moves (what a replaying adapter seeds a new connection with). */
+export const REPLAYED = 'remember 42';
+const CONTEXT_ITEMS = [
+  {
+    key: 'item_ctx',
+    item: {
+      id: 'item_ctx',
+      type: 'message' as const,
+      role: 'user' as const,
+      status: 'completed' as const,
+      content: [{ type: 'input_text' as const, text: REPLAYED }],
+    },
+  },
+];
 const CONFIG: UpstreamSessionConfig = { providerModel: 'suite-model', voice: 'not-a-known-voice', turnDetection: { type: 'server_vad' } };
 
 /** Collects events and lets a test wait for one that matches. */
@@ -124,8 +148,9 @@ export function adapterSuite<H extends UpstreamHarness>(t: Test, spec: AdapterSu
     paced = false,
     config: UpstreamSessionConfig = CONFIG,
     continuing = false,
+    capMs?: number,
   ): Promise<{ h: H; up: MeteredUpstream; ev: Events }> {
-    const h = await spec.start({ apiKey: KEY, paced, ...(continuing ? { resumable: true } : {}) });
+    const h = await spec.start({ apiKey: KEY, paced, ...(continuing ? { resumable: true } : {}), ...(capMs ? { capMs } : {}) });
     harnesses.push(h);
     t.teardown(() => h.close());
     const ev = new Events();
@@ -137,8 +162,10 @@ export function adapterSuite<H extends UpstreamHarness>(t: Test, spec: AdapterSu
         ev.push(e);
       },
       new AbortController().signal,
-      // The relay's settings and (here empty) conversation: what a replaying adapter seeds a new connection with.
-      continuing ? { context: () => ({ settings: { voice: 'not-a-known-voice', turnDetection: { type: 'server_vad' } }, items: [] }) } : {},
+      // The relay's settings and conversation: what a replaying adapter seeds a new connection with.
+      continuing
+        ? { context: () => ({ settings: { voice: 'not-a-known-voice', turnDetection: { type: 'server_vad' } }, items: CONTEXT_ITEMS }) }
+        : {},
     );
     t.teardown(() => up.close());
     return { h, up, ev };
@@ -307,6 +334,41 @@ export function adapterSuite<H extends UpstreamHarness>(t: Test, spec: AdapterSu
     t.notOk(ev.all.some((e) => e.type === 'closed'));
     t.equal(up.usage().audio_in_ms, 1000);
   });
+
+  t.test(`${spec.name}: continuity: the next connection resumes the session (its conversation or the provider's handle)`, async (t) => {
+    const { h, up, ev } = await session(t, false, CONFIG, true);
+    await turn(up, ev, pcmTone(300));
+    h.expire!(300);
+    await handshakesReach(h, 2);
+    // A turn on the new connection: once it is answered, everything the resumption sent has arrived.
+    const second = pcmTone(200);
+    const d2 = await turn(up, ev, second);
+    t.ok(ev.deltas(d2.responseId).equals(spec.expectedReply(second).pcm), 'the turn after the move answered whole');
+    spec.checkResumed(t, h);
+  });
+
+  t.test(
+    `${spec.name}: continuity: the provider's connection cap is crossed twice, each turn answered whole, usage counted once`,
+    async (t) => {
+      const { h, up, ev } = await session(t, false, CONFIG, true, 1500);
+      const sent = [pcmTone(400), pcmTone(300), pcmTone(200)];
+      let out = 0;
+      for (const [i, pcm] of sent.entries()) {
+        // The cap ends connection i; the session goes on on connection i + 1.
+        await handshakesReach(h, i + 1);
+        t.equal(h.handshakes(), i + 1, `connection ${i + 1}`);
+        const done = await turn(up, ev, pcm);
+        t.ok(ev.deltas(done.responseId).equals(spec.expectedReply(pcm).pcm), `turn ${i + 1} answered whole`);
+        out += ev.deltas(done.responseId).length;
+      }
+      t.notOk(
+        ev.all.some((e) => e.type === 'closed' || e.type === 'error'),
+        'the relay sees neither an error nor a close',
+      );
+      t.equal(up.usage().audio_in_ms, 900, 'input metered once');
+      t.equal(up.usage().audio_out_ms, out / BYTES_PER_MS, 'output metered once');
+    },
+  );
 
   t.test(`${spec.name}: continuity: an upstream that cannot be reached again ends the session (fatal error, then closed)`, async (t) => {
     const { h, up, ev } = await session(t, false, CONFIG, true);

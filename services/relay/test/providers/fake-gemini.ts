@@ -46,6 +46,8 @@ export interface FakeGeminiOptions {
    * and a setup carrying a handle resumes (the handles are only recorded). Off by default.
    */
   resumption?: boolean;
+  /** Every connection ends this long after it opens, as Gemini's do: `goAway` ahead (a third of it), then the close. */
+  capMs?: number;
 }
 
 export interface FakeGemini {
@@ -136,8 +138,24 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
     wss.handleUpgrade(req, socket, head, (ws) => session(ws, authorized));
   });
 
+  /** Announces the end of `clients` (`goAway` with `timeLeft`), then closes them (1001) when it is up. */
+  function goAway(clients: WebSocket[], timeLeftMs: number): void {
+    for (const ws of clients)
+      if (ws.readyState === ws.OPEN)
+        ws.send(Buffer.from(JSON.stringify({ goAway: { timeLeft: `${timeLeftMs / 1000}s` } } satisfies GeminiServerFrame)));
+    setTimeout(() => {
+      for (const ws of clients) ws.close(1001, 'session time limit');
+    }, timeLeftMs).unref();
+  }
+
   function session(ws: WebSocket, authorized: boolean): void {
     const send = (m: GeminiServerFrame) => ws.readyState === ws.OPEN && ws.send(Buffer.from(JSON.stringify(m)));
+    if (opts.capMs) {
+      const lead = Math.floor(opts.capMs / 3);
+      const cap = setTimeout(() => goAway([ws], lead), opts.capMs - lead);
+      cap.unref();
+      ws.on('close', () => clearTimeout(cap));
+    }
     let inputBytes = 0;
     let setup: LiveClientSetup = {};
     /** User text given by clientContent since the last answer. */
@@ -317,14 +335,7 @@ export async function startFakeGemini(opts: FakeGeminiOptions): Promise<FakeGemi
       for (const ws of wss.clients) ws.send(Buffer.from(JSON.stringify(m)));
     },
     resumedWith,
-    goAway: (timeLeftMs) => {
-      const clients = [...wss.clients];
-      for (const ws of clients)
-        ws.send(Buffer.from(JSON.stringify({ goAway: { timeLeft: `${timeLeftMs / 1000}s` } } satisfies GeminiServerFrame)));
-      setTimeout(() => {
-        for (const ws of clients) ws.close(1001, 'session time limit');
-      }, timeLeftMs).unref();
-    },
+    goAway: (timeLeftMs) => goAway([...wss.clients], timeLeftMs),
     setRefusing: (r) => {
       refusing = r;
     },

@@ -50,7 +50,8 @@ function resampleWhole(pcm: Buffer): Buffer {
 
 adapterSuite(t, {
   name: 'gemini',
-  start: ({ apiKey, paced, resumable }) => harness({ apiKey, paced, ...(resumable ? { resumption: true } : {}) }),
+  start: ({ apiKey, paced, resumable, capMs }) =>
+    harness({ apiKey, paced, ...(resumable ? { resumption: true } : {}), ...(capMs ? { capMs } : {}) }),
   adapterFor: (h, url, apiKey) => new GeminiLiveAdapter({ url: url ?? h!.fake.url, apiKey }),
   checkSession(t, h, config: UpstreamSessionConfig, apiKey) {
     t.same(h.fake.handshakes[0], { apiKeyHeader: apiKey, search: '' }, 'key in the x-goog-api-key header, nothing in the URL');
@@ -90,6 +91,11 @@ adapterSuite(t, {
     return { pcm: FAKE_GEMINI_REPLY, usage: { input_audio_tokens: geminiTokens(inMs), output_audio_tokens: geminiTokens(1000) } };
   },
   agentScript: true,
+  checkResumed(t, h) {
+    // Gemini resumes with the newest handle it gave: one after setupComplete, one after the turn completed.
+    t.same(h.fake.resumedWith, ['handle_2'], "the second connection's setup carries the newest resumption handle");
+    t.same(h.fake.messages.filter((m) => m.clientContent).length, 0, 'nothing replayed: Gemini keeps the conversation itself');
+  },
   checkBargeIn(t, h) {
     // Gemini has no cancel message: nothing but audio and stream ends went upstream.
     t.ok(

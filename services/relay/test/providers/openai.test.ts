@@ -1,4 +1,5 @@
 import { usageOf } from '@s2s/core';
+import type { RealtimeServerEvent } from 'openai/resources/realtime/realtime';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
@@ -16,6 +17,9 @@ adapterSuite(
 
 const KEY = 'sk-test-0123456789abcdefghijklmnop';
 
+/** Any GA server event as the `openai` SDK types it, without the event_id a server adds. */
+type ServerFrame = RealtimeServerEvent extends infer E ? (E extends RealtimeServerEvent ? Omit<E, 'event_id'> : never) : never;
+
 /** A scriptable GA endpoint: answers session.update, records every message, sends whatever a test says. */
 async function scripted(t: Test, opts: { status?: number; refuseSession?: boolean } = {}) {
   const received: Record<string, any>[] = [];
@@ -32,8 +36,14 @@ async function scripted(t: Test, opts: { status?: number; refuseSession?: boolea
         const msg = JSON.parse(d.toString());
         received.push(msg);
         if (msg.type !== 'session.update' || received.filter((m) => m.type === 'session.update').length > 1) return;
-        if (opts.refuseSession) ws.send(JSON.stringify({ type: 'error', error: { code: 'invalid_value', message: `bad ${KEY}` } }));
-        else ws.send(JSON.stringify({ type: 'session.updated', session: {} }));
+        if (opts.refuseSession)
+          ws.send(
+            JSON.stringify({
+              type: 'error',
+              error: { type: 'invalid_request_error', code: 'invalid_value', message: `bad ${KEY}` },
+            } satisfies ServerFrame),
+          );
+        else ws.send(JSON.stringify({ type: 'session.updated', session: { type: 'realtime' } } satisfies ServerFrame));
       });
     });
   });
@@ -48,7 +58,10 @@ async function scripted(t: Test, opts: { status?: number; refuseSession?: boolea
     url,
     received,
     handshakes: () => handshakes,
-    send: (m: Record<string, unknown>) => sockets.forEach((ws) => ws.send(JSON.stringify(m))),
+    /** A GA server event, type-checked against the `openai` SDK's own types (the server adds event_id). */
+    send: (m: ServerFrame) => sockets.forEach((ws) => ws.send(JSON.stringify(m))),
+    /** Anything else: beta event names, which the GA types no longer list. */
+    sendRaw: (m: Record<string, unknown>) => sockets.forEach((ws) => ws.send(JSON.stringify(m))),
     sendText: (text: string) => sockets.forEach((ws) => ws.send(text)),
     closeAll: (code: number) => sockets.forEach((ws) => ws.close(code)),
   };
@@ -108,8 +121,8 @@ t.test('openai: beta event names are understood; speech events and usage are map
   fake.send({ type: 'input_audio_buffer.speech_started', audio_start_ms: 120, item_id: 'i1' });
   fake.send({ type: 'input_audio_buffer.speech_stopped', audio_end_ms: 900, item_id: 'i1' });
   fake.send({ type: 'response.created', response: { id: 'r1' } });
-  fake.send({ type: 'response.audio.delta', response_id: 'r1', item_id: 'a1', delta: audio.toString('base64') });
-  fake.send({ type: 'response.audio.done', response_id: 'r1', item_id: 'a1' });
+  fake.sendRaw({ type: 'response.audio.delta', response_id: 'r1', item_id: 'a1', delta: audio.toString('base64') });
+  fake.sendRaw({ type: 'response.audio.done', response_id: 'r1', item_id: 'a1' });
   fake.send({
     type: 'response.done',
     response: {
@@ -150,8 +163,8 @@ t.test('openai: an upstream error is relayed by code only; non-fatal while the s
   const { ev } = await openTo(t, fake.url);
   fake.send({ type: 'error', error: { type: 'invalid_request_error', code: 'rate_limit_exceeded', message: `Key ${KEY} over quota` } });
   await sync(fake, ev, 1);
-  fake.send({ type: 'error', error: { code: 'response_cancel_not_active', message: 'nothing to cancel' } });
-  fake.send({ type: 'error', error: { code: 'weird code with spaces', message: KEY } });
+  fake.send({ type: 'error', error: { type: 'invalid_request_error', code: 'response_cancel_not_active', message: 'nothing to cancel' } });
+  fake.send({ type: 'error', error: { type: 'server_error', code: 'weird code with spaces', message: KEY } });
   fake.closeAll(1011);
   await ev.wait('closed');
   t.same(
@@ -170,7 +183,14 @@ t.test('openai: barge-in after the reply finished truncates without cancelling; 
   const fake = await scripted(t);
   const { up, ev } = await openTo(t, fake.url);
   fake.send({ type: 'response.created', response: { id: 'r1' } });
-  fake.send({ type: 'response.output_audio.delta', response_id: 'r1', item_id: 'a1', delta: pcmTone(300).toString('base64') });
+  fake.send({
+    type: 'response.output_audio.delta',
+    response_id: 'r1',
+    item_id: 'a1',
+    output_index: 0,
+    content_index: 0,
+    delta: pcmTone(300).toString('base64'),
+  });
   fake.send({ type: 'response.done', response: { id: 'r1', status: 'completed' } });
   await ev.wait('response_done');
   up.cancelResponse('r1', 120.7);

@@ -1,7 +1,7 @@
 import { LOCAL_TOKEN_RATIO, startLocalProvider, type LocalProviderOptions, type ReceivedClientEvent } from '@s2s/local-provider';
 import type { Test } from 'tap';
 import type { ProviderAdapter, UpstreamSessionConfig } from '../../src/providers/index.js';
-import type { AdapterSuiteSpec, UpstreamHarness } from './adapter-suite.js';
+import { REPLAYED, type AdapterSuiteSpec, type UpstreamHarness } from './adapter-suite.js';
 import { BYTES_PER_MS } from '@s2s/core';
 
 export interface SimulatorHarness extends UpstreamHarness {
@@ -12,7 +12,7 @@ export interface SimulatorHarness extends UpstreamHarness {
 
 /** The local simulator as the fake upstream of the OpenAI protocol, recording what the adapter sent. */
 export async function startSimulatorHarness(
-  opts: { apiKey: string; paced: boolean },
+  opts: { apiKey: string; paced: boolean; capMs?: number },
   makeAdapter: (url: string, apiKey: string) => ProviderAdapter,
   endpoint: SimulatedEndpoint = {},
 ): Promise<SimulatorHarness> {
@@ -24,6 +24,8 @@ export async function startSimulatorHarness(
     ...endpoint,
     // Paced: one delta, then nothing for a minute, so a barge-in always lands mid-reply.
     replyChunkIntervalMs: opts.paced ? 60_000 : 0,
+    // OpenAI's cap: session_expired, then close 1001, with no warning.
+    maxConnectionMs: opts.capMs ?? null,
     onClientEvent: (e) => events.push(e),
     onHandshake: (h) => handshakeLog.push(h),
   });
@@ -92,6 +94,16 @@ export function openAIProtocolSpec(
         output_audio_tokens: Math.ceil(sent.length / BYTES_PER_MS / LOCAL_TOKEN_RATIO.outputMsPerToken),
       },
     }),
+    checkResumed(t: Test, h: SimulatorHarness) {
+      const second = [...new Set(h.events.map((e) => e.connection))][1];
+      const onSecond = h.events.filter((e) => e.connection === second).map((e) => e.event);
+      t.equal(onSecond[0]?.type, 'session.update', 'the settings first');
+      const replayed = onSecond.flatMap((e) =>
+        e.type === 'conversation.item.create' && e.item.type === 'message' ? e.item.content.map((p) => ('text' in p ? p.text : '')) : [],
+      );
+      // The relay's conversation, as text, starting with its context item.
+      t.equal(replayed[0], REPLAYED, 'the conversation replayed on the new connection');
+    },
     checkBargeIn(t: Test, h: SimulatorHarness, playedMs: number) {
       const cancel = h.events.find((e) => e.event.type === 'response.cancel');
       t.match(cancel?.event, { type: 'response.cancel', response_id: 'resp_1' });
