@@ -47,6 +47,7 @@ export interface WorkerLog {
 
 export interface WorkerOptions<V extends { kind: string }> extends RetryPolicy {
   source: MessageSource;
+  /** Runs as each message arrives, so that it overlaps the batch in hand waiting on its store. */
   decode(msg: WorkerMsg): Decoded<V>;
   handlers: Handlers<V>;
   /** Copies a message to the dead-letter subject; throws if the copy failed (the message is then retried). */
@@ -84,6 +85,12 @@ export interface Worker {
   readonly stats: WorkerStats;
 }
 
+/** A message as it arrived, decoded on arrival (while the previous batch waits on its store). */
+interface Arrived<V> {
+  msg: WorkerMsg;
+  decoded: Decoded<V> | { ok: false; answer: 'thrown'; err: unknown };
+}
+
 /** Thrown out of an outage hold when the worker is stopping: what is unanswered goes back to the server. */
 class Stopping extends Error {}
 
@@ -99,7 +106,7 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
   const stats: WorkerStats = { received: 0, batches: 0, deadLettered: 0, retried: 0, waited: 0, held: 0 };
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const inContext = opts.inMessageContext ?? (<T>(_msg: WorkerMsg, fn: () => Promise<T>) => fn());
-  const buffer: WorkerMsg[] = [];
+  const buffer: Arrived<V>[] = [];
   let wake: (() => void) | undefined;
   let loop: Promise<void> | undefined;
   let stopping = false;
@@ -135,7 +142,7 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
   }
 
   /** Runs `fn` until it gets past an outage, keeping `inHand` and the buffer in progress meanwhile. */
-  async function holding<T>(inHand: readonly WorkerMsg[], fn: () => Promise<T>): Promise<T> {
+  async function holding<T>(inHand: () => readonly WorkerMsg[], fn: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await fn();
@@ -144,8 +151,8 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
         if (stopping) throw new Stopping();
         stats.held++;
         if (attempt === 1 || attempt % 20 === 0) opts.log.warn({ err, attempt }, 'dependency unavailable, holding the batch');
-        for (const m of inHand) m.working();
-        for (const m of buffer) m.working();
+        for (const m of inHand()) m.working();
+        for (const a of buffer) a.msg.working();
         await sleep(Math.min(retryDelayMs(attempt, OUTAGE_FIRST_WAIT_MS, OUTAGE_MAX_WAIT_MS), Math.floor(opts.ackWaitMs / 3)));
       }
     }
@@ -153,7 +160,20 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
 
   const failed = (err: unknown): Outcome => ({ kind: 'fail', err, reason: errorReason(err) });
 
-  async function runBatch<W>(handler: { batch: (items: Item<W>[]) => Promise<Outcome[]> }, items: Item<W>[], inHand: WorkerMsg[]) {
+  /** A decoder that throws (a bug) fails that message, which is then retried like a failed handler call. */
+  function decodeSafely(msg: WorkerMsg): Arrived<V>['decoded'] {
+    try {
+      return opts.decode(msg);
+    } catch (err) {
+      return { ok: false, answer: 'thrown', err };
+    }
+  }
+
+  async function runBatch<W>(
+    handler: { batch: (items: Item<W>[]) => Promise<Outcome[]> },
+    items: Item<W>[],
+    inHand: () => readonly WorkerMsg[],
+  ) {
     let outcomes: Outcome[];
     try {
       outcomes = await holding(inHand, () => handler.batch(items));
@@ -174,13 +194,21 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
         }
       }
     }
-    await Promise.all(items.map((item, i) => answer(item.msg, outcomes[i] ?? ACK)));
+    // Acks (the common case) go out at once, without a promise per message.
+    const answering: Promise<void>[] = [];
+    for (let i = 0; i < items.length; i++) {
+      const outcome = outcomes[i] ?? ACK;
+      const msg = (items[i] as Item<W>).msg;
+      if (outcome.kind === 'ack') msg.ack();
+      else answering.push(answer(msg, outcome));
+    }
+    await Promise.all(answering);
   }
 
   async function runEach<W>(
     handler: { each: (item: Item<W>) => Promise<Outcome>; concurrency: number },
     items: Item<W>[],
-    inHand: WorkerMsg[],
+    inHand: () => readonly WorkerMsg[],
   ) {
     await forEachLimit(items, handler.concurrency, async (item) => {
       let outcome: Outcome;
@@ -194,35 +222,38 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
     });
   }
 
-  async function processBatch(batch: WorkerMsg[]): Promise<void> {
+  async function processBatch(batch: Arrived<V>[]): Promise<void> {
     stats.batches++;
     stats.received += batch.length;
     const byKind = new Map<string, Item<V>[]>();
-    for (const msg of batch) {
-      const decoded = opts.decode(msg);
+    for (const { msg, decoded } of batch) {
       if (decoded.ok) {
-        const list = byKind.get(decoded.value.kind) ?? [];
+        let list = byKind.get(decoded.value.kind);
+        if (!list) byKind.set(decoded.value.kind, (list = []));
         list.push({ msg, value: decoded.value });
-        byKind.set(decoded.value.kind, list);
       } else if (decoded.answer === 'ack') {
         msg.ack();
+      } else if (decoded.answer === 'thrown') {
+        await answer(msg, failed(decoded.err));
       } else {
         await deadLetter(msg, decoded.reason);
       }
     }
-    const inHand = [...byKind.values()].flat().map((i) => i.msg);
-    const answered = new Set<WorkerMsg>();
+    // Built only if an outage hold needs it.
+    let held: WorkerMsg[] | undefined;
+    const inHand = () => (held ??= [...byKind.values()].flat().map((i) => i.msg));
+    const done = new Set<string>();
     try {
       for (const [kind, items] of byKind) {
         const handler = opts.handlers[kind as V['kind']] as KindHandler<V>;
         if ('batch' in handler) await runBatch(handler, items, inHand);
         else await runEach(handler, items, inHand);
-        for (const item of items) answered.add(item.msg);
+        done.add(kind);
       }
     } catch (err) {
       if (!(err instanceof Stopping)) throw err;
       // Stopping during an outage: hand back at once everything not yet answered.
-      for (const m of inHand) if (!answered.has(m)) m.nak();
+      for (const [kind, items] of byKind) if (!done.has(kind)) for (const i of items) i.msg.nak();
     }
   }
 
@@ -236,7 +267,7 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
       }
       if (stopping) {
         // Fetched but not started: back to the server for another replica or the next start.
-        for (const m of buffer.splice(0)) m.nak();
+        for (const a of buffer.splice(0)) a.msg.nak();
         return;
       }
       const batch = buffer.splice(0, opts.batchSize);
@@ -244,7 +275,7 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
         await processBatch(batch);
       } catch (err) {
         opts.log.error({ err, size: batch.length }, 'batch failed; its messages will be redelivered');
-        for (const m of batch) m.nak(retryDelayMs(m.info.deliveryCount, opts.nakBaseMs, opts.nakMaxMs));
+        for (const { msg } of batch) msg.nak(retryDelayMs(msg.info.deliveryCount, opts.nakBaseMs, opts.nakMaxMs));
       }
     }
   }
@@ -252,8 +283,8 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
   return {
     stats,
     async start() {
-      await opts.source.start((m) => {
-        buffer.push(m);
+      await opts.source.start((msg) => {
+        buffer.push({ msg, decoded: decodeSafely(msg) });
         wake?.();
       });
       loop = run();

@@ -334,3 +334,36 @@ t.test('batches are at most batchSize messages, in arrival order', async (t) => 
   await worker.stop();
   t.same(sizes, [4, 4, 2]);
 });
+
+t.test('messages are decoded as they arrive; a decoder that throws fails its message alone, retried with backoff', async (t) => {
+  const decodedAt: number[] = [];
+  let handled = 0;
+  const { source, worker } = setup(
+    {
+      num: {
+        batch: async (items) => {
+          handled += items.length;
+          return items.map(() => ({ kind: 'ack' as const }));
+        },
+      },
+      word: okWords,
+    },
+    {
+      decode: (m) => {
+        decodedAt.push(m.seq);
+        if (new TextDecoder().decode(m.data) === 'boom') throw new Error('decoder bug');
+        return decode(m);
+      },
+    },
+  );
+  await worker.start();
+  const msgs = [new FakeMsg('s', '1', 1), new FakeMsg('s', 'boom', 2), new FakeMsg('s', '3', 3)];
+  source.deliver(...msgs);
+  t.same(decodedAt, [1, 2, 3], 'decoded on delivery, before any batch ran');
+  await until(() => msgs.every((m) => m.answers.length > 0));
+  await worker.stop();
+  t.same(msgs[0]?.answers, [{ ack: true }]);
+  t.same(msgs[1]?.answers, [{ nak: 100 }], 'the throwing one is retried after the base delay');
+  t.same(msgs[2]?.answers, [{ ack: true }]);
+  t.equal(handled, 2);
+});

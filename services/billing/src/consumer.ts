@@ -193,9 +193,13 @@ export function createBillingConsumer(deps: BillingDeps): BillingConsumer {
 
 /** Each session's trace as its newest checkpoint in the batch carries it (the relay's attachment span). */
 function sessionTraces(items: Item<{ kind: 'checkpoint'; checkpoint: UsageCheckpoint }>[]): (sessionId: string) => Context | undefined {
-  const bySession = new Map<string, WorkerMsg>();
-  for (const i of items) bySession.set(i.value.checkpoint.session_id, i.msg);
+  // Built on the first call: most batches settle nothing.
+  let bySession: Map<string, WorkerMsg> | undefined;
   return (sessionId) => {
+    if (!bySession) {
+      bySession = new Map();
+      for (const i of items) bySession.set(i.value.checkpoint.session_id, i.msg);
+    }
     const msg = bySession.get(sessionId);
     return msg ? messageContext(msg.headers) : undefined;
   };
