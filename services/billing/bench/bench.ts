@@ -3,7 +3,7 @@
 //  (c) the same for the traffic of 10,000 live sessions checkpointing every 250 ms (40,000/s): every
 //      attachment interleaved, so a batch holds few checkpoints of any one attachment;
 //  (b) latency from an end request to the settled message at a steady load of live sessions.
-// BENCH_PARTS (default "a,c,b") picks parts.
+// BENCH_PARTS (default "a,c,b") picks parts; BENCH_BASELINE_DIR and BENCH_ROUNDS are described at part (c).
 // Each part uses a fresh database and bus prefix. Run: pnpm --filter @s2s/billing bench
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -216,7 +216,7 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 }
 
-async function latency(): Promise<{
+async function latency(cwd?: string): Promise<{
   ends: number;
   p50: number;
   p99: number;
@@ -225,7 +225,7 @@ async function latency(): Promise<{
   invariants: number;
 }> {
   const env = await environment();
-  const child = billingProcess(env);
+  const child = billingProcess(env, {}, cwd);
   const relays = new Map<string, { attachmentId: string; seq: number; timer?: NodeJS.Timeout }>();
   try {
     const pool = await liveSessions(env, LIVE_SESSIONS + ENDS_PER_SECOND * LATENCY_SECONDS);
@@ -319,37 +319,56 @@ if (PARTS.includes('a')) {
       `pre-publish ran at ${fmt(a.publishPerSecond)}/s`,
   );
 }
+// BENCH_BASELINE_DIR: the services/billing directory of another checkout (e.g. before a change), run on the
+// same traffic in the same run (parts c and b), so the figures compare as a ratio on this noisy machine.
+const baselineDir = process.env.BENCH_BASELINE_DIR;
+const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor((xs.length - 1) / 2)] ?? NaN;
 if (PARTS.includes('c')) {
   const need = RATE_SESSIONS * RATE_CHECKPOINTS_PER_SECOND;
-  // BENCH_BASELINE_DIR: the services/billing directory of another checkout (e.g. before a change), run on
-  // the same traffic in the same run, so the figures compare as a ratio on this noisy machine.
-  const baselineDir = process.env.BENCH_BASELINE_DIR;
   const runs: [string, { cwd?: string; intervalMs: number; bare?: boolean }][] = [['this build', { intervalMs: 250 }]];
   if (baselineDir) runs.unshift(['baseline', { cwd: baselineDir, intervalMs: 250 }]);
   // BENCH_BARE=0 leaves out the bare consumer (the NATS ceiling of the same run).
   if (process.env.BENCH_BARE !== '0') runs.unshift(['bare consumer (acks only)', { intervalMs: 250, bare: true }]);
-  const rates = new Map<string, number>();
-  for (const [label, service] of runs) {
-    const c = await throughput(RATE_SESSIONS, RATE_SECONDS * RATE_CHECKPOINTS_PER_SECOND, service);
-    rates.set(label, c.perSecond);
-    console.log(
-      `(c) ${label}: 250 ms checkpoints of ${fmt(RATE_SESSIONS)} live sessions cost ${fmt(need)} checkpoints/s; ${fmt(c.events)} of them ` +
-        `(${RATE_SECONDS} s of that traffic, every attachment interleaved) folded in ${fmt(c.seconds, 2)} s by one billing process = ` +
-        `${fmt(c.perSecond)} events/s = ${fmt(c.perSecond / need, 2)} x the live rate, billing CPU ${fmt(c.cpuSeconds, 1)} s ` +
-        `(${fmt(c.cpuSeconds / c.seconds, 2)} cores); pre-publish ran at ${fmt(c.publishPerSecond)}/s`,
-    );
+  // BENCH_ROUNDS: the runs again, every other round in reverse order (a machine whose load drifts favours
+  // neither), with the ratios of each round and their medians.
+  const ratios = new Map<string, number[]>();
+  for (let round = 1; round <= arg('ROUNDS', 1); round++) {
+    const rates = new Map<string, number>();
+    for (const [label, service] of round % 2 === 1 ? runs : [...runs].reverse()) {
+      const c = await throughput(RATE_SESSIONS, RATE_SECONDS * RATE_CHECKPOINTS_PER_SECOND, service);
+      rates.set(label, c.perSecond);
+      console.log(
+        `(c) round ${round}, ${label}: 250 ms checkpoints of ${fmt(RATE_SESSIONS)} live sessions cost ${fmt(need)} checkpoints/s; ${fmt(c.events)} of them ` +
+          `(${RATE_SECONDS} s of that traffic, every attachment interleaved) folded in ${fmt(c.seconds, 2)} s by one billing process = ` +
+          `${fmt(c.perSecond)} events/s = ${fmt(c.perSecond / need, 2)} x the live rate, billing CPU ${fmt(c.cpuSeconds, 1)} s ` +
+          `(${fmt(c.cpuSeconds / c.seconds, 2)} cores); pre-publish ran at ${fmt(c.publishPerSecond)}/s`,
+      );
+    }
+    const mine = rates.get('this build') ?? NaN;
+    for (const other of ['baseline', 'bare consumer (acks only)']) {
+      if (!rates.has(other)) continue;
+      const ratio = mine / (rates.get(other) ?? NaN);
+      ratios.set(other, [...(ratios.get(other) ?? []), ratio]);
+      console.log(`(c) round ${round}, this build / ${other}: ${fmt(ratio, 2)}`);
+    }
   }
-  const mine = rates.get('this build') ?? NaN;
-  if (rates.has('baseline')) console.log(`(c) this build / baseline: ${fmt(mine / (rates.get('baseline') ?? NaN), 2)}`);
-  if (rates.has('bare consumer (acks only)'))
-    console.log(`(c) this build / bare consumer: ${fmt(mine / (rates.get('bare consumer (acks only)') ?? NaN), 2)}`);
+  for (const [other, xs] of ratios)
+    if (xs.length > 1) console.log(`(c) this build / ${other}, median of ${xs.length} rounds: ${fmt(median(xs), 2)}`);
 }
 if (PARTS.includes('b')) {
-  const b = await latency();
-  console.log(
-    `(b) end -> settled: ${b.ends} ends at ${ENDS_PER_SECOND}/s with ${LIVE_SESSIONS} live sessions ` +
-      `(${fmt(b.checkpointsPerSecond)} checkpoints/s): p50 ${fmt(b.p50, 1)} ms, p99 ${fmt(b.p99, 1)} ms, max ${fmt(b.max, 1)} ms ` +
-      `(target p99 <= 250 ms); ledger invariant violations: ${b.invariants}`,
-  );
+  const builds: [string, string | undefined][] = baselineDir
+    ? [
+        ['baseline', baselineDir],
+        ['this build', undefined],
+      ]
+    : [['this build', undefined]];
+  for (const [label, cwd] of builds) {
+    const b = await latency(cwd);
+    console.log(
+      `(b) ${label}, end -> settled: ${b.ends} ends at ${ENDS_PER_SECOND}/s with ${LIVE_SESSIONS} live sessions ` +
+        `(${fmt(b.checkpointsPerSecond)} checkpoints/s): p50 ${fmt(b.p50, 1)} ms, p99 ${fmt(b.p99, 1)} ms, max ${fmt(b.max, 1)} ms ` +
+        `(target p99 <= 250 ms); ledger invariant violations: ${b.invariants}`,
+    );
+  }
 }
 process.exit(0);
