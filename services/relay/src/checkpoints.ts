@@ -43,6 +43,11 @@ class Tracked implements CheckpointTicket {
   /** `sent` was acknowledged by JetStream (not only written to the connection). */
   acked = false;
   ackedAt = 0;
+  /** Audio in and out at the previous markDirty: the last frame's size predicts the next one's. */
+  seenIn = 0;
+  seenOut = 0;
+  /** Due early: its visit may not wait for an acknowledged publish still in flight. */
+  urgent = false;
 
   constructor(
     readonly source: MeteredSource,
@@ -130,11 +135,21 @@ export class Checkpointer {
       t.dirty = true;
       set.add(t);
     }
-    if (t.inflight || t.failures > 0) return;
+    if (t.failures > 0) return;
     const u = current ?? t.source.usage();
+    const lastIn = u.audio_in_ms - t.seenIn;
+    const lastOut = u.audio_out_ms - t.seenOut;
+    t.seenIn = u.audio_in_ms;
+    t.seenOut = u.audio_out_ms;
+    // Published before the next frame like the last one would take the unpublished audio past the bound: a
+    // relay killed at any moment then leaves at most `early` ms unpublished each way (100 ms frames against
+    // 250 ms: published at 200, not at 300). An acknowledged publish in flight does not hold it back.
     const early = this.deps.earlyAudioMs ?? this.deps.intervalMs;
     const sent = t.sent ?? ZERO_USAGE;
-    if (u.audio_in_ms - sent.audio_in_ms >= early || u.audio_out_ms - sent.audio_out_ms >= early) this.visitSoon(t);
+    if (u.audio_in_ms - sent.audio_in_ms + lastIn > early || u.audio_out_ms - sent.audio_out_ms + lastOut > early) {
+      t.urgent = true;
+      this.visitSoon(t);
+    }
   }
 
   /**
@@ -166,14 +181,17 @@ export class Checkpointer {
 
   /** Publishes `t`'s counters if they changed (plain within ACK_EVERY_MS of an acknowledged one). */
   private visit(set: Set<Tracked>, t: Tracked, now: number): void {
-    // One checkpoint in flight per attachment; a failed one waits for its backoff. Both stay dirty.
-    if (t.inflight || now < t.retryAt) return;
+    const urgent = t.urgent;
+    t.urgent = false;
+    // One acknowledged checkpoint in flight per attachment (an urgent one goes plain beside it); a failed
+    // one waits for its backoff. Both stay dirty.
+    if ((t.inflight && !urgent) || now < t.retryAt) return;
     if (t.sealed) {
       set.delete(t);
       return;
     }
     const u = t.source.usage();
-    const ackDue = t.failures > 0 || now - t.ackedAt >= ACK_EVERY_MS;
+    const ackDue = !t.inflight && (t.failures > 0 || now - t.ackedAt >= ACK_EVERY_MS);
     if (t.sent !== null && sameUsage(t.sent, u)) {
       // Unchanged: done once acknowledged; an unconfirmed plain one is confirmed when an ack is due.
       if (t.acked || !ackDue) {
@@ -300,8 +318,11 @@ export class Checkpointer {
     const m = this.message(t, u, final);
     const send = () => publishUsageCheckpoint({ ctx: this.deps, input: m });
     await (this.deps.telemetry ? this.deps.telemetry.published(t.source, m, send) : send());
-    t.sent = u;
-    t.acked = true;
+    // A plain one sent beside it carries newer counters: those stay unconfirmed.
+    if (m.seq === t.seq) {
+      t.sent = u;
+      t.acked = true;
+    }
     t.ackedAt = this.now();
   }
 

@@ -139,36 +139,72 @@ t.test('within a second of an acknowledged checkpoint the next ones go plain, th
   t.equal(sent.length, n, 'nothing more once confirmed');
 });
 
-t.test('250 ms of audio not yet published is published at once, without waiting for the tick', async (t) => {
+t.test('audio is published before the next frame like the last would take the unpublished past 250 ms', async (t) => {
   const { bus, sent } = fakeBus(() => false);
   const c = new Checkpointer({ bus, relayId: 'r1', logger: testLogger(), intervalMs: 250 });
-  const usage = { current: { ...ZERO_USAGE, audio_in_ms: 240 } };
+  const usage = { current: { ...ZERO_USAGE, audio_in_ms: 100 } };
   const ticket = c.track(source(usage));
   c.markDirty(ticket);
   await tick();
-  t.equal(sent.length, 0, '240 ms: the tick will send it');
-  usage.current = { ...usage.current, audio_in_ms: 250 };
+  t.equal(sent.length, 0, '100 ms in 100 ms frames: the tick will send it');
+  usage.current = { ...usage.current, audio_in_ms: 200 };
   c.markDirty(ticket);
   await tick();
-  t.match(sent, [{ seq: 1, audio_in_ms: 250, final: false }], '250 ms in: published at once, no tick ran');
+  t.match(sent, [{ seq: 1, audio_in_ms: 200, final: false }], '200 ms: a third frame would make 300, so published at once');
   t.notOk('plain' in (sent[0] as object), 'acknowledged, not only written');
-  // A fast answer: 250 ms of output since the last acknowledged checkpoint goes out at once too.
-  usage.current = { ...usage.current, audio_out_ms: 200 };
+  // A fast answer in 20 ms deltas: published at 240 ms of output, before a 260th.
+  for (let ms = 20; ms <= 220; ms += 20) {
+    usage.current = { ...usage.current, audio_out_ms: ms };
+    c.markDirty(ticket);
+  }
+  await tick();
+  t.equal(sent.length, 1, '220 ms of output: not yet');
+  usage.current = { ...usage.current, audio_out_ms: 240 };
   c.markDirty(ticket);
   await tick();
-  t.equal(sent.length, 1);
-  usage.current = { ...usage.current, audio_out_ms: 260 };
-  c.markDirty(ticket);
-  await tick();
-  t.match(sent[1], { seq: 2, audio_in_ms: 250, audio_out_ms: 260 });
+  t.match(sent[1], { seq: 2, audio_in_ms: 200, audio_out_ms: 240 });
   fullInterval(c);
   await tick();
   t.equal(sent.length, 2, 'the tick has nothing more to send');
-  usage.current = { ...usage.current, audio_out_ms: 400 };
+  usage.current = { ...usage.current, audio_out_ms: 300 };
   c.markDirty(ticket);
   fullInterval(c);
   await tick();
-  t.match(sent[2], { seq: 3, audio_out_ms: 400 }, 'less than 250 ms new: the tick sends it');
+  t.match(sent[2], { seq: 3, audio_out_ms: 300 }, 'a little new: the tick sends it');
+});
+
+t.test('an acknowledged checkpoint in flight does not hold back one that is due: it goes plain beside it', async (t) => {
+  const sent: (UsageCheckpoint & { plain?: true })[] = [];
+  let release: () => void = () => {};
+  const bus = {
+    subjects: { usageCheckpoint: (id: string) => `t.usage.checkpoint.${id}` },
+    nc: { publish: (_s: string, data: Uint8Array) => sent.push({ ...JSON.parse(new TextDecoder().decode(data)), plain: true }) },
+    // The stream's acknowledgement takes as long as the test says (a loaded bus).
+    publish: (_s: string, m: BusMessage) => (sent.push(m as UsageCheckpoint), new Promise<object>((r) => (release = () => r({})))),
+  } as unknown as Bus;
+  const c = new Checkpointer({ bus, relayId: 'r1', logger: testLogger(), intervalMs: 250 });
+  const usage = { current: { ...ZERO_USAGE } };
+  const ticket = c.track(source(usage));
+  for (const ms of [100, 200, 300, 400]) {
+    usage.current = { ...usage.current, audio_in_ms: ms };
+    c.markDirty(ticket);
+    await tick();
+  }
+  t.same(
+    sent.map((m) => [m.seq, m.audio_in_ms, m.plain === true]),
+    [
+      [1, 200, false],
+      [2, 300, true],
+    ],
+    'at 300 ms the first is still unacknowledged: the second goes plain; at 400 ms nothing is due',
+  );
+  release();
+  await tick();
+  usage.current = { ...usage.current, audio_in_ms: 420 };
+  fullInterval(c);
+  await tick();
+  t.equal(sent.length, 3, 'the older acknowledgement does not pass for the newer counters');
+  t.match(sent[2], { seq: 3, audio_in_ms: 420 });
 });
 
 t.test('attachments due early in one event-loop turn are published together right after it', async (t) => {
