@@ -185,6 +185,73 @@ t.test('OpenAI-like: the cap cuts unannounced (session_expired, close 1001), the
   acrossTwoCaps(t, { LOCAL_PROVIDER_MAX_CONNECTION_MS: '6000' }, 'lost'),
 );
 
+/**
+ * A live microphone across two caps (`provider`): the client streams audio in real time without pause, a
+ * spoken turn every 2 s, while the relay moves the session twice, so input arrives during each switch.
+ * Nothing is lost or counted twice: the session's input is every byte sent, each answered turn is played
+ * back whole, its tokens are those of the responses the client saw (each once), and the bill is exact.
+ * `announced`: the cap is announced ahead, so no answer is ever cut (an unannounced cut may cut one).
+ */
+async function liveMicrophone(t: Test, provider: Record<string, string>, announced: boolean) {
+  const stack = await startStack(t, { provider });
+  const { key, rate, session, client } = await open(t, stack);
+  client.send({ type: 'session.update', session: { instructions: INSTRUCTIONS, audio: { input: { transcription: {} } } } });
+  await client.next('session.updated');
+  const speech = pcmTone(600);
+  const cycle = pcmFrames(Buffer.concat([speech, pcmSilence(1400)]), 100);
+  let sent = 0;
+  // 100 ms frames in real time until two moves are done and one more whole cycle was spoken after them.
+  let cyclesAfter = -1;
+  for (let i = 0; cyclesAfter < 1; i++) {
+    const frame = cycle[i % cycle.length]!;
+    client.append(frame);
+    sent += frame.length;
+    if (i % cycle.length === cycle.length - 1 && (cyclesAfter >= 0 || moves(stack) >= 2)) cyclesAfter++;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const turns = sent / (cycle.length * 100 * BYTES_PER_MS);
+  // The last turn's answer: every turn spoken is answered (or its response reported failed, billed as measured).
+  await eventually(
+    () => client.events.filter((e) => e.type === 'response.done').length,
+    (n) => n >= turns,
+    30_000,
+  );
+  t.ok(moves(stack) >= 2, 'two moves while the microphone was live');
+  t.notOk(
+    client.events.some((e) => e.type === 'error'),
+    'the client saw no error',
+  );
+  t.equal(client.closeCode, null, 'nor a close');
+  const dones = client.events.filter((e) => e.type === 'response.done');
+  const completed = dones.filter((e) => (e.response as { status: string }).status === 'completed');
+  if (announced) t.equal(completed.length, turns, 'every turn answered: the moves wait for quiet moments');
+  else t.ok(completed.length >= turns - moves(stack), 'every turn answered but at most one cut short by each cut');
+  // Each completed answer is a whole turn played back: the audio stream out is continuous too.
+  for (const done of completed) {
+    const id = (done.response as { id: string }).id;
+    const out = Buffer.concat(
+      client.events
+        .filter((e) => e.type === 'response.output_audio.delta' && e.response_id === id)
+        .map((e) => Buffer.from(e.audio as string, 'base64')),
+    );
+    t.ok(out.equals(speech), `response ${id}: the turn played back byte for byte`);
+  }
+  const reported = dones.reduce(
+    (sum, e) => add(sum, counters(pick((e.response as { usage: object }).usage) as Partial<Counters>)),
+    ZERO_USAGE,
+  );
+  // Input: every byte sent, once (including what arrived while the session moved); the rest as the responses reported it.
+  await endAndCheck(t, stack, key, session, rate, { ...reported, audio_in_ms: sent / BYTES_PER_MS });
+}
+
+t.test('a live microphone across two announced caps (Gemini-like): input during the switches kept, billed to the cent', (t) =>
+  liveMicrophone(t, { LOCAL_PROVIDER_MAX_CONNECTION_MS: '6000', LOCAL_PROVIDER_CAP_WARNING_MS: '4000' }, true),
+);
+
+t.test('a live microphone across two unannounced cuts (OpenAI-like): input during the switches kept, billed to the cent', (t) =>
+  liveMicrophone(t, { LOCAL_PROVIDER_MAX_CONNECTION_MS: '6000' }, false),
+);
+
 t.test('an upstream that cannot be re-established (the provider is gone): upstream_unavailable, 1011, settled', async (t) => {
   const stack = await startStack(t, { relay: { UPSTREAM_RECONNECT_ATTEMPTS: '2' } });
   const { key, session, client } = await open(t, stack);
