@@ -16,6 +16,7 @@ export type { InstrumentKind, MetricDefinition } from './metric-names.js';
 export { createLogger, serializeError } from './logger.js';
 export type { Logger, LoggerOptions } from './logger.js';
 export { activeTraceId, extractHeaders, traceHeaders, withExtractedContext } from './propagation.js';
+export { routeNamer } from './http-route.js';
 // The OpenTelemetry API the services use, from one place (one version of it in the workspace).
 export { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
 export type { Attributes, Context, Meter, Span, Tracer } from '@opentelemetry/api';

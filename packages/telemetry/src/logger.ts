@@ -14,28 +14,16 @@ export interface LoggerOptions {
   destination?: pino.DestinationStream;
 }
 
-// Field names that never reach a log, wherever they sit (top level, one level down, or in headers).
+// Field names whose values never reach a log, whatever their type: at any depth the scrub walks in a line's
+// fields (headers included), and at the top level of a child's bindings (pino `redact`, which sees them).
 const SECRET_FIELDS = ['authorization', 'cookie', 'key', 'api_key', 'apiKey', 'token', 'secret', 'password', 'audio'];
-const REDACT_PATHS = [
-  ...SECRET_FIELDS,
-  ...SECRET_FIELDS.map((f) => `*.${f}`),
-  'headers.authorization',
-  'headers.cookie',
-  'headers["x-api-key"]',
-  'headers["set-cookie"]',
-  'req.headers.authorization',
-  'req.headers.cookie',
-  'req.headers["x-api-key"]',
-  'res.headers["set-cookie"]',
-  '*.headers.authorization',
-  '*.headers.cookie',
-  '*.headers["x-api-key"]',
-];
+const CENSORED_FIELDS = new Set([...SECRET_FIELDS, 'set-cookie', 'x-api-key']);
 
 /**
- * JSON logger with a `service` field, the active trace/span id, and two layers of redaction: known
- * secret field names (pino `redact`), then credential-shaped strings anywhere a few levels deep
+ * JSON logger with a `service` field, the active trace/span id, and two layers of redaction in one walk of
+ * each line's fields, a few levels deep: known secret field names, then credential-shaped strings
  * (`Bearer ...`, `vr_sk_...`, `ek_...`, provider keys, secret query parameters), glued to a word or not.
+ * (pino's `redact` with wildcard paths for the names cost about 20 µs a line, five times the rest of the line.)
  */
 export function createLogger(opts: LoggerOptions): Logger {
   return pino(
@@ -43,7 +31,7 @@ export function createLogger(opts: LoggerOptions): Logger {
       level: opts.level ?? 'info',
       base: { service: opts.service, pid: process.pid, hostname: hostname() },
       timestamp: pino.stdTimeFunctions.isoTime,
-      redact: { paths: REDACT_PATHS, censor: REDACTED },
+      redact: { paths: SECRET_FIELDS, censor: REDACTED },
       serializers: { err: serializeError, error: serializeError },
       formatters: {
         level: (label) => ({ level: label }),
@@ -92,7 +80,7 @@ export function serializeError(err: unknown, depth = 0): SerializedError | unkno
   return out;
 }
 
-/** Copy-on-write walk that redacts credential-shaped strings; depth-bounded to keep logging cheap. */
+/** Copy-on-write walk that censors secret fields and credential-shaped strings; depth-bounded to keep logging cheap. */
 function scrubDeep(value: unknown, depth: number): unknown {
   if (typeof value === 'string') return redactString(value);
   if (value === null || typeof value !== 'object' || depth > 4) return value;
@@ -108,7 +96,7 @@ function scrubDeep(value: unknown, depth: number): unknown {
   }
   let copy: Record<string, unknown> | undefined;
   for (const [k, v] of Object.entries(value)) {
-    const s = scrubDeep(v, depth + 1);
+    const s = CENSORED_FIELDS.has(k) ? REDACTED : scrubDeep(v, depth + 1);
     if (s !== v) {
       copy ??= { ...(value as Record<string, unknown>) };
       copy[k] = s;

@@ -27,7 +27,10 @@ export interface TelemetryOptions {
   serviceName: string;
   /** Where the OTEL_* variables are read from; defaults to `process.env`. */
   env?: Record<string, string | undefined>;
-  /** Defaults to all three. */
+  /**
+   * Defaults to `http`, plus `pg` when spans are recorded. `express` (a wrapper and a span per middleware,
+   * about a fifth of a request's CPU) only when asked for: a service names its routes with `routeNamer`.
+   */
   instrumentations?: readonly InstrumentationName[];
   /** An extra processor (tests: a SimpleSpanProcessor over an InMemorySpanExporter); it sees redacted spans. */
   spanProcessor?: SpanProcessor;
@@ -74,10 +77,10 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
   }
   if (running) throw new Error('startTelemetry: telemetry is already running in this process');
 
-  // Nothing recorded: pg's span per query would only cost. http (the caller's traceparent, real trace ids) and
-  // express (`http.route` on the HTTP duration metric, which Prometheus scrapes either way) stay.
+  // Nothing recorded: pg's span per query would only cost. http (the caller's traceparent, real trace ids, the
+  // HTTP duration metric) stays; `http.route` comes from the service (routeNamer), not from express's wrappers.
   const recordable = signalExported(env, 'TRACES') || opts.spanProcessor !== undefined;
-  const instrumentations = buildInstrumentations(opts.instrumentations ?? (recordable ? ['http', 'express', 'pg'] : ['http', 'express']));
+  const instrumentations = buildInstrumentations(opts.instrumentations ?? (recordable ? ['http', 'pg'] : ['http']));
   const scrapes = prometheusReader();
   const sdk = withOtelEnv(env, () => {
     const downstream: SpanProcessor[] = signalExported(env, 'TRACES') ? getSpanProcessorsFromEnv(undefined) : [];

@@ -120,3 +120,16 @@ t.test('a key glued to a word character is redacted in messages and fields', asy
   t.equal(fields?.protocol, 'svc-realtime-v1.auth.ek_[REDACTED]');
   t.equal(message?.msg, 'not found: /v1/voice/sessions/vs_x_vr_sk_[REDACTED]?x=1_ek_[REDACTED]');
 });
+
+t.test("secret fields at any depth of a line, and in a child's bindings", async (t) => {
+  const out = capture();
+  const log = createLogger({ service: 'relay', destination: out.stream });
+  const child = log.child({ request_id: 'req_1', token: SECRET });
+  child.info({ res: { headers: { 'set-cookie': ['sid=1'] } }, attempt: { upstream: { headers: { 'x-api-key': SECRET } } } }, 'upstream');
+  t.notMatch(out.raw(), SECRET);
+  const [line] = out.lines() as [Record<string, any>];
+  t.equal(line.request_id, 'req_1', 'bindings are kept');
+  t.equal(line.token, '[REDACTED]', 'a secret binding');
+  t.equal(line.res.headers['set-cookie'], '[REDACTED]', 'a secret field of any type');
+  t.equal(line.attempt.upstream.headers['x-api-key'], '[REDACTED]', 'three levels down');
+});

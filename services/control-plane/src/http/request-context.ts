@@ -1,6 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { newRequestId, type StoreUnavailableCode } from '@s2s/http-errors';
-import type { Logger } from '@s2s/telemetry';
+import { routeNamer, type Logger } from '@s2s/telemetry';
 
 /** Per-request state kept in `res.locals`. */
 export interface RequestLocals {
@@ -40,9 +40,37 @@ export function requestContext(logger: Logger): RequestHandler {
   };
 }
 
-/** What requestContext does for one request: its id (header and locals), no-store, and its access line. */
+/** The route template of a request express dispatched to `route` while `baseUrl` was its router's mount path. */
+export function routeTemplate(baseUrl: string, path: string): string {
+  return baseUrl !== '' && path === '/' ? baseUrl : baseUrl + path;
+}
+
+/**
+ * Names the request's route for its server span and the HTTP duration metric (`/v1/voice/sessions/:id`, never
+ * the path itself). Express sets `req.route` when it dispatches the request to a route, and only then is
+ * `req.baseUrl` that route's mount path; the accessor put on `req` takes the template at that moment. (The
+ * express instrumentation did this with a wrapper and a span around every middleware.)
+ */
+function nameRoute(req: Request): void {
+  const name = routeNamer();
+  if (name === undefined) return;
+  let route = req.route as { path: string } | undefined;
+  if (route !== undefined) name(routeTemplate(req.baseUrl, route.path));
+  Object.defineProperty(req, 'route', {
+    configurable: true,
+    enumerable: true,
+    get: () => route,
+    set: (dispatched: { path: string }) => {
+      route = dispatched;
+      name(routeTemplate(req.baseUrl, dispatched.path));
+    },
+  });
+}
+
+/** What requestContext does for one request: its id (header and locals), no-store, its route and its access line. */
 export function startRequest(logger: Logger, req: Request, res: Response): void {
   const started = process.hrtime.bigint();
+  nameRoute(req);
   const requestId = newRequestId();
   res.locals.requestId = requestId;
   res.locals.logger = logger;
