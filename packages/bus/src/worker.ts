@@ -95,6 +95,7 @@ interface Arrived<V> {
 class Stopping extends Error {}
 
 const OUTAGE_FIRST_WAIT_MS = 100;
+const ACK_SLICE = 2000;
 const OUTAGE_MAX_WAIT_MS = 2000;
 
 /**
@@ -160,6 +161,39 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
 
   const failed = (err: unknown): Outcome => ({ kind: 'fail', err, reason: errorReason(err) });
 
+  // The acks of a committed batch go out ACK_SLICE at a time, one slice per event-loop turn: the next batch
+  // starts at once and its store round trips overlap them, instead of waiting behind tens of thousands of
+  // acks. Still after the commit; a crash before they are out is a redelivery like any crash before an ack.
+  const ackQueue: WorkerMsg[][] = [];
+  let ackPos = 0;
+  let ackScheduled = false;
+  function ackSoon(msgs: WorkerMsg[]): void {
+    if (msgs.length === 0) return;
+    ackQueue.push(msgs);
+    if (!ackScheduled) {
+      ackScheduled = true;
+      setImmediate(ackSlice);
+    }
+  }
+  function ackUpTo(limit: number): void {
+    for (let n = 0; n < limit && ackQueue.length > 0;) {
+      const head = ackQueue[0] as WorkerMsg[];
+      while (ackPos < head.length && n < limit) {
+        (head[ackPos++] as WorkerMsg).ack();
+        n++;
+      }
+      if (ackPos >= head.length) {
+        ackQueue.shift();
+        ackPos = 0;
+      }
+    }
+  }
+  function ackSlice(): void {
+    ackUpTo(ACK_SLICE);
+    if (ackQueue.length > 0) setImmediate(ackSlice);
+    else ackScheduled = false;
+  }
+
   /** A decoder that throws (a bug) fails that message, which is then retried like a failed handler call. */
   function decodeSafely(msg: WorkerMsg): Arrived<V>['decoded'] {
     try {
@@ -194,14 +228,16 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
         }
       }
     }
-    // Acks (the common case) go out at once, without a promise per message.
+    // Acks (the common case) without a promise per message, and in slices (ackSoon).
+    const acks: WorkerMsg[] = [];
     const answering: Promise<void>[] = [];
     for (let i = 0; i < items.length; i++) {
       const outcome = outcomes[i] ?? ACK;
       const msg = (items[i] as Item<W>).msg;
-      if (outcome.kind === 'ack') msg.ack();
+      if (outcome.kind === 'ack') acks.push(msg);
       else answering.push(answer(msg, outcome));
     }
+    ackSoon(acks);
     await Promise.all(answering);
   }
 
@@ -295,6 +331,8 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
       await opts.source.stop().catch(() => undefined);
       wake?.();
       await loop;
+      // Whatever is committed and not yet acknowledged goes out now, before the caller closes the connection.
+      ackUpTo(Infinity);
     },
   };
 }

@@ -367,3 +367,31 @@ t.test('messages are decoded as they arrive; a decoder that throws fails its mes
   t.same(msgs[2]?.answers, [{ ack: true }]);
   t.equal(handled, 2);
 });
+
+t.test('the acks of a big batch go out in slices after its handler; stop sends whatever is left', async (t) => {
+  let handled = false;
+  const { source, worker } = setup(
+    {
+      num: {
+        batch: async (items) => {
+          handled = true;
+          return items.map(() => ({ kind: 'ack' as const }));
+        },
+      },
+      word: okWords,
+    },
+    { batchSize: 5000 },
+  );
+  await worker.start();
+  const msgs = Array.from({ length: 5000 }, (_, i) => new FakeMsg('s', String(i), i + 1));
+  source.deliver(...msgs);
+  await until(() => handled);
+  await new Promise((r) => setImmediate(r));
+  const early = msgs.filter((m) => m.answers.length > 0).length;
+  t.ok(early < msgs.length, `not all at once (${early} after one turn)`);
+  await worker.stop();
+  t.ok(
+    msgs.every((m) => m.answers.length === 1 && 'ack' in (m.answers[0] as Answer)),
+    'every message acknowledged exactly once by the time stop returns',
+  );
+});
