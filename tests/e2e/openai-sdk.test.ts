@@ -117,8 +117,13 @@ t.test(
     const created = (await seen('session.created'))[0]!;
     t.match(created.session, { type: 'realtime', model: MODEL });
     const sessionId = created.session.id as string;
-    await seen('session.updated');
-    t.match(raw.filter((e) => e.type === 'session.updated').at(-1)!.session, {
+    // The SDK may update the session more than once while it connects: the one carrying the agent is awaited.
+    const updates = await eventually(
+      () => raw.filter((e) => e.type === 'session.updated').map((e) => e.session as { instructions?: string }),
+      (l) => l.some((s) => s.instructions === "You are a courier's assistant."),
+      20_000,
+    );
+    t.match(updates.find((s) => s.instructions === "You are a courier's assistant.") ?? updates.at(-1), {
       instructions: "You are a courier's assistant.",
       tools: [{ type: 'function', name: 'lookup_order' }],
       audio: { input: { transcription: { model: 'gpt-4o-mini-transcribe' } } },
