@@ -11,6 +11,11 @@ import { api, bearer, createKey, createSession, startBilling, startControlPlane,
 
 /** The billing process of these tests: a short grace for gone relays, a fast expiry sweeper. */
 const END_ENV = { END_GRACE_MS: '300', SWEEP_INTERVAL_MS: '200' };
+/**
+ * The control plane of those tests waits up to 30 s for the settlement (8 s as shipped): on a loaded CI
+ * machine the billing child can take longer than 8 s, and the answer would be a 409 instead of the resource.
+ */
+const SETTLE_WAIT = { env: { END_WAIT_MS: '30000' } };
 
 function end(
   h: { url: string },
@@ -66,7 +71,7 @@ async function relayAttachment(h: Harness, sessionId: string, partial: Partial<U
 }
 
 t.test('200: the settled terminal resource, billed from server usage of every attachment; a repeat changes nothing', async (t) => {
-  const h = await startControlPlane(t);
+  const h = await startControlPlane(t, SETTLE_WAIT);
   await startBilling(t, h, END_ENV);
   const key = await createKey(h, 1000);
   const { body: created } = await createSession(h, key.key);
@@ -94,7 +99,7 @@ t.test('200: the settled terminal resource, billed from server usage of every at
 });
 
 t.test('terminal status by reason; an unused session bills nothing', async (t) => {
-  const h = await startControlPlane(t);
+  const h = await startControlPlane(t, SETTLE_WAIT);
   await startBilling(t, h, END_ENV);
   const key = await createKey(h, 1000);
   const cases = [
@@ -191,7 +196,7 @@ t.test('409 when settlement cannot finish in time; the session still settles exa
 });
 
 t.test('concurrent end requests for one session all answer the one settlement', async (t) => {
-  const h = await startControlPlane(t);
+  const h = await startControlPlane(t, SETTLE_WAIT);
   await startBilling(t, h, END_ENV);
   const key = await createKey(h, 1000);
   const { body: s } = await createSession(h, key.key);
@@ -212,7 +217,7 @@ t.test('concurrent end requests for one session all answer the one settlement', 
 });
 
 t.test('an idle session past its deadline ends as expired and answers 200 with its terminal resource', async (t) => {
-  const h = await startControlPlane(t);
+  const h = await startControlPlane(t, SETTLE_WAIT);
   await startBilling(t, h, END_ENV);
   const key = await createKey(h, 1000);
   const { body: s } = await createSession(h, key.key);
