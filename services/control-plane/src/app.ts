@@ -4,7 +4,7 @@ import { refuseOptions } from './http/auth.js';
 import { publicCors } from './http/cors.js';
 import { deferredJsonBody } from './http/body.js';
 import { errorHandler, notFoundHandler } from './http/errors.js';
-import { requestContext } from './http/request-context.js';
+import { nameRoutes, requestContext } from './http/request-context.js';
 import { adminRouter } from './routes/admin.js';
 import { consoleRouter } from './routes/console.js';
 import { realtimeClientSecretsRouter, sessionClientSecretsRouter } from './routes/client-secrets.js';
@@ -22,6 +22,7 @@ export function buildApp(deps: AppDeps): Express {
   app.disable('x-powered-by');
   // Every answer is per-caller and uncacheable; hashing each body for an ETag would be wasted work.
   app.set('etag', false);
+  nameRoutes(app);
 
   // Scrapes are neither logged nor traced (the HTTP instrumentation ignores /metrics).
   app.get('/metrics', (req, res) => ctx.metrics.handler(req, res));
