@@ -4,22 +4,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import t, { type Test } from 'tap';
-import { waitFor } from '@s2s/chaos';
+import { tcpQueues, unreadByPeer, waitFor } from '@s2s/chaos';
 
-/**
- * The send queue (`tx_queue`: bytes not yet acknowledged by the peer) of the connection from `localPort` to
- * `remotePort` in the text of /proc/net/tcp; null when it is not listed. Too slow to read at every vanish of
- * the campaign (tens of ms on a machine with thousands of sockets, which would change what it measures).
- */
+/** The send queue of the connection from `localPort` to `remotePort`; null when it is not listed. */
 function txQueue(table: string, localPort: number, remotePort: number): number | null {
-  const portOf = (address: string): number => Number.parseInt(address.slice(address.lastIndexOf(':') + 1), 16);
-  for (const line of table.split('\n')) {
-    // sl local_address rem_address st tx_queue:rx_queue ...; addresses are HEXADDR:HEXPORT
-    const f = line.trim().split(/\s+/);
-    if (f.length < 5 || !/^\d+:$/.test(f[0]!)) continue;
-    if (portOf(f[1]!) === localPort && portOf(f[2]!) === remotePort) return Number.parseInt(f[4]!.split(':')[0]!, 16);
-  }
-  return null;
+  return tcpQueues(table, localPort, remotePort)?.tx ?? null;
 }
 
 /** Bytes written to `socket` that the peer's TCP has not acknowledged (the kernel's send queue; Node's is empty here). */
@@ -37,6 +26,8 @@ t.test('txQueue reads the send queue of the connection between two ports', async
   t.equal(txQueue(TABLE, 0xd431, 0x1f90), 0x1937, 'the client side');
   t.equal(txQueue(TABLE, 0x1f90, 0xd431), 0, 'the server side');
   t.equal(txQueue(TABLE, 0x1f90, 0x1f91), null, 'not listed');
+  t.same(tcpQueues(TABLE, 0x1f90, 0xd431), { tx: 0, rx: 0x3245 }, 'the server side has bytes it did not read');
+  t.equal(unreadByPeer(TABLE, { local: 0xd431, remote: 0x1f90 }), 0x1937 + 0x3245, 'in flight and unread, both ends');
 });
 
 const LINUX = existsSync('/proc/net/tcp') ? false : 'needs /proc/net/tcp (Linux)';

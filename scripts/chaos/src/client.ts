@@ -2,6 +2,7 @@
 // checked against it: HTTP for create/end/get, the realtime WebSocket for audio.
 import WebSocket from 'ws';
 import { sleep } from './infra.js';
+import { unreadByPeer } from './tcp.js';
 
 const REALTIME_PROTOCOL = 'svc-realtime-v1';
 const MODEL = 'local/echo-1';
@@ -109,11 +110,20 @@ export class ChaosSession {
    * a 100 ms append); null when the scenario did not collect it.
    */
   relayReadInMs: number | null = null;
+  /**
+   * relay-kill: input no relay ever read, measured at the kill (docs/chaos.md): what was still in TCP when the
+   * relay was frozen, and what the client sent between the freeze and its socket's close.
+   */
+  unreadAtKillInMs = 0;
+  /** The client's end of its current socket and the relay's port: where /proc/net/tcp lists them. */
+  tcp: { local: number; remote: number } | null = null;
   final: SessionView | null = null;
   endStatuses: number[] = [];
   errors: string[] = [];
 
   private ws: WebSocket | null = null;
+  /** Bytes of the last append on the wire (its WebSocket frame). */
+  private chunkWireBytes = 0;
   private firstDelta: (() => void) | null = null;
   private doneWaiters: (() => void)[] = [];
 
@@ -161,6 +171,10 @@ export class ChaosSession {
       headers: { Authorization: `Bearer ${this.key}` },
       perMessageDeflate: false,
     });
+    ws.once('upgrade', (res) => {
+      const { localPort, remotePort } = res.socket;
+      this.tcp = localPort !== undefined && remotePort !== undefined ? { local: localPort, remote: remotePort } : null;
+    });
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         ws.terminate();
@@ -207,9 +221,26 @@ export class ChaosSession {
   private sendChunk(b64: string): boolean {
     const ws = this.ws;
     if (!ws || ws.readyState !== WebSocket.OPEN) return false;
-    ws.send(`{"type":"input_audio_buffer.append","audio":"${b64}"}`);
+    const text = `{"type":"input_audio_buffer.append","audio":"${b64}"}`;
+    ws.send(text);
     this.sentInMs += CHUNK_MS;
+    // On the wire: a masked client frame, its header 2 + 4 bytes plus an extended length past 125 bytes.
+    const payload = Buffer.byteLength(text);
+    this.chunkWireBytes = payload + (payload < 126 ? 6 : payload < 65_536 ? 8 : 14);
     return true;
+  }
+
+  /**
+   * relay-kill: the relay serving this socket is frozen (SIGSTOP) and about to be killed; `table` is
+   * /proc/net/tcp read now. Its unread bytes (whole chunks, a partly read one included: the relay never had
+   * it whole) and every chunk sent from now until the socket closes are input no relay read.
+   */
+  relayFrozen(table: string): void {
+    const ws = this.ws;
+    if (!ws || !this.tcp || this.chunkWireBytes === 0) return;
+    const sentAtFreeze = this.sentInMs;
+    const unreadMs = Math.min(sentAtFreeze, Math.ceil(unreadByPeer(table, this.tcp) / this.chunkWireBytes) * CHUNK_MS);
+    ws.once('close', () => (this.unreadAtKillInMs += unreadMs + (this.sentInMs - sentAtFreeze)));
   }
 
   /**

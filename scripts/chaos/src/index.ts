@@ -6,4 +6,5 @@ export { freePort, killAll, sleep, waitFor } from './infra.js';
 export { judge, lostIn, lostOut, summarize, table, details, type ScenarioResult, type SessionResult, type Summary } from './report.js';
 export { heal, SCENARIOS } from './scenarios.js';
 export { ADMIN_TOKEN, Stack, Service, type StackOptions } from './stack.js';
+export { tcpQueues, unreadByPeer } from './tcp.js';
 export { checkInvariants, faultFixture, notSettledOnce, turn, type FaultFixture } from './fixture.js';

@@ -14,8 +14,8 @@ export interface SessionResult {
   settledOnce: boolean;
   sentInMs: number;
   /**
-   * Of `sentInMs`, input a vanished client's abortive close discarded before the relay read it (what the
-   * relay did not read; 0 without its count). Not billable, so not "lost".
+   * Of `sentInMs`, input no relay read: what a vanished client's abortive close discarded (0 without the
+   * relay's count), or what was in TCP when its relay was killed. Not billable, so not "lost".
    */
   discardedInMs: number;
   receivedOutMs: number;
@@ -117,9 +117,13 @@ export async function judge(input: {
   };
 }
 
-/** What a vanished client's abortive close discarded of its input: what it sent and the relay never read. */
+/**
+ * Input a client sent that no relay read: what a vanished client's abortive close discarded (from the relay's
+ * `frames_in`), or what was still in TCP when its relay was frozen and killed (relay-kill, from /proc/net/tcp).
+ */
 function discardedIn(s: ChaosSession): number {
-  return s.vanished && s.relayReadInMs !== null ? Math.max(0, s.sentInMs - s.relayReadInMs) : 0;
+  if (s.vanished && s.relayReadInMs !== null) return Math.max(0, s.sentInMs - s.relayReadInMs);
+  return s.unreadAtKillInMs;
 }
 
 /**
@@ -229,7 +233,7 @@ export function details(r: ScenarioResult): string {
     const total = discardedBy.reduce((a, s) => a + s.discardedInMs, 0);
     const max = Math.max(...discardedBy.map((s) => s.discardedInMs));
     out.push(
-      `  input sent but never read by the relay (discarded by the abortive close), not counted as lost: ` +
+      `  input sent but never read by a relay (discarded by an abortive close, or in TCP when its relay was killed), not counted as lost: ` +
         `${discardedBy.length} session(s), ${total} ms in all, at most ${max} ms in one`,
     );
   }

@@ -1,5 +1,6 @@
 // The fault scenarios. Each runs `sessions` live sessions through the real processes, injects its fault,
 // ends every session, waits for settlement and judges the bills (report.ts).
+import { existsSync, readFileSync } from 'node:fs';
 import { CHUNK_MS, ChaosSession, HttpTally, operatorKey, type Api } from './client.js';
 import { sleep, waitFor } from './infra.js';
 import { judge, type ScenarioResult } from './report.js';
@@ -138,7 +139,12 @@ const relayKill: Scenario = {
     });
     // Mid-stream: every session is in its third turn, at some point of input, answer or silence.
     await sleep(2 * (TONE_MS + SILENCE_MS) + 900);
-    await stack.relays[0]!.kill();
+    // Frozen first, so that what its sockets still hold is known (input no relay read: not a billing loss).
+    await stack.relays[0]!.kill(() => {
+      if (!existsSync('/proc/net/tcp')) return;
+      const table = readFileSync('/proc/net/tcp', 'utf8');
+      for (const s of run.sessions) s.relayFrozen(table);
+    });
     await Promise.all(talkers);
     await stack.restartRelay(0);
     return finish(stack, run, this.name, this.fault, ['completed'], [`${reattached} sessions re-attached to relay 1`]);

@@ -103,12 +103,19 @@ export class Service {
     });
   }
 
-  /** SIGKILL, as a crash would: no drain, no final checkpoint. */
-  async kill(): Promise<void> {
+  /**
+   * SIGKILL, as a crash would: no drain, no final checkpoint. `whileFrozen` runs between a SIGSTOP and the
+   * SIGKILL: the process reads nothing more from then on, so what its sockets hold unread is lost to it.
+   */
+  async kill(whileFrozen?: () => void): Promise<void> {
     const child = this.child;
     if (!child) return;
     this.stopping = true;
     this.child = null;
+    if (whileFrozen) {
+      killGroup(child, 'SIGSTOP');
+      whileFrozen();
+    }
     killGroup(child, 'SIGKILL');
     await exited(child);
   }
