@@ -4,14 +4,14 @@
 // (packages/local-provider/README.md): the whole context billed on every response, text 1 token per 4
 // characters, audio in 1 per 100 ms, out 1 per 50 ms; a new connection's context is the replayed text.
 import t, { type Test } from 'tap';
-import { CreateKeyResponse, VoiceSession, Wallet } from '@s2s/contract';
+import { CreateKeyResponse, VoiceSession } from '@s2s/contract';
 import { SEED_RATE, ZERO_USAGE, type Usage } from '@s2s/core';
 import { checkLedgerInvariants } from '@s2s/db/testing';
 import { BYTES_PER_MS, pcmFrames, pcmSilence, pcmTone } from '@s2s/local-provider';
 import { eventually, type ServerEventLike } from '@s2s/testing';
 import { fileURLToPath } from 'node:url';
 import { expectedCents } from './bill.js';
-import { api, attachSession, spawnService, startStack, type Stack } from './stack.js';
+import { api, attachSession, expectCharged, spawnService, startStack, type Stack } from './stack.js';
 
 const MODEL = 'local/echo-1';
 const text = (s: string) => Math.ceil(s.length / 4);
@@ -72,9 +72,7 @@ async function endAndCheck(
     );
   const cents = expectedCents(rate, total);
   t.equal(ended.body.usage.billed_cents, cents, 'billed to the cent');
-  const wallet = Wallet.parse((await api(stack, 'GET', `/admin/v1/wallets/${key.wallet_id}`, { admin: true })).body);
-  t.same(wallet, { id: key.wallet_id, balance_cents: 10_000 - cents, reserved_cents: 0, available_cents: 10_000 - cents });
-  t.same(await checkLedgerInvariants(stack.db.db.pool), []);
+  await expectCharged(t, stack, key.wallet_id, 10_000, cents);
 }
 
 /** The relay's log lines saying a session moved (one per completed move), of one reason when given. */

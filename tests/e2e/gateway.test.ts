@@ -5,7 +5,7 @@ import { checkLedgerInvariants } from '@s2s/db/testing';
 import { pcmFrames, pcmSilence, pcmTone } from '@s2s/local-provider';
 import { Client, eventually } from '@s2s/testing';
 import WebSocket from 'ws';
-import { api, startStack, type Stack } from './stack.js';
+import { api, expectCharged, startStack, type Stack } from './stack.js';
 
 // The seeded catalog entry local/echo-1 (provider local, VAD playback) and its rate.
 const MODEL = 'local/echo-1';
@@ -102,9 +102,7 @@ t.test('the whole lifecycle: key, session, attach, talk, end, a wallet settled t
   t.equal(final.billing.reserved_cents, 0);
   t.same(await tokensOf(stack, session.id), { input: 15, output: 20 });
 
-  const wallet = Wallet.parse((await api(stack, 'GET', `/admin/v1/wallets/${key.wallet_id}`, { admin: true })).body);
-  t.same(wallet, { id: key.wallet_id, balance_cents: 1000 - expected, reserved_cents: 0, available_cents: 1000 - expected });
-  t.same(await checkLedgerInvariants(stack.db.db.pool), []);
+  await expectCharged(t, stack, key.wallet_id, 1000, expected);
 
   const again = await api<VoiceSession>(stack, 'POST', `/v1/voice/sessions/${session.id}/end`, { key: key.key });
   t.equal(again.body.usage.billed_cents, expected, 'ending again settles nothing twice');
@@ -138,9 +136,7 @@ t.test('the legacy path: create on attach, Deprecation: true, ended and settled 
   );
   t.equal(settled.body.status, 'completed');
   t.equal(settled.body.usage.billed_cents, expected);
-  const wallet = Wallet.parse((await api(stack, 'GET', `/admin/v1/wallets/${key.wallet_id}`, { admin: true })).body);
-  t.same(wallet, { id: key.wallet_id, balance_cents: 500 - expected, reserved_cents: 0, available_cents: 500 - expected });
-  t.same(await checkLedgerInvariants(stack.db.db.pool), []);
+  await expectCharged(t, stack, key.wallet_id, 500, expected);
 });
 
 t.test('a relay killed mid-stream (SIGKILL): the session still settles from its last checkpoint', async (t) => {

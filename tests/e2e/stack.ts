@@ -6,9 +6,10 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { connectBus, type Bus } from '@s2s/bus';
-import { createTestDatabase, type TestDatabase } from '@s2s/db/testing';
-import { REALTIME_PROTOCOL, type VoiceSession } from '@s2s/contract';
+import { checkLedgerInvariants, createTestDatabase, type TestDatabase } from '@s2s/db/testing';
+import { REALTIME_PROTOCOL, Wallet, type VoiceSession } from '@s2s/contract';
 import { Client } from '@s2s/testing';
+import type { Test } from 'tap';
 import WebSocket from 'ws';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -230,4 +231,21 @@ export async function attachSession(t: Teardown, session: VoiceSession, apiKey: 
   t.teardown(() => client.close());
   await client.next('session.created');
   return client;
+}
+
+/**
+ * After a settlement: the wallet that started with `startCents` was charged exactly `cents`, nothing is left
+ * reserved, and the ledger's invariants hold over the whole database.
+ */
+export async function expectCharged(
+  t: Pick<Test, 'same'>,
+  stack: Stack,
+  walletId: string,
+  startCents: number,
+  cents: number,
+): Promise<void> {
+  const wallet = Wallet.parse((await api(stack, 'GET', `/admin/v1/wallets/${walletId}`, { admin: true })).body);
+  const left = startCents - cents;
+  t.same(wallet, { id: walletId, balance_cents: left, reserved_cents: 0, available_cents: left }, `the wallet was charged ${cents} cents`);
+  t.same(await checkLedgerInvariants(stack.db.db.pool), [], 'ledger invariants');
 }

@@ -3,13 +3,12 @@
 // here on its own: text 1 token per 4 characters, audio in 1 per 100 ms, audio out 1 per 50 ms, the whole
 // context billed on every response with the previous response's context counted as cached.
 import t, { type Test } from 'tap';
-import { CreateKeyResponse, VoiceSession, Wallet } from '@s2s/contract';
+import { CreateKeyResponse, VoiceSession } from '@s2s/contract';
 import { ZERO_USAGE, type Usage } from '@s2s/core';
-import { checkLedgerInvariants } from '@s2s/db/testing';
 import { BYTES_PER_MS, pcmFrames, pcmSilence, pcmTone } from '@s2s/local-provider';
 import { type Client, type ServerEventLike } from '@s2s/testing';
 import { expectedCents } from './bill.js';
-import { api, attachSession, startStack, type Stack } from './stack.js';
+import { api, attachSession, expectCharged, startStack, type Stack } from './stack.js';
 
 const MODEL = 'local/echo-1';
 
@@ -82,9 +81,7 @@ async function endAndCheck(
   counters(t, final.usage, total, 'every counter of the session');
   t.equal(final.usage.billed_cents, cents, 'billed to the cent');
   t.equal(final.billing.reserved_cents, 0);
-  const wallet = Wallet.parse((await api(stack, 'GET', `/admin/v1/wallets/${key.wallet_id}`, { admin: true })).body);
-  t.same(wallet, { id: key.wallet_id, balance_cents: 10_000 - cents, reserved_cents: 0, available_cents: 10_000 - cents });
-  t.same(await checkLedgerInvariants(stack.db.db.pool), []);
+  await expectCharged(t, stack, key.wallet_id, 10_000, cents);
 }
 
 const INSTRUCTIONS = 'You are a weather agent. Answer briefly.';
