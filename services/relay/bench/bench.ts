@@ -21,6 +21,7 @@ import { BYTES_PER_MS } from '@s2s/core';
 import { createSession } from '@s2s/sessions';
 import { createTestDatabase, createWalletAndKey } from '@s2s/db/testing';
 import WebSocket from 'ws';
+import { insertEchoStreamModel } from './fixtures.js';
 
 const env = process.env;
 const IS_WORKER = env.BENCH_LOAD_WORKER === '1';
@@ -553,17 +554,7 @@ async function main(): Promise<void> {
     const db = testDb.db;
     const key = await createWalletAndKey(db.pool, { balanceCents: 1_000_000_000 });
     const { walletId, keyId } = key;
-    await db.pool.query(
-      `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved, capabilities, audio, modalities)
-       VALUES ('local/echo-stream', 'Echo stream', 'bench', 'local', 'echo-stream', true, true,
-               '{"speech_to_speech":true,"server_vad":false,"barge_in":true,"input_transcription":"optional","output_transcription":"optional"}',
-               '{"input":{"type":"audio/pcm","encoding":"pcm16le","sample_rate_hz":24000,"channels":1},"output":{"type":"audio/pcm","encoding":"pcm16le","sample_rate_hz":24000,"channels":1}}',
-               '{"input":["audio"],"output":["audio"]}')`,
-    );
-    await db.pool
-      .query(`INSERT INTO rate_snapshots (id, model_id, source, per_minute, audio_in_token, audio_out_token, relay_fee_milli_cents)
-                         VALUES ('rate_bench', 'local/echo-stream', 'upstream_derived', 1000, 10, 20, 500)`);
-    await db.pool.query(`UPDATE catalog_models SET current_rate_id = 'rate_bench' WHERE id = 'local/echo-stream'`);
+    await insertEchoStreamModel(db);
     const maxN = Math.max(...SESSIONS);
     const sessionIds: string[] = [];
     for (let i = 0; i < Math.max(maxN, IDLE); i++) {

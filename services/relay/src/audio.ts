@@ -34,6 +34,12 @@ export class Audio {
     return (this.b64 ??= (this.buf as Buffer).toString('base64'));
   }
 
+  /** Writes the base64 text into `target` at `offset` (room for `base64.length` bytes); returns the offset after it. */
+  writeBase64To(target: Buffer, offset: number): number {
+    const s = this.base64;
+    return offset + target.write(s, offset, s.length, 'latin1');
+  }
+
   /**
    * Writes the decoded bytes into `target` at `offset` (room for `bytes` is the caller's to make), without
    * keeping a decoded copy here.

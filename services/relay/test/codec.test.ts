@@ -9,7 +9,7 @@ import {
   isRefusal,
   parseControlEvent,
   serverEvents,
-  audioDeltaPrefix,
+  AudioDeltaHeads,
   SvcRealtimeV1Codec,
 } from '../src/codec/svc-realtime-v1.js';
 import type { InternalServerEvent } from '../src/codec/model.js';
@@ -124,8 +124,8 @@ t.test('server events are exact JSON', async (t) => {
   t.not(a, b);
   t.match(a, /^evt_[0-9A-Za-z]{10}[0-9a-z]+$/);
   const pcm = Buffer.from([1, 2, 3, 4]);
-  const prefix = audioDeltaPrefix({ responseId: 'resp_x', itemId: 'item_a', outputIndex: 1, contentIndex: 0 });
-  t.same(JSON.parse(serverEvents.audioDelta('evt_1', prefix, pcm.toString('base64')).toString()), {
+  const head = new AudioDeltaHeads().of({ responseId: 'resp_x', itemId: 'item_a', outputIndex: 1, contentIndex: 0 });
+  t.same(JSON.parse(serverEvents.audioDelta('evt_1', head, Audio.ofPcm(pcm)).toString()), {
     type: 'response.output_audio.delta',
     event_id: 'evt_1',
     response_id: 'resp_x',

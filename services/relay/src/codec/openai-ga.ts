@@ -20,7 +20,9 @@ import type {
 } from 'openai/resources/realtime/realtime';
 import type { EffectiveSettings, TurnDetection } from '../agent-model.js';
 import type { ClientCodec, InternalClientEvent, InternalServerEvent, Refusal } from './model.js';
+import { asciiBytes } from '../frame-bytes.js';
 import {
+  audioDeltaFrame,
   AudioDeltaHeads,
   decodeFrame,
   EventIds,
@@ -35,6 +37,9 @@ import {
   turnDetectionView,
   wireParamOf,
 } from './svc-realtime-v1.js';
+
+/** `","delta":"`: OpenAI's audio member after the event id (svc-realtime-v1 calls it `audio`). */
+const DELTA_MEMBER = asciiBytes('","delta":"');
 
 /**
  * The OpenAI-compatible dialect (decisions.md, "The OpenAI-compatible dialect"): OpenAI's GA Realtime wire
@@ -211,8 +216,8 @@ export class OpenAIGaCodec implements ClientCodec {
   encode(e: InternalServerEvent): string | Buffer {
     switch (e.type) {
       case 'response.audio.delta':
-        // svc's head (the same members); OpenAI's audio member is `delta`. One concatenation, no escaping needed.
-        return Buffer.from(this.heads.of(e.place) + '"event_id":"' + this.ids.next() + '","delta":"' + e.audio.base64 + '"}', 'latin1');
+        // svc's head (the same members); OpenAI's audio member is `delta`. Written as bytes, no escaping needed.
+        return audioDeltaFrame(this.heads.of(e.place), this.ids.next(), DELTA_MEMBER, e.audio);
       case 'session.created': {
         const session: GaSessionObject = { ...gaSessionView(this.who, e.settings), expires_at: e.session.expires_at };
         return JSON.stringify({ type: 'session.created', event_id: this.ids.next(), session } satisfies SessionCreatedEvent);

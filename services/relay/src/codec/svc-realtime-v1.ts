@@ -22,6 +22,8 @@ import type {
   ToolChoice,
   TurnDetection,
 } from '../agent-model.js';
+import type { Audio } from '../audio.js';
+import { asciiBytes, frameBuffer, writeAscii } from '../frame-bytes.js';
 import type { ResponseStatus } from '../providers/types.js';
 import type { ClientCodec, InternalClientEvent, InternalServerEvent, OutputPlace, Refusal } from './model.js';
 import { AUDIO_FRAME_MESSAGES, decodePcmFrame, readCompactAppend } from './pcm-frame.js';
@@ -422,9 +424,8 @@ export const serverEvents = {
     JSON.stringify({ type: 'input_audio_buffer.speech_stopped', event_id: eventId, audio_end_ms: audioEndMs }),
   responseCreated: (eventId: string, responseId: string) =>
     JSON.stringify({ type: 'response.created', event_id: eventId, response: { id: responseId, status: 'in_progress' } }),
-  /** `prefix`: `{"type":"response.output_audio.delta",` + the place members + `,` (see audioDeltaPrefix). */
-  audioDelta: (eventId: string, prefix: string, base64: string): Buffer =>
-    Buffer.from(prefix + '"event_id":"' + eventId + '","audio":"' + base64 + '"}', 'latin1'),
+  /** `head`: `{"type":"response.output_audio.delta",` + the place members + `,"event_id":"` (see AudioDeltaHeads). */
+  audioDelta: (eventId: string, head: Buffer, audio: Audio): Buffer => audioDeltaFrame(head, eventId, AUDIO_MEMBER, audio),
   audioDone: (eventId: string, p: OutputPlace) => JSON.stringify({ type: 'response.output_audio.done', event_id: eventId, ...place(p) }),
   responseDone: (eventId: string, responseId: string, status: ResponseStatus, usage: ResponseUsage) =>
     JSON.stringify({
@@ -475,17 +476,36 @@ export function audioDeltaPrefix(p: OutputPlace): string {
 }
 
 /**
- * The constant JSON head of each place's deltas. One codec serves every socket of the relay and their
- * deltas interleave, but each attachment hands the same place object for a run of deltas of one item.
+ * The constant JSON head of each place's deltas, as bytes up to the event id's opening quote. One codec serves
+ * every socket of the relay and their deltas interleave, but each attachment hands the same place object for
+ * a run of deltas of one item.
  */
 export class AudioDeltaHeads {
-  private readonly prefixes = new WeakMap<OutputPlace, string>();
+  private readonly heads = new WeakMap<OutputPlace, Buffer>();
 
-  of(place: OutputPlace): string {
-    let prefix = this.prefixes.get(place);
-    if (prefix === undefined) this.prefixes.set(place, (prefix = audioDeltaPrefix(place)));
-    return prefix;
+  of(place: OutputPlace): Buffer {
+    let head = this.heads.get(place);
+    if (head === undefined) this.heads.set(place, (head = asciiBytes(audioDeltaPrefix(place) + '"event_id":"')));
+    return head;
   }
+}
+
+/** `","audio":"`: the member that follows the event id in svc-realtime-v1's delta. */
+const AUDIO_MEMBER = asciiBytes('","audio":"');
+
+/**
+ * One output delta as bytes: `head` (up to the event id's quote), the event id, `member` (closing the id and
+ * opening the audio's string), the base64 and `"}`. Ids are the gateway's (EventIds: ASCII, no escaping).
+ */
+export function audioDeltaFrame(head: Buffer, eventId: string, member: Buffer, audio: Audio): Buffer {
+  const out = frameBuffer(head.length + eventId.length + member.length + audio.base64.length + 2);
+  out.set(head, 0);
+  let at = writeAscii(out, head.length, eventId);
+  out.set(member, at);
+  at = audio.writeBase64To(out, at + member.length);
+  out[at] = 0x22; // "
+  out[at + 1] = 0x7d; // }
+  return out;
 }
 
 export function msInt(ms: number): number {
@@ -507,7 +527,7 @@ export class SvcRealtimeV1Codec implements ClientCodec {
     const id = this.ids.next();
     switch (e.type) {
       case 'response.audio.delta':
-        return serverEvents.audioDelta(id, this.heads.of(e.place), e.audio.base64);
+        return serverEvents.audioDelta(id, this.heads.of(e.place), e.audio);
       case 'session.created':
         return serverEvents.sessionCreated(id, e.session);
       case 'session.updated':

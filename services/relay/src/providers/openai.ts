@@ -11,6 +11,7 @@ import type {
 } from 'openai/resources/realtime/realtime';
 import { Audio, checkBase64 } from '../audio.js';
 import { FlatShape } from '../flat-json.js';
+import { asciiBytes, frameBuffer } from '../frame-bytes.js';
 import type { NewItem, ResponseOptions, SessionSettings } from '../agent-model.js';
 import { UpstreamError } from './errors.js';
 import {
@@ -63,6 +64,7 @@ export const OPENAI_CAPABILITIES: Readonly<ProviderCapabilities> = Object.freeze
 const ERROR_SETTLE_MS = 200;
 /** ws sends a Buffer as a binary frame unless told otherwise. */
 const TEXT_FRAME = { binary: false } as const;
+const APPEND_HEAD = asciiBytes('{"type":"input_audio_buffer.append","audio":"');
 /** Errors a barge-in race produces on its own (cancelling a reply that just finished): not worth relaying. */
 const BENIGN_ERROR_CODES = new Set(['response_cancel_not_active']);
 /** Assistant audio items remembered for truncation after a barge-in. */
@@ -81,6 +83,8 @@ export interface OpenAIRealtimeOptions {
   tokenRatio?: { inputMsPerToken: number; outputMsPerToken: number };
   /** Send the W3C trace context on the upgrade request (our own simulator; never a vendor). */
   propagateTrace?: boolean;
+  /** Opens the socket (default openUpstreamSocket); bench/hot-path.ts hands in in-memory sockets. */
+  openSocket?: typeof openUpstreamSocket;
 }
 
 /**
@@ -96,9 +100,11 @@ export class OpenAIRealtimeAdapter implements ProviderAdapter {
   private readonly apiKey: string | null;
   private readonly apiKeyHeader: 'authorization' | 'api-key';
   private readonly propagateTrace: boolean;
+  private readonly openSocket: typeof openUpstreamSocket;
 
   constructor(opts: OpenAIRealtimeOptions = {}) {
     this.propagateTrace = opts.propagateTrace ?? false;
+    this.openSocket = opts.openSocket ?? openUpstreamSocket;
     this.name = opts.name ?? 'openai';
     this.url = opts.url ?? OPENAI_REALTIME_URL;
     this.apiKey = opts.apiKey ?? null;
@@ -113,7 +119,7 @@ export class OpenAIRealtimeAdapter implements ProviderAdapter {
       ...(this.propagateTrace ? traceHeaders() : {}),
       ...(this.apiKey ? (this.apiKeyHeader === 'api-key' ? { 'api-key': this.apiKey } : { Authorization: `Bearer ${this.apiKey}` }) : {}),
     };
-    const ws = await openUpstreamSocket({ provider: this.name, url: url.toString(), headers, signal });
+    const ws = await this.openSocket({ provider: this.name, url: url.toString(), headers, signal });
     const connection = new OpenAIRealtimeConnection(this.name, ws, onEvent);
     await connection.configure(config, signal);
     return connection;
@@ -184,7 +190,13 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
     if (this.phase !== 'open' || audio.bytes === 0) return;
     this.uncommittedBytes += audio.bytes;
     // Built by hand: this is the hot path, and base64 needs no JSON escaping. The client's base64 as it came.
-    this.ws.send(Buffer.from('{"type":"input_audio_buffer.append","audio":"' + audio.base64 + '"}', 'latin1'), TEXT_FRAME);
+    const b64 = audio.base64;
+    const out = frameBuffer(APPEND_HEAD.length + b64.length + 2);
+    out.set(APPEND_HEAD, 0);
+    const end = audio.writeBase64To(out, APPEND_HEAD.length);
+    out[end] = 0x22; // "
+    out[end + 1] = 0x7d; // }
+    this.ws.send(out, TEXT_FRAME);
   }
 
   private requestId(kind: UpstreamRequestKind): string {
