@@ -16,7 +16,8 @@ export type { InstrumentKind, MetricDefinition } from './metric-names.js';
 export { createLogger, serializeError } from './logger.js';
 export type { Logger, LoggerOptions } from './logger.js';
 export { activeTraceId, extractHeaders, traceHeaders, withExtractedContext } from './propagation.js';
-export { routeNamer } from './http-route.js';
+export { requestLogFields, requestTraceId, serverRequestOf, tracedRequests } from './http-server.js';
+export type { ServerRequest } from './http-server.js';
 // The OpenTelemetry API the services use, from one place (one version of it in the workspace).
 export { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
 export type { Attributes, Context, Meter, Span, Tracer } from '@opentelemetry/api';

@@ -32,6 +32,11 @@ export interface TelemetryOptions {
    * about a fifth of a request's CPU) only when asked for: a service names its routes with `routeNamer`.
    */
   instrumentations?: readonly InstrumentationName[];
+  /**
+   * The service makes its server spans and `http.server.request.duration` itself (`tracedRequests`, the control
+   * plane): `http` is left out of the default instrumentations.
+   */
+  ownHttpServerSpans?: boolean;
   /** An extra processor (tests: a SimpleSpanProcessor over an InMemorySpanExporter); it sees redacted spans. */
   spanProcessor?: SpanProcessor;
 }
@@ -48,7 +53,7 @@ type Instrumentation = NonNullable<NodeSDKConfiguration['instrumentations']>[num
 };
 
 /** Paths the probes and scrapers hit many times a minute: never traced. */
-const UNTRACED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+export const UNTRACED_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
 
 let running = false;
 let recording = false;
@@ -80,7 +85,8 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
   // Nothing recorded: pg's span per query would only cost. http (the caller's traceparent, real trace ids, the
   // HTTP duration metric) stays; `http.route` comes from the service (routeNamer), not from express's wrappers.
   const recordable = signalExported(env, 'TRACES') || opts.spanProcessor !== undefined;
-  const instrumentations = buildInstrumentations(opts.instrumentations ?? (recordable ? ['http', 'pg'] : ['http']));
+  const defaults: InstrumentationName[] = [...(opts.ownHttpServerSpans ? [] : ['http' as const]), ...(recordable ? ['pg' as const] : [])];
+  const instrumentations = buildInstrumentations(opts.instrumentations ?? defaults);
   const scrapes = prometheusReader();
   const sdk = withOtelEnv(env, () => {
     const downstream: SpanProcessor[] = signalExported(env, 'TRACES') ? getSpanProcessorsFromEnv(undefined) : [];

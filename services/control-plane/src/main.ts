@@ -2,7 +2,8 @@
 // run with `node --import @s2s/telemetry/register dist/main.js` (see packages/telemetry/src/register.ts).
 import { startTelemetry } from '@s2s/telemetry';
 
-const telemetry = startTelemetry({ serviceName: 'control-plane', env: process.env });
+// The server makes its own server spans and HTTP duration metric (server.ts, tracedRequests).
+const telemetry = startTelemetry({ serviceName: 'control-plane', env: process.env, ownHttpServerSpans: true });
 const { loadConfig } = await import('./config.js');
 const { createLogger } = await import('@s2s/telemetry');
 const { createDb } = await import('@s2s/db');

@@ -1,13 +1,16 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { Express } from 'express';
-import type { Logger } from '@s2s/telemetry';
+import { tracedRequests, type Logger } from '@s2s/telemetry';
 import type { Config } from './config.js';
 import { answerParserRefusals } from './http/parser-refusals.js';
 
-/** The control plane's HTTP server: express for requests, ErrorResponses for what the parser refuses. */
+/**
+ * The control plane's HTTP server: express for requests, each in its server span with its duration metric
+ * (`tracedRequests`: telemetry starts with `ownHttpServerSpans`), ErrorResponses for what the parser refuses.
+ */
 export function createHttpServer(app: Express, logger: Logger): Server {
-  const server = createServer(app);
+  const server = createServer(tracedRequests(app));
   answerParserRefusals(server, logger);
   return server;
 }

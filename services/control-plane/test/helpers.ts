@@ -207,3 +207,16 @@ export async function startBilling(t: TeardownHost, h: Harness, env: Record<stri
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** The count of `http_server_request_duration` for one route and status on a Prometheus page (0 when absent). */
+export function durationCount(page: string, route: string, status: number): number {
+  const line = page
+    .split('\n')
+    .find(
+      (l) =>
+        l.startsWith('http_server_request_duration_count{') &&
+        l.includes(`http_route="${route}"`) &&
+        l.includes(`http_response_status_code="${status}"`),
+    );
+  return line === undefined ? 0 : Number(line.split(' ').at(-1));
+}

@@ -1,6 +1,7 @@
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
+import { newTraceId } from '@s2s/core';
 import { newRequestId, type StoreUnavailableCode } from '@s2s/http-errors';
-import { routeNamer, type Logger } from '@s2s/telemetry';
+import { activeTraceId, requestLogFields, requestTraceId, serverRequestOf, type Logger } from '@s2s/telemetry';
 
 /** Per-request state kept in `res.locals`. */
 export interface RequestLocals {
@@ -20,7 +21,15 @@ export function locals(res: Response): RequestLocals {
 /** A logger whose every line carries the request id; made on first use (most requests only log the access line). */
 export function requestLog(res: Response): Logger {
   const l = locals(res);
-  return (l.requestLogger ??= l.logger.child({ request_id: l.requestId }));
+  return (l.requestLogger ??= l.logger.child({ request_id: l.requestId, ...requestLogFields(res.req) }));
+}
+
+/**
+ * The trace a session (or client secret) minted by this request belongs to: its server span's (the caller's
+ * `traceparent` when it sent one), else a fresh one.
+ */
+export function traceIdOf(req: Request): string {
+  return requestTraceId(req) ?? activeTraceId() ?? newTraceId();
 }
 
 /** Path without the query string: nothing a client put in a query reaches the log. */
@@ -46,16 +55,15 @@ function routeTemplate(baseUrl: string, path: string): string {
 }
 
 const ROUTE = Symbol('route');
-const NAME_ROUTE = Symbol('nameRoute');
-type RoutedRequest = Request & { [ROUTE]?: { path: string }; [NAME_ROUTE]?: (route: string) => void };
+type RoutedRequest = Request & { [ROUTE]?: { path: string } };
 
 /**
  * Names each request's route for its server span and the HTTP duration metric (`/v1/voice/sessions/:id`, never
  * the path itself). Express sets `req.route` when it dispatches the request to a route, and only then is
  * `req.baseUrl` that route's mount path: an accessor on the app's request prototype (`app.request`) takes the
- * template at that moment and gives it to the namer startRequest left on the request. (The express
- * instrumentation did this with a wrapper and a span around every middleware; an accessor defined on each
- * request instead cost about a tenth of a create's CPU.)
+ * template at that moment and gives it to the request's server span (`serverRequestOf`, made by the server's
+ * `tracedRequests`). (The express instrumentation did this with a wrapper and a span around every middleware;
+ * an accessor defined on each request instead cost about a tenth of a create's CPU.)
  */
 export function nameRoutes(app: Express): void {
   Object.defineProperty(app.request, 'route', {
@@ -65,20 +73,23 @@ export function nameRoutes(app: Express): void {
     },
     set(this: RoutedRequest, route: { path: string }) {
       this[ROUTE] = route;
-      this[NAME_ROUTE]?.(routeTemplate(this.baseUrl, route.path));
+      nameRoute(this, routeTemplate(this.baseUrl, route.path));
     },
   });
 }
 
-/** What requestContext does for one request: its id (header and locals), no-store, its route and its access line. */
+/** Names the route of a request answered without express's router (a fast path). */
+export function nameRoute(req: Request, route: string): void {
+  const traced = serverRequestOf(req);
+  if (traced !== undefined) traced.route = route;
+}
+
+/**
+ * What requestContext does for one request: its id (header and locals), no-store and its access line (with the
+ * request's trace and span ids).
+ */
 export function startRequest(logger: Logger, req: Request, res: Response): void {
   const started = process.hrtime.bigint();
-  const nameRoute = routeNamer();
-  if (nameRoute !== undefined) {
-    (req as RoutedRequest)[NAME_ROUTE] = nameRoute;
-    const route = (req as RoutedRequest)[ROUTE];
-    if (route !== undefined) nameRoute(routeTemplate(req.baseUrl, route.path));
-  }
   const requestId = newRequestId();
   res.locals.requestId = requestId;
   res.locals.logger = logger;
@@ -95,6 +106,7 @@ export function startRequest(logger: Logger, req: Request, res: Response): void 
         duration_ms: Math.round(durationMs * 100) / 100,
         ...(res.locals.errorCode ? { code: res.locals.errorCode } : {}),
         ...(res.writableFinished ? {} : { aborted: true }),
+        ...requestLogFields(req),
       },
       'request completed',
     );

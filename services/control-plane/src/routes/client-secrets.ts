@@ -1,11 +1,11 @@
 import { Router } from 'express';
 import { CreateRealtimeClientSecretRequest, CreateSessionClientSecretRequest } from '@s2s/contract';
-import { bearerToken, errors, hashApiKey, isApiKeyShaped, newTraceId } from '@s2s/core';
+import { bearerToken, errors, hashApiKey, isApiKeyShaped } from '@s2s/core';
 import { authenticateKey } from '@s2s/sessions';
-import { activeTraceId } from '@s2s/telemetry';
 import type { AppContext } from '../context.js';
 import { createRealtimeClientSecret, mintSessionClientSecret } from '../domain/client-secrets.js';
 import { readJsonBody } from '../http/body.js';
+import { traceIdOf } from '../http/request-context.js';
 
 /**
  * POST /v1/realtime/client_secrets; mounted at /v1/realtime. Only an API key mints: an `ek_` secret opens no
@@ -24,7 +24,7 @@ export function realtimeClientSecretsRouter(ctx: AppContext): Router {
       await authenticateKey({ ctx, input: { authorization } });
       throw bodyError;
     }
-    const traceId = activeTraceId() ?? newTraceId();
+    const traceId = traceIdOf(req);
     res.json(await createRealtimeClientSecret({ ctx, input: { keySecretHash: hashApiKey(secret), request, traceId } }));
   });
   return router;

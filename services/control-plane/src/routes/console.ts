@@ -1,12 +1,12 @@
 import express, { Router } from 'express';
 import { PlaygroundSecretRequest } from '@s2s/contract';
 import { CONSOLE_ASSETS_DIR, consoleBuilt, consoleCsp } from '@s2s/console';
-import { errors, newTraceId } from '@s2s/core';
-import { activeTraceId } from '@s2s/telemetry';
+import { errors } from '@s2s/core';
 import type { AppContext } from '../context.js';
 import { mintPlaygroundSecret } from '../domain/playground.js';
 import { requireAdmin } from '../http/auth.js';
 import { readJsonBody } from '../http/body.js';
+import { traceIdOf } from '../http/request-context.js';
 
 /**
  * The web console at /console: its built static files, and its backend under /console/api (admin token only:
@@ -17,7 +17,7 @@ export function consoleRouter(ctx: AppContext): Router {
   const csp = consoleCsp(ctx.config.REALTIME_PUBLIC_URL);
   router.post('/api/playground/client_secrets', requireAdmin(ctx.config.ADMIN_TOKEN), async (req, res) => {
     const request = readJsonBody(req, res, PlaygroundSecretRequest);
-    const traceId = activeTraceId() ?? newTraceId();
+    const traceId = traceIdOf(req);
     res.json(await mintPlaygroundSecret({ ctx, input: { request, traceId } }));
   });
   router.use((req, res, next) => {

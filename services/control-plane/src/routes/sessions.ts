@@ -1,12 +1,13 @@
 import { Router, type Request, type Response } from 'express';
 import { CreateSessionRequest } from '@s2s/contract';
-import { bearerToken, errors, hashApiKey, isApiKeyShaped, newTraceId, toVoiceSession } from '@s2s/core';
+import { bearerToken, errors, hashApiKey, isApiKeyShaped, toVoiceSession } from '@s2s/core';
 import { toAppError } from '@s2s/http-errors';
 import { authenticateKey, createSession, getSession } from '@s2s/sessions';
-import { activeTraceId } from '@s2s/telemetry';
+import { serverRequestOf } from '@s2s/telemetry';
 import { sessionSettingsOf, type AppContext } from '../context.js';
 import { readJsonBody } from '../http/body.js';
 import { parseIdempotencyKey } from '../http/idempotency.js';
+import { traceIdOf } from '../http/request-context.js';
 
 /** POST /v1/voice/sessions and GET /v1/voice/sessions/{id}; mounted at /v1/voice/sessions. */
 export function sessionsRouter(ctx: AppContext): Router {
@@ -29,13 +30,13 @@ export function sessionsRouter(ctx: AppContext): Router {
       await authenticateKey({ ctx, input: { authorization } });
       throw bodyError;
     }
-    const traceId = activeTraceId() ?? newTraceId();
+    const traceId = traceIdOf(req);
     const { session, replayed } = await createSession({
       ctx,
       input: { key: { secretHash: hashApiKey(secret) }, request: body, idempotencyKey, traceId, settings },
     });
     if (replayed) res.setHeader('Idempotent-Replayed', 'true');
-    else ctx.telemetry.created(session);
+    else ctx.telemetry.created(session, serverRequestOf(req)?.span);
     res.status(201).json(toVoiceSession(session, config.REALTIME_PUBLIC_URL));
   }
 
