@@ -1,14 +1,11 @@
 // `npm run bench`: creates/s and models/s of the control plane against a fresh real database, with a bare
 // express handler as the baseline, each server in its own process so the load generator has its own loop.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import autocannon, { type Result } from 'autocannon';
 import { connectBus } from '@s2s/bus';
 import { busSubjects } from '@s2s/contract';
@@ -17,8 +14,8 @@ import { createTestDatabase } from '@s2s/db/testing';
 import { createStatement } from '@s2s/sessions';
 import { loadConfig } from '../src/config.js';
 import { sessionSettingsOf } from '../src/context.js';
+import { constantRate, mintBenchKey, startServer, stop, type Started } from './harness.js';
 
-const serviceDir = fileURLToPath(new URL('..', import.meta.url));
 const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 // --quick: the continuous check (`npm run bench -- --quick`): 3 s phases after 1 s warm-ups.
 const QUICK = process.argv.includes('--quick');
@@ -35,39 +32,6 @@ const TELEMETRY = !process.argv.includes('--no-telemetry');
 const CP_NODE_ARGS = (process.env.BENCH_CP_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const PGBENCH = process.env.PGBENCH ?? 'pgbench';
 
-interface Started {
-  child: ChildProcess;
-  port: number;
-}
-
-/** Spawns a server script and resolves with the port its first log line with `port` names. */
-function startServer(args: string[], env: Record<string, string>): Promise<Started> {
-  const child = spawn(process.execPath, [...(env.NODE_ARGS ? env.NODE_ARGS.split(' ') : []), '--import', 'tsx', ...args], {
-    cwd: serviceDir,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`${args.at(-1)} exited with ${code}`)));
-    // Lines after the first are read and dropped, as a log shipper would, so the pipe never blocks.
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      try {
-        const port = (JSON.parse(line) as { port?: number }).port;
-        if (typeof port === 'number') resolve({ child, port });
-      } catch {
-        // not JSON: ignore
-      }
-    });
-  });
-}
-
-async function stop(s: Started): Promise<void> {
-  if (s.child.exitCode !== null) return;
-  const exited = new Promise((r) => s.child.once('exit', r));
-  s.child.kill('SIGTERM');
-  await exited;
-}
-
 async function run(name: string, opts: Parameters<typeof autocannon>[0]): Promise<Result> {
   await autocannon({ ...opts, duration: WARMUP_S }); // warm-up: JIT, pool connections, prepared statements
   const result = await autocannon({ ...opts, duration: DURATION_S });
@@ -75,79 +39,6 @@ async function run(name: string, opts: Parameters<typeof autocannon>[0]): Promis
     console.error(`${name}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx answers`);
   }
   return result;
-}
-
-interface RateResult {
-  sent: number;
-  ok: number;
-  failed: number;
-  reqPerSec: number;
-  p50: number;
-  p99: number;
-  max: number;
-}
-
-/**
- * Open-loop load: requests are sent on a fixed schedule whatever the answers do, and each latency is
- * measured from its scheduled time, so a stall shows up in the percentiles (no coordinated omission).
- */
-async function constantRate(
-  url: string,
-  init: { method: string; headers: Record<string, string>; body: string },
-  rate: number,
-  seconds: number,
-): Promise<RateResult> {
-  // Like a client fleet behind a bounded connection pool: beyond 64 in flight, requests wait client-side
-  // (still timed from their schedule) instead of piling hundreds of sockets onto the server.
-  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
-  const target = new URL(url);
-  const latencies: number[] = [];
-  let ok = 0;
-  let failed = 0;
-  let sent = 0;
-  const total = rate * seconds;
-  const start = performance.now();
-  const inFlight: Promise<void>[] = [];
-  const fire = (scheduled: number) =>
-    new Promise<void>((resolve) => {
-      const req = request(
-        { agent, host: target.hostname, port: target.port, path: target.pathname, method: init.method, headers: init.headers },
-        (res) => {
-          res.resume();
-          res.on('end', () => {
-            latencies.push(performance.now() - scheduled);
-            if (res.statusCode && res.statusCode < 300) ok++;
-            else failed++;
-            resolve();
-          });
-        },
-      );
-      req.on('error', () => {
-        failed++;
-        resolve();
-      });
-      req.end(init.body);
-    });
-  await new Promise<void>((done) => {
-    const tick = setInterval(() => {
-      const now = performance.now();
-      const due = Math.min(total, Math.floor(((now - start) / 1000) * rate));
-      while (sent < due) {
-        inFlight.push(fire(start + (sent * 1000) / rate));
-        sent++;
-      }
-      if (sent >= total) {
-        clearInterval(tick);
-        done();
-      }
-    }, 1);
-  });
-  await Promise.all(inFlight);
-  const elapsed = (performance.now() - start) / 1000;
-  agent.destroy();
-  latencies.sort((a, b) => a - b);
-  const at = (q: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0) * 10) / 10;
-  return { sent, ok, failed, reqPerSec: Math.round(ok / elapsed), p50: at(0.5), p99: at(0.99), max: at(1) };
 }
 
 interface PgbenchResult {
@@ -235,13 +126,7 @@ try {
   });
   baseline = await startServer(['bench/baseline-server.ts'], {});
   const cpUrl = `http://127.0.0.1:${cp.port}`;
-  const keyRes = await fetch(`${cpUrl}/admin/v1/keys`, {
-    method: 'POST',
-    headers: { authorization: 'Bearer bench-admin-token', 'content-type': 'application/json' },
-    // Limits far above what the run creates: every create still checks and counts them, none is refused.
-    body: JSON.stringify({ balance_cents: 1_000_000_000_000, max_live_sessions: 2_147_483_647, max_creates_per_minute: 2_147_483_647 }),
-  });
-  const { key } = (await keyRes.json()) as { key: string };
+  const key = await mintBenchKey(cpUrl);
 
   const common = { connections: CONNECTIONS };
   const results: [string, Result][] = [];
