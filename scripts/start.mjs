@@ -4,7 +4,9 @@
 // where it listens, the development admin token and a ready-made demo key.
 // One public origin (decisions.md, "Running it"): the edge (services/edge, http-proxy-3) listens on HTTP_PORT
 // and sends /v1/realtime to the relays (RELAY_COUNT of them), everything else to the control plane; with
-// TLS_CERT_FILE and TLS_KEY_FILE it serves https and wss.
+// TLS_CERT_FILE and TLS_KEY_FILE it serves https and wss. Without TLS the edge hands each /v1/realtime
+// connection over to a relay once its request is read (@s2s/handoff), this process carrying it from the edge
+// to the relay: frames then go client ↔ relay, not through the edge.
 // Knobs (for tests and crowded machines): S2S_START_PG_PROBE_PORT, S2S_START_NATS_PROBE_PORT (where to look
 // for running servers), S2S_EMBEDDED_PG_PORT, S2S_EMBEDDED_NATS_PORT (where to start ours), S2S_DATA_DIR.
 import { spawn, spawnSync } from 'node:child_process';
@@ -12,6 +14,7 @@ import { mkdirSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { brokerHandoffs } from '@s2s/handoff/broker';
 import { startEmbeddedPostgres } from './embedded-postgres.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -87,12 +90,13 @@ async function ensureNats() {
   env.NATS_URL = `nats://127.0.0.1:${port}`;
 }
 
-// `capture` keeps the last output in memory (printed if the process dies) instead of passing it through.
-function start(name, cmd, args, { capture = false, extraEnv = {}, cwd = root } = {}) {
+// `capture` keeps the last output in memory (printed if the process dies) instead of passing it through;
+// `ipc` gives the child an IPC channel (connection handoffs).
+function start(name, cmd, args, { capture = false, ipc = false, extraEnv = {}, cwd = root } = {}) {
   const child = spawn(cmd, args, {
     cwd,
     env: { ...env, ...extraEnv },
-    stdio: ['ignore', capture ? 'pipe' : 'inherit', capture ? 'pipe' : 'inherit'],
+    stdio: ['ignore', capture ? 'pipe' : 'inherit', capture ? 'pipe' : 'inherit', ...(ipc ? ['ipc'] : [])],
   });
   let output = '';
   const keep = (chunk) => {
@@ -118,9 +122,9 @@ function start(name, cmd, args, { capture = false, extraEnv = {}, cwd = root } =
 
 // Each service runs from its own folder so the telemetry hook resolves; the hook must load before
 // express, http and pg are imported for ESM instrumentation to see them.
-function runService(name, extraEnv) {
+function runService(name, extraEnv, { ipc = false } = {}) {
   const cwd = join(root, 'services', name);
-  return start(name, process.execPath, [...DEV_NODE_ARGS, '--import', '@s2s/telemetry/register', 'src/main.ts'], { extraEnv, cwd });
+  return start(name, process.execPath, [...DEV_NODE_ARGS, '--import', '@s2s/telemetry/register', 'src/main.ts'], { extraEnv, cwd, ipc });
 }
 
 async function shutdown(code = 0) {
@@ -180,13 +184,27 @@ async function main() {
 
   runService('local-provider', { LOCAL_PROVIDER_PORT: String(providerPort) });
   runService('billing', { HEALTH_PORT: String(Number(env.BILLING_HEALTH_PORT ?? 8082)) });
-  relayPorts.forEach((port, i) => runService('relay', { RELAY_PORT: String(port), RELAY_ID: `relay-${i + 1}-${process.pid}` }));
+  // Handoff needs plain TCP at the edge: with TLS the edge proxies upgrades (the TLS state lives there).
+  const handoff = !tls;
+  const relays = relayPorts.map((port, i) =>
+    runService('relay', { RELAY_PORT: String(port), RELAY_ID: `relay-${i + 1}-${process.pid}` }, { ipc: handoff }),
+  );
   runService('control-plane', { HTTP_PORT: String(controlPlanePort) });
-  runService('edge', {
-    HTTP_PORT: String(httpPort),
-    CONTROL_PLANE_URL: `http://127.0.0.1:${controlPlanePort}`,
-    RELAY_URLS: relayPorts.map((p) => `http://127.0.0.1:${p}`).join(','),
-  });
+  const edge = runService(
+    'edge',
+    {
+      HTTP_PORT: String(httpPort),
+      CONTROL_PLANE_URL: `http://127.0.0.1:${controlPlanePort}`,
+      RELAY_URLS: relayPorts.map((p) => `http://127.0.0.1:${p}`).join(','),
+      RELAY_HANDOFF: handoff ? 'ipc' : 'off',
+    },
+    { ipc: handoff },
+  );
+  if (handoff)
+    brokerHandoffs(
+      edge.child,
+      relays.map((r) => r.child),
+    );
 
   // Readiness is read from the services themselves (a self-signed certificate would stop fetch at the edge).
   const internal = `http://127.0.0.1:${controlPlanePort}`;

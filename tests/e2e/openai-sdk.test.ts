@@ -293,8 +293,12 @@ t.test("the openai package's OpenAIRealtimeWS through the edge's TLS: only baseU
 });
 
 /** Opens a raw OpenAI-dialect socket (what the SDKs do in a browser: the secret in a subprotocol). */
-function dial(url: string, protocols: string[]): Promise<{ ws: WebSocket; events: Raw[] } | { status: number; body: Raw }> {
-  const ws = new WebSocket(url, protocols, { perMessageDeflate: false });
+function dial(
+  url: string,
+  protocols: string[],
+  origin?: string,
+): Promise<{ ws: WebSocket; events: Raw[] } | { status: number; body: Raw }> {
+  const ws = new WebSocket(url, protocols, { perMessageDeflate: false, ...(origin ? { origin } : {}) });
   const events: Raw[] = [];
   ws.on('message', (d) => events.push(JSON.parse(d.toString()) as Raw));
   return new Promise((resolve, reject) => {
@@ -308,70 +312,76 @@ function dial(url: string, protocols: string[]): Promise<{ ws: WebSocket; events
   });
 }
 
-t.test('client secrets through the edge: settings applied at attach; expired, foreign, HTTP-route and unsupported refusals', async (t) => {
-  const stack = await startStack(t);
-  const edge = await startEdge(t, stack);
-  const { key } = await setup(t, stack);
-  const post = async (path: string, body: unknown, bearer: string) => {
-    const res = await fetch(`${edge.origin}${path}`, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${bearer}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify(body),
+t.test(
+  'client secrets through the edge: settings applied at attach; expired, foreign, HTTP-route, origin and unsupported refusals',
+  async (t) => {
+    const stack = await startStack(t, { relay: { REALTIME_ALLOWED_ORIGINS: 'https://app.example' } });
+    const edge = await startEdge(t, stack);
+    t.match(edge.output.join('\n'), /"handoff":true/, 'the edge hands connections over to the relay, as in npm start');
+    const { key } = await setup(t, stack);
+    const post = async (path: string, body: unknown, bearer: string) => {
+      const res = await fetch(`${edge.origin}${path}`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${bearer}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, body: (await res.json()) as Raw };
+    };
+    const minted = await post(
+      '/v1/realtime/client_secrets',
+      { session: { type: 'realtime', model: MODEL, instructions: 'Be terse.', audio: { output: { voice: 'cedar' } } } },
+      key.key,
+    );
+    t.equal(minted.status, 200);
+    const ek = minted.body.value as string;
+    const realtime = `${edge.origin.replace(/^http/, 'ws')}/v1/realtime`;
+
+    const refusedHttp = await post('/v1/voice/sessions', { model: MODEL, mode: 'speech_to_speech' }, ek);
+    t.equal(refusedHttp.status, 401, 'an ek_ opens no HTTP route');
+
+    const wrongOrigin = await dial(`${realtime}?model=${MODEL}`, ['realtime', `openai-insecure-api-key.${ek}`], 'https://evil.example');
+    t.match(wrongOrigin, { status: 403, body: { error: { code: 'origin_not_allowed' } } }, "the relay reads the browser's Origin");
+    const opened = await dial(`${realtime}?model=${MODEL}`, ['realtime', `openai-insecure-api-key.${ek}`], 'https://app.example');
+    if (!('ws' in opened)) throw new Error(`refused ${opened.status}`);
+    t.equal(opened.ws.protocol, 'realtime', 'the secret is never echoed');
+    await eventually(
+      () => opened.events.length,
+      (n) => n >= 1,
+    );
+    t.match(opened.events[0], {
+      type: 'session.created',
+      session: { id: minted.body.session.id, model: MODEL, instructions: 'Be terse.', audio: { output: { voice: 'cedar' } } },
     });
-    return { status: res.status, body: (await res.json()) as Raw };
-  };
-  const minted = await post(
-    '/v1/realtime/client_secrets',
-    { session: { type: 'realtime', model: MODEL, instructions: 'Be terse.', audio: { output: { voice: 'cedar' } } } },
-    key.key,
-  );
-  t.equal(minted.status, 200);
-  const ek = minted.body.value as string;
-  const realtime = `${edge.origin.replace(/^http/, 'ws')}/v1/realtime`;
+    opened.ws.send(
+      JSON.stringify({
+        type: 'session.update',
+        event_id: 'f',
+        session: { type: 'realtime', audio: { input: { format: { type: 'audio/pcmu' } } } },
+      }),
+    );
+    opened.ws.send(JSON.stringify({ type: 'session.update', event_id: 'g', session: { type: 'realtime', temperature: 0.8 } }));
+    const errs = await eventually(
+      () => opened.events.filter((e) => e.type === 'error'),
+      (l) => l.length >= 2,
+    );
+    t.match(errs, [
+      { error: { code: 'invalid_audio_format', param: 'session.audio.input.format', event_id: 'f' } },
+      { error: { code: 'unsupported_parameter', param: 'session.temperature', event_id: 'g' } },
+    ]);
+    opened.ws.close();
 
-  const refusedHttp = await post('/v1/voice/sessions', { model: MODEL, mode: 'speech_to_speech' }, ek);
-  t.equal(refusedHttp.status, 401, 'an ek_ opens no HTTP route');
-
-  const opened = await dial(`${realtime}?model=${MODEL}`, ['realtime', `openai-insecure-api-key.${ek}`]);
-  if (!('ws' in opened)) throw new Error(`refused ${opened.status}`);
-  t.equal(opened.ws.protocol, 'realtime', 'the secret is never echoed');
-  await eventually(
-    () => opened.events.length,
-    (n) => n >= 1,
-  );
-  t.match(opened.events[0], {
-    type: 'session.created',
-    session: { id: minted.body.session.id, model: MODEL, instructions: 'Be terse.', audio: { output: { voice: 'cedar' } } },
-  });
-  opened.ws.send(
-    JSON.stringify({
-      type: 'session.update',
-      event_id: 'f',
-      session: { type: 'realtime', audio: { input: { format: { type: 'audio/pcmu' } } } },
-    }),
-  );
-  opened.ws.send(JSON.stringify({ type: 'session.update', event_id: 'g', session: { type: 'realtime', temperature: 0.8 } }));
-  const errs = await eventually(
-    () => opened.events.filter((e) => e.type === 'error'),
-    (l) => l.length >= 2,
-  );
-  t.match(errs, [
-    { error: { code: 'invalid_audio_format', param: 'session.audio.input.format', event_id: 'f' } },
-    { error: { code: 'unsupported_parameter', param: 'session.temperature', event_id: 'g' } },
-  ]);
-  opened.ws.close();
-
-  // Another session's secret on this session, and an expired one.
-  const other = (await post('/v1/voice/sessions', { model: MODEL, mode: 'speech_to_speech' }, key.key)).body;
-  const target = (await post('/v1/voice/sessions', { model: MODEL, mode: 'speech_to_speech' }, key.key)).body;
-  const otherEk = (await post(`/v1/voice/sessions/${other.id}/client_secrets`, {}, key.key)).body.value as string;
-  const foreign = await dial(`${realtime}?session_id=${target.id}`, ['svc-realtime-v1', `svc-realtime-v1.auth.${otherEk}`]);
-  t.match(foreign, { status: 401, body: { error: { code: 'invalid_client_secret' } } }, "another session's secret");
-  const targetEk = (await post(`/v1/voice/sessions/${target.id}/client_secrets`, {}, key.key)).body.value as string;
-  await stack.db.db.pool.query(
-    `UPDATE client_secrets SET created_at = now() - interval '2 minutes', expires_at = now() - interval '1 minute' WHERE session_id = $1`,
-    [target.id],
-  );
-  const expired = await dial(`${realtime}?model=${MODEL}`, ['realtime', `openai-insecure-api-key.${targetEk}`]);
-  t.match(expired, { status: 401, body: { error: { code: 'invalid_client_secret' } } }, 'expired');
-});
+    // Another session's secret on this session, and an expired one.
+    const other = (await post('/v1/voice/sessions', { model: MODEL, mode: 'speech_to_speech' }, key.key)).body;
+    const target = (await post('/v1/voice/sessions', { model: MODEL, mode: 'speech_to_speech' }, key.key)).body;
+    const otherEk = (await post(`/v1/voice/sessions/${other.id}/client_secrets`, {}, key.key)).body.value as string;
+    const foreign = await dial(`${realtime}?session_id=${target.id}`, ['svc-realtime-v1', `svc-realtime-v1.auth.${otherEk}`]);
+    t.match(foreign, { status: 401, body: { error: { code: 'invalid_client_secret' } } }, "another session's secret");
+    const targetEk = (await post(`/v1/voice/sessions/${target.id}/client_secrets`, {}, key.key)).body.value as string;
+    await stack.db.db.pool.query(
+      `UPDATE client_secrets SET created_at = now() - interval '2 minutes', expires_at = now() - interval '1 minute' WHERE session_id = $1`,
+      [target.id],
+    );
+    const expired = await dial(`${realtime}?model=${MODEL}`, ['realtime', `openai-insecure-api-key.${targetEk}`]);
+    t.match(expired, { status: 401, body: { error: { code: 'invalid_client_secret' } } }, 'expired');
+  },
+);

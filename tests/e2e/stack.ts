@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { connectBus, type Bus } from '@s2s/bus';
+import { brokerHandoffs } from '@s2s/handoff/broker';
 import { checkLedgerInvariants, createTestDatabase, type TestDatabase } from '@s2s/db/testing';
 import { REALTIME_PROTOCOL, Wallet, type VoiceSession } from '@s2s/contract';
 import { Client } from '@s2s/testing';
@@ -45,8 +46,9 @@ export interface Stack {
 }
 
 /** Spawns one service from its sources (through tsx) and resolves once it logged `listening`. */
-function start(t: Teardown, name: string, script: string, env: Record<string, string>, listening: string): Promise<Service> {
+function start(t: Teardown, name: string, script: string, env: Record<string, string>, listening: string, ipc = false): Promise<Service> {
   return spawnService(t, {
+    ipc,
     name,
     node: process.execPath,
     // With telemetry on, as the services run: the loader hook lets express and pg be instrumented.
@@ -67,11 +69,13 @@ export interface ServiceCommand {
   env: Record<string, string | undefined>;
   /** The `msg` of the log line that says it is ready; its `port` (or `healthPort`) field is the port. */
   listening: string;
+  /** An IPC channel to this process (the edge's connection handoff, as npm start gives the edge and relays). */
+  ipc?: boolean;
 }
 
 /** Spawns a process (killed at teardown) and resolves once it logged `listening`, with the port it reported. */
-export function spawnService(t: Teardown, { name, node, args, cwd, env, listening }: ServiceCommand): Promise<Service> {
-  const child = spawn(node, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnService(t: Teardown, { name, node, args, cwd, env, listening, ipc = false }: ServiceCommand): Promise<Service> {
+  const child = spawn(node, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe', ...(ipc ? (['ipc'] as const) : [])] });
   t.teardown(async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill('SIGTERM');
@@ -146,6 +150,8 @@ export async function startStack(
       ...env.relay,
     },
     'relay listening',
+    // With an IPC channel, as npm start runs it: startEdge hands connections over to it.
+    true,
   );
   const relayUrl = `ws://127.0.0.1:${relay.port}/v1/realtime`;
   const controlPlane = await start(
@@ -195,7 +201,9 @@ async function freePort(): Promise<number> {
 
 /**
  * The edge (services/edge) in front of a stack: the HTTP API and /v1/realtime on one origin, as `npm start`
- * serves them; `tls` (PEM files) makes it https and wss. `origin` is http(s)://127.0.0.1:<port>.
+ * serves them; `tls` (PEM files) makes it https and wss. `origin` is http(s)://127.0.0.1:<port>. As in npm
+ * start, without TLS it hands /v1/realtime connections over to the relay (this process brokering); with TLS it
+ * proxies them.
  */
 export async function startEdge(t: Teardown, stack: Stack, tls?: { cert: string; key: string }): Promise<Service & { origin: string }> {
   const port = await freePort();
@@ -207,10 +215,12 @@ export async function startEdge(t: Teardown, stack: Stack, tls?: { cert: string;
       HTTP_PORT: String(port),
       CONTROL_PLANE_URL: stack.baseUrl,
       RELAY_URLS: `http://127.0.0.1:${stack.relay.port}`,
-      ...(tls ? { TLS_CERT_FILE: tls.cert, TLS_KEY_FILE: tls.key } : {}),
+      ...(tls ? { TLS_CERT_FILE: tls.cert, TLS_KEY_FILE: tls.key } : { RELAY_HANDOFF: 'ipc' }),
     },
     'edge listening',
+    !tls,
   );
+  if (!tls) brokerHandoffs(edge.child, [stack.relay.child]);
   return { ...edge, port, origin: `${tls ? 'https' : 'http'}://127.0.0.1:${port}` };
 }
 

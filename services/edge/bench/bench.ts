@@ -2,12 +2,16 @@
 // directly, N concurrent sockets (default 100) each sending a 20 ms audio frame every 20 ms, as a live
 // microphone does. The backend (its own process) answers each frame at once and the edge runs as its own
 // process (services/edge/src/main.ts), as in npm start, so the difference is the edge's own cost.
+// As npm start runs it, the edge hands each connection over to the backend (@s2s/handoff; this process
+// brokers, as scripts/start.mjs does, and the backend serves handed-over connections as a relay does);
+// --proxy measures the edge proxying every frame instead (RELAY_HANDOFF=off: TLS, or an edge run alone).
 // Prints figures; asserts nothing (STYLE.md: benchmarks are scripts). Ports 18400-18401.
 //   node --conditions=@s2s/source --import tsx services/edge/bench/bench.ts [--sockets 100] [--frames 250]
+//     [--proxy] [--edge-port P] [--backend-port P]
 //     [--mixed] (each round: half the sockets direct, half through the edge at once, so both see the same load)
 //     [--edge-cpu N] (the edge pinned to CPU N with taskset; run the bench itself under `taskset -c M`)
 // Besides latency it prints each process's CPU per round trip (from /proc), which the machine's load moves less.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
 import { createConnection } from 'node:net';
@@ -16,6 +20,8 @@ import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { injectConnection, serveHandoffs } from '@s2s/handoff';
+import { brokerHandoffs } from '@s2s/handoff/broker';
 import WebSocket, { WebSocketServer } from 'ws';
 
 const { values } = parseArgs({
@@ -26,6 +32,7 @@ const { values } = parseArgs({
     'edge-port': { type: 'string', default: '18400' },
     'backend-port': { type: 'string', default: '18401' },
     mixed: { type: 'boolean', default: false },
+    proxy: { type: 'boolean', default: false },
     'edge-cpu': { type: 'string' },
   },
 });
@@ -36,13 +43,18 @@ const FRAMES = Number(values.frames);
 // A 20 ms input_audio_buffer.append: 960 bytes of PCM16 as base64 in JSON.
 const FRAME = JSON.stringify({ type: 'input_audio_buffer.append', audio: Buffer.alloc(960, 7).toString('base64') });
 
-/** The backend process: a WebSocket server that echoes every frame (a relay with no work behind it). */
+/**
+ * The backend process: a WebSocket server that echoes every frame (a relay with no work behind it), on its
+ * port and for the connections the edge hands over.
+ */
 async function echoBackend(): Promise<void> {
   const server = http.createServer((_req, res) => res.end('ok'));
   const wss = new WebSocketServer({ server, perMessageDeflate: false, handleProtocols: () => 'svc-realtime-v1' });
   wss.on('connection', (ws) => ws.on('message', (data, binary) => ws.send(data, { binary })));
   server.listen(BACKEND_PORT, '127.0.0.1');
   await once(server, 'listening');
+  // ws answers an upgrade synchronously: once the request is read, it is answered.
+  serveHandoffs(async (socket, request) => injectConnection(server, socket, request));
   process.on('SIGTERM', () => process.exit(0));
 }
 
@@ -51,7 +63,8 @@ const NODE_ARGS = ['--conditions=@s2s/source', '--import', 'tsx'];
 
 function spawnProcess(args: string[], env: Record<string, string>, cpu?: string): ChildProcess {
   const [cmd, argv] = cpu === undefined ? [process.execPath, []] : ['taskset', ['-c', cpu, process.execPath]];
-  return spawn(cmd, [...argv, ...NODE_ARGS, ...args], { cwd: join(here, '..'), env: { ...process.env, ...env }, stdio: 'ignore' });
+  const stdio: StdioOptions = ['ignore', 'ignore', 'ignore', ...(values.proxy ? [] : ['ipc' as const])];
+  return spawn(cmd, [...argv, ...NODE_ARGS, ...args], { cwd: join(here, '..'), env: { ...process.env, ...env }, stdio });
 }
 
 /** CPU time (user + system) of a process so far, in ms, from /proc (taskset execs node in its own pid). */
@@ -124,9 +137,16 @@ if (values.role === 'backend') {
   const backend = spawnProcess(['bench/bench.ts', '--role', 'backend', '--backend-port', String(BACKEND_PORT)], {});
   const edge = spawnProcess(
     ['src/main.ts'],
-    { HTTP_PORT: String(EDGE_PORT), CONTROL_PLANE_URL: backendUrl, RELAY_URLS: backendUrl, LOG_LEVEL: 'silent' },
+    {
+      HTTP_PORT: String(EDGE_PORT),
+      CONTROL_PLANE_URL: backendUrl,
+      RELAY_URLS: backendUrl,
+      RELAY_HANDOFF: values.proxy ? 'off' : 'ipc',
+      LOG_LEVEL: 'silent',
+    },
     values['edge-cpu'],
   );
+  if (!values.proxy) brokerHandoffs(edge, [backend]);
   try {
     await waitForPort(BACKEND_PORT);
     await waitForPort(EDGE_PORT);
@@ -168,7 +188,7 @@ if (values.role === 'backend') {
     const f = (n: number) => n.toFixed(3);
     const us = (ms: number, trips: number) => (trips === 0 ? '-' : ((ms * 1000) / trips).toFixed(1));
     console.log(
-      `edge benchmark: ${SOCKETS} sockets x ${FRAMES} frames (one per 20 ms) x 3 rounds${values.mixed ? ', mixed (half direct, half via the edge, at once)' : ''}${values['edge-cpu'] === undefined ? '' : `, edge on CPU ${values['edge-cpu']}`}, ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), load ${loadavg()[0]!.toFixed(1)}, node ${process.version}`,
+      `edge benchmark (${values.proxy ? 'proxy: every frame through the edge' : 'handoff: the connection handed to the backend, as npm start'}): ${SOCKETS} sockets x ${FRAMES} frames (one per 20 ms) x 3 rounds${values.mixed ? ', mixed (half direct, half via the edge, at once)' : ''}${values['edge-cpu'] === undefined ? '' : `, edge on CPU ${values['edge-cpu']}`}, ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), load ${loadavg()[0]!.toFixed(1)}, node ${process.version}`,
     );
     console.log(`direct  p50 ${f(pct(direct, 50))} ms  p99 ${f(pct(direct, 99))} ms`);
     console.log(`edge    p50 ${f(pct(viaEdge, 50))} ms  p99 ${f(pct(viaEdge, 99))} ms`);

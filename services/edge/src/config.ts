@@ -24,6 +24,10 @@ export const EdgeConfig = z
           .filter((s) => s !== ''),
       )
       .pipe(z.array(httpUrl).min(1)),
+    // `ipc`: the parent (npm start) brokers connection handoffs to the relays, in RELAY_URLS order: a
+    // /v1/realtime upgrade's connection goes to the relay once its request is read. `off`: the edge proxies
+    // upgrades. With TLS the edge always proxies (the TLS state lives here).
+    RELAY_HANDOFF: z.enum(['off', 'ipc']).default('off'),
     // PEM certificate chain and key: with both, the edge serves https and wss.
     TLS_CERT_FILE: z.string().min(1).optional(),
     TLS_KEY_FILE: z.string().min(1).optional(),

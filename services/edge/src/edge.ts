@@ -5,6 +5,7 @@ import { errors, type AppError } from '@s2s/core';
 import { httpErrorAnswer, newRequestId, pathOf, writeRawError } from '@s2s/http-errors';
 import type { Logger } from '@s2s/telemetry';
 import { createProxyServer } from 'http-proxy-3';
+import { Handoffs, type HandoffChannel } from './handoff.js';
 
 export interface EdgeOptions {
   /** Base URL of the control plane (every path but /v1/realtime). */
@@ -13,6 +14,11 @@ export interface EdgeOptions {
   relays: readonly string[];
   /** With a certificate and key the edge serves https and wss. */
   tls?: { cert: Buffer | string; key: Buffer | string } | undefined;
+  /**
+   * The IPC channel to a parent that brokers connection handoffs to the relays (npm start): upgrades then
+   * leave the edge after their request is read; without it (or with TLS) the edge proxies them.
+   */
+  handoff?: HandoffChannel | undefined;
   logger: Logger;
 }
 
@@ -22,11 +28,15 @@ export interface Edge {
 }
 
 const REALTIME_PATH = '/v1/realtime';
+/** How long a closing edge waits for the relays to answer the connections it handed over. */
+const HANDOFF_CLOSE_MS = 2000;
 
 /**
  * The public origin of `npm start` (decisions.md, "Running it"): one port for the HTTP API and `/v1/realtime`,
  * a well-kept proxy (http-proxy-3) doing the forwarding, WebSocket upgrades included, so no framing is written
  * here. Realtime goes to the relays in turn: a session lives in the database, so any relay serves any session.
+ * With a handoff channel and no TLS, a `/v1/realtime` upgrade's connection itself goes to the relay once its
+ * request is read (./handoff.ts): its frames then never pass through the edge.
  */
 export function createEdge(opts: EdgeOptions): Edge {
   const { logger } = opts;
@@ -34,7 +44,9 @@ export function createEdge(opts: EdgeOptions): Edge {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const proxy = createProxyServer({ xfwd: true, agent });
   let next = 0;
-  const relay = () => opts.relays[next++ % opts.relays.length]!;
+  const relayIndex = () => next++ % opts.relays.length;
+  const relay = () => opts.relays[relayIndex()]!;
+  const handoffs = opts.handoff && !opts.tls ? new Handoffs(opts.handoff, logger) : null;
 
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const target = pathOf(req.url) === REALTIME_PATH ? relay() : opts.controlPlane;
@@ -49,7 +61,9 @@ export function createEdge(opts: EdgeOptions): Edge {
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
     if (pathOf(req.url) !== REALTIME_PATH) return writeRawError(socket, errors.notFound(), newRequestId());
-    const target = relay();
+    const i = relayIndex();
+    if (handoffs?.handOff(req, socket, head, i)) return;
+    const target = opts.relays[i]!;
     proxy.ws(req, socket, head, { target }, (err) => {
       logger.warn({ err, target }, 'relay did not answer the upgrade');
       writeRawError(socket, errors.serviceUnavailable(err, 'No relay answered; attach again shortly.'), newRequestId());
@@ -62,10 +76,11 @@ export function createEdge(opts: EdgeOptions): Edge {
   return {
     server,
     close: async () => {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      // A connection handed over is the server's until the relay has answered it.
+      await handoffs?.close(HANDOFF_CLOSE_MS);
+      await closed;
       proxy.close();
       agent.destroy();
     },

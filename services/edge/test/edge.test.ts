@@ -9,36 +9,12 @@ import { join } from 'node:path';
 import t from 'tap';
 import { createLogger } from '@s2s/telemetry';
 import { selfSignedCertificate } from '@s2s/testing';
-import WebSocket, { WebSocketServer } from 'ws';
+import { WebSocketServer } from 'ws';
 import { createEdge, type EdgeOptions } from '../src/edge.js';
 import { loadConfig } from '../src/config.js';
-
-interface Teardown {
-  teardown(fn: () => unknown): void;
-}
+import { controlPlane, listen, open, refusal, roundTrip, type Teardown } from './helpers.js';
 
 const logger = createLogger({ service: 'edge-test', level: 'silent' });
-
-async function listen(t: Teardown, server: http.Server): Promise<string> {
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  t.teardown(() => {
-    server.closeAllConnections();
-    server.close();
-  });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
-/** A stand-in control plane: answers every request with what it saw. */
-function controlPlane(t: Teardown): Promise<string> {
-  return listen(
-    t,
-    http.createServer((req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json', 'x-request-id': 'req_backend' });
-      res.end(JSON.stringify({ from: 'control-plane', method: req.method, url: req.url, forwardedFor: req.headers['x-forwarded-for'] }));
-    }),
-  );
-}
 
 /** A stand-in relay: selects svc-realtime-v1 when offered and echoes each frame tagged with its name. */
 async function relay(t: Teardown, name: string): Promise<string> {
@@ -63,35 +39,6 @@ async function startEdge(t: Teardown, opts: Omit<EdgeOptions, 'logger'>): Promis
   const port = (edge.server.address() as AddressInfo).port;
   const s = opts.tls ? 's' : '';
   return { http: `http${s}://127.0.0.1:${port}`, ws: `ws${s}://127.0.0.1:${port}/v1/realtime`, port };
-}
-
-function open(url: string, opts: WebSocket.ClientOptions = {}): Promise<{ ws: WebSocket; hello: any }> {
-  const ws = new WebSocket(url, ['svc-realtime-v1'], { headers: { authorization: 'Bearer vr_sk_test' }, ...opts });
-  return new Promise((resolve, reject) => {
-    ws.once('message', (data) => resolve({ ws, hello: JSON.parse(String(data)) }));
-    ws.once('error', reject);
-    ws.once('unexpected-response', (_req, res) => reject(new Error(`refused ${res.statusCode}`)));
-  });
-}
-
-function roundTrip(ws: WebSocket, text: string): Promise<string> {
-  return new Promise((resolve) => {
-    ws.once('message', (data) => resolve(String(data)));
-    ws.send(text);
-  });
-}
-
-function refusal(url: string, opts: WebSocket.ClientOptions = {}): Promise<{ status: number; body: any; requestId: unknown }> {
-  const ws = new WebSocket(url, ['svc-realtime-v1'], opts);
-  return new Promise((resolve, reject) => {
-    ws.once('open', () => reject(new Error('upgraded')));
-    ws.on('error', () => {});
-    ws.once('unexpected-response', (_req, res) => {
-      let text = '';
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text), requestId: res.headers['x-request-id'] }));
-    });
-  });
 }
 
 t.test('one port: HTTP to the control plane, /v1/realtime upgrades to the relays in turn', async (t) => {

@@ -1,6 +1,8 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { errors, newId } from '@s2s/core';
+import { injectConnection } from '@s2s/handoff';
 import { httpErrorAnswer, isServerError, newRequestId, pathOf, toAppError, writeRawError } from '@s2s/http-errors';
 import { activeTraceId, context } from '@s2s/telemetry';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -18,6 +20,11 @@ export interface RelayAppDeps extends RelayDeps {
 export interface RelayApp {
   server: http.Server;
   relay: Relay;
+  /**
+   * Serves a connection the npm-start edge accepted and handed over (@s2s/handoff), `request` being what the
+   * edge read of it: resolves once the request is answered (101 or an ErrorResponse) or the client left.
+   */
+  adopt(socket: Socket, request: Buffer): Promise<void>;
   /** Stops accepting, gives every socket its final checkpoint and 1012, closes the server. */
   close(): Promise<void>;
 }
@@ -56,9 +63,16 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
   };
 
   const server = http.createServer((req, res) => handleRequest(req, res));
-  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => void handleUpgrade(req, socket, head));
+  // Connections handed over by the edge, each with what to call once its request is answered.
+  const adopted = new WeakMap<Duplex, () => void>();
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const answered = handleUpgrade(req, socket, head);
+    const settle = adopted.get(socket);
+    if (settle) void answered.finally(settle);
+  });
   // Node's parser refused the request (bad header bytes, oversized headers): still an ErrorResponse.
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    adopted.get(socket)?.();
     if (err.code === 'ECONNRESET' || err.code === 'EPIPE') return socket.destroy();
     const requestId = newRequestId();
     logger.info({ request_id: requestId, code: err.code }, 'request refused by the HTTP parser');
@@ -168,6 +182,12 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
   return {
     server,
     relay,
+    adopt: (socket, request) =>
+      new Promise<void>((resolve) => {
+        adopted.set(socket, resolve);
+        socket.once('close', () => resolve());
+        injectConnection(server, socket, request);
+      }),
     close() {
       closing ??= (async () => {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -1,6 +1,7 @@
 import { startTelemetry, createLogger } from '@s2s/telemetry';
 import { connectBus } from '@s2s/bus';
 import { createDb } from '@s2s/db';
+import { serveHandoffs } from '@s2s/handoff';
 import { buildRelay } from './app.js';
 import { loadConfig } from './config.js';
 import { createProviderOpener } from './providers-opener.js';
@@ -22,8 +23,13 @@ const bus = await connectBus({
 });
 const app = buildRelay({ config, db, bus, logger, metrics: telemetry.metrics, providers: createProviderOpener(config, logger) });
 await new Promise<void>((resolve) => app.server.listen(config.port, config.host, resolve));
+// npm start: the edge hands /v1/realtime connections over on the IPC channel (@s2s/handoff).
+const handoffs = serveHandoffs((socket, request) => app.adopt(socket, request));
 const address = app.server.address();
-logger.info({ relay_id: config.relayId, port: typeof address === 'object' && address ? address.port : config.port }, 'relay listening');
+logger.info(
+  { relay_id: config.relayId, port: typeof address === 'object' && address ? address.port : config.port, handoffs },
+  'relay listening',
+);
 
 let draining = false;
 async function drain(signal: string): Promise<void> {
