@@ -6,23 +6,32 @@
  */
 export class FlatShape {
   private readonly keys: Buffer[];
+  private readonly consts: (readonly string[] | undefined)[];
 
   /**
    * `keys`: the members read, in result order; others are skipped when simple. `long`: the index of the
    * one member that may be long (base64); its bytes are not checked here: the caller checks it strictly
    * (escapes, control and non-ASCII bytes are never base64) and parses the frame again if it fails.
    * `closed`: a member not in `keys` answers false (the event's schema refuses unknown members).
+   * `consts`: per key, the values expected (an event's `type`): one that matches is answered as that very
+   * string, with no string made per frame.
    */
   constructor(
     keys: readonly string[],
     private readonly long: number,
     private readonly closed = false,
+    consts: Readonly<Record<number, readonly string[]>> = {},
   ) {
     this.keys = keys.map((k) => Buffer.from(k, 'latin1'));
+    this.consts = keys.map((_, k) => consts[k]);
   }
 
-  /** Fills `out` (one slot per key, undefined when absent); false when the frame is not such an object. */
-  read(buf: Buffer, out: (string | number | undefined)[]): boolean {
+  /**
+   * Fills `out` (one slot per key, undefined when absent); false when the frame is not such an object.
+   * `memo` (one per source of frames, e.g. per connection): the string values of its previous frame, reused
+   * when the same bytes come again (a response's ids repeat on every delta of it).
+   */
+  read(buf: Buffer, out: (string | number | undefined)[], memo?: (string | number | undefined)[]): boolean {
     const n = buf.length;
     for (let k = 0; k < this.keys.length; k++) out[k] = undefined;
     if (n < 2 || buf[0] !== 0x7b || buf[n - 1] !== 0x7d) return false;
@@ -39,7 +48,7 @@ export class FlatShape {
       if (buf[v] === 0x22) {
         const end = slot === this.long ? buf.indexOf(0x22, v + 1) : plainEnd(buf, v + 1);
         if (end < 0) return false;
-        if (slot >= 0) out[slot] = buf.toString('latin1', v + 1, end);
+        if (slot >= 0) out[slot] = slot === this.long ? buf.toString('latin1', v + 1, end) : this.text(buf, v + 1, end, slot, memo);
         i = end + 1;
       } else {
         // A non-negative integer without a leading zero, small enough to be exact.
@@ -59,6 +68,17 @@ export class FlatShape {
     }
   }
 
+  /** A short string member: a known constant, the memo's previous value, or a new string. */
+  private text(buf: Buffer, start: number, end: number, slot: number, memo: (string | number | undefined)[] | undefined): string {
+    const consts = this.consts[slot];
+    if (consts !== undefined) for (const c of consts) if (sameText(buf, start, end, c)) return c;
+    const prev = memo?.[slot];
+    if (typeof prev === 'string' && sameText(buf, start, end, prev)) return prev;
+    const s = buf.toString('latin1', start, end);
+    if (memo !== undefined) memo[slot] = s;
+    return s;
+  }
+
   private slotOf(buf: Buffer, start: number, end: number): number {
     const len = end - start;
     for (let k = 0; k < this.keys.length; k++) {
@@ -70,6 +90,13 @@ export class FlatShape {
     }
     return -1;
   }
+}
+
+/** Whether bytes `start`..`end` of `buf` are the (ASCII) string `s`. */
+function sameText(buf: Buffer, start: number, end: number, s: string): boolean {
+  if (end - start !== s.length) return false;
+  for (let j = 0; j < s.length; j++) if (buf[start + j] !== s.charCodeAt(j)) return false;
+  return true;
 }
 
 /**

@@ -191,7 +191,11 @@ t.test('FlatShape reads exactly what JSON.parse reads, or declines (property)', 
   const keys = ['type', 'event_id', 'audio', 'n'];
   const shape = new FlatShape(keys, 2);
   const closed = new FlatShape(keys, 2, true);
+  // Known values of `type` answered as constants, and one memo across every frame (hits and misses alike).
+  const consts = new FlatShape(keys, 2, false, { 0: ['a', '', 'input_audio_buffer.append'] });
+  const memo: (string | number | undefined)[] = [];
   const value = fc.oneof(
+    fc.constantFrom('a', '', 'b', 'input_audio_buffer.append', 'e1'),
     fc.string({ maxLength: 6 }),
     fc.string({ unit: 'binary', maxLength: 4 }),
     fc.nat(),
@@ -216,11 +220,12 @@ t.test('FlatShape reads exactly what JSON.parse reads, or declines (property)', 
   const out: (string | number | undefined)[] = [];
   fc.assert(
     fc.property(frame, (text) => {
-      for (const [s, isClosed] of [
-        [shape, false],
-        [closed, true],
+      for (const [s, isClosed, withMemo] of [
+        [shape, false, false],
+        [closed, true, false],
+        [consts, false, true],
       ] as const) {
-        if (!s.read(Buffer.from(text), out)) continue;
+        if (!s.read(Buffer.from(text), out, withMemo ? memo : undefined)) continue;
         let parsed: Record<string, unknown>;
         try {
           parsed = JSON.parse(text) as Record<string, unknown>;

@@ -26,7 +26,7 @@ export function decodePcmFrame(audio: string): Audio | AudioFrameProblem {
   return Audio.ofCheckedBase64(audio, bytes);
 }
 
-const APPEND = new FlatShape(['type', 'event_id', 'audio'], 2, true);
+const APPEND = new FlatShape(['type', 'event_id', 'audio'], 2, true, { 0: ['input_audio_buffer.append'] });
 const appendSlots: (string | number | undefined)[] = [];
 
 /**

@@ -132,7 +132,9 @@ interface TrackedItem {
 }
 
 /** The members of an output audio delta the adapter reads (the hot upstream event). */
-const DELTA = new FlatShape(['type', 'response_id', 'item_id', 'output_index', 'content_index', 'delta'], 5);
+const DELTA = new FlatShape(['type', 'response_id', 'item_id', 'output_index', 'content_index', 'delta'], 5, false, {
+  0: ['response.output_audio.delta', 'response.audio.delta'],
+});
 const deltaSlots: (string | number | undefined)[] = [];
 
 /** Our requests carry event ids `gw_<kind>_<n>`, so that an `error` naming one tells which request failed. */
@@ -163,6 +165,8 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
   /** Continuity: the items a new connection is seeded with, and the id whose acknowledgement ends the set-up. */
   private replay: ConversationItemCreateEvent[] = [];
   private replayLast: string | null = null;
+  /** The previous delta's members: its ids repeat on every delta of a response (see FlatShape.read). */
+  private readonly deltaMemo: (string | number | undefined)[] = [];
 
   configure(config: UpstreamSessionConfig, signal: AbortSignal): Promise<void> {
     const { providerModel: _model, history = [], ...settings } = config;
@@ -270,7 +274,7 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
    * base64 carried as is); anything else, or any doubt, is parsed whole. Both read the same members.
    */
   protected override onFrame(data: WebSocket.RawData): void {
-    if (!Buffer.isBuffer(data) || !DELTA.read(data, deltaSlots)) return super.onFrame(data);
+    if (!Buffer.isBuffer(data) || !DELTA.read(data, deltaSlots, this.deltaMemo)) return super.onFrame(data);
     const [type, responseId, itemId, outputIndex, contentIndex, delta] = deltaSlots;
     if (
       (type !== 'response.output_audio.delta' && type !== 'response.audio.delta') ||

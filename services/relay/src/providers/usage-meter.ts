@@ -103,10 +103,17 @@ export class UsageMeter {
 
   /** Cumulative: the audio measured so far and the counters of every response closed. */
   usage(): Usage {
+    // Spelled out rather than spread: read on every frame (the budget screen), and a spread copies by keys.
+    const r = this.reported;
     return {
-      ...this.reported,
       audio_in_ms: Math.floor(this.inBytes / BYTES_PER_MS),
       audio_out_ms: Math.floor(this.outBytes / BYTES_PER_MS),
+      input_audio_tokens: r.input_audio_tokens,
+      input_text_tokens: r.input_text_tokens,
+      cached_input_tokens: r.cached_input_tokens,
+      output_audio_tokens: r.output_audio_tokens,
+      output_text_tokens: r.output_text_tokens,
+      transcribed_ms: r.transcribed_ms,
     };
   }
 
