@@ -31,25 +31,126 @@ export type CheckpointRoute = z.infer<typeof CheckpointRoute>;
 /** A checkpoint names at most this many routes: the session's and each failover route once. */
 export const MAX_CHECKPOINT_ROUTES = 1 + MAX_FALLBACK_ROUTES;
 
-const UsageCheckpointShape = z.strictObject({
-  type: z.literal('usage.checkpoint'),
-  version: z.literal(3),
+const Provider = ModelRoute.shape.provider;
+const ProviderModel = ModelRoute.shape.provider_model;
+
+/**
+ * One route's part in a version 4 checkpoint, as an array: `[provider, provider_model, ...counters]` with the
+ * counters in `USAGE_COUNTER_NAMES` order, or `[provider, provider_model]` alone when that route is the only
+ * one and served everything so far (its counters are then the checkpoint's totals). A single-route
+ * attachment, nearly every one, so sends its route in about 30 bytes instead of the 240 of a version 3 object.
+ */
+export const CompactRoute = z.union([
+  z.tuple([Provider, ProviderModel]),
+  z.tuple([Provider, ProviderModel, NonNegInt, NonNegInt, NonNegInt, NonNegInt, NonNegInt, NonNegInt, NonNegInt, NonNegInt]),
+]);
+export type CompactRoute = z.infer<typeof CompactRoute>;
+
+/** Where a full CompactRoute keeps counter `k`. */
+const COUNTER_AT = 2;
+
+const checkpointIds = {
   session_id: SessionId,
   attachment_id: z.string().min(1).max(128),
   relay_id: z.string().min(1).max(128),
   seq: z.int().positive(),
   ...usageCounterShape,
+};
+
+const UsageCheckpointShape = z.strictObject({
+  type: z.literal('usage.checkpoint'),
+  version: z.literal(4),
+  ...checkpointIds,
   /**
-   * The counters split by the route that served them, summing exactly to the totals above; null when the
-   * split is unknown (versions 1 and 2, read as version 3).
+   * The counters split by the route that served them (CompactRoute), summing exactly to the totals above; null
+   * when the split is unknown (versions 1 and 2, read as version 4).
    */
+  routes: z.array(CompactRoute).max(MAX_CHECKPOINT_ROUTES).nullable(),
+  final: z.boolean(),
+  emitted_at: NonNegInt,
+});
+export type UsageCheckpoint = z.infer<typeof UsageCheckpointShape>;
+type Totals = Pick<UsageCheckpoint, (typeof USAGE_COUNTER_NAMES)[number]>;
+const ZERO_COUNTERS = Object.fromEntries(USAGE_COUNTER_NAMES.map((k) => [k, 0])) as Totals;
+
+/** Every counter of the routes adds up to the checkpoint's own; a route without counters only alone. */
+function compactRoutesSumToTotals(c: Totals & { routes: readonly (readonly unknown[])[] | null }): boolean {
+  const routes = c.routes;
+  if (routes === null) return true;
+  if (routes.length === 1 && routes[0]?.length === COUNTER_AT) return true;
+  for (let i = 0; i < USAGE_COUNTER_NAMES.length; i++) {
+    let sum = 0;
+    for (const r of routes) {
+      if (r.length === COUNTER_AT) return false;
+      sum += r[COUNTER_AT + i] as number;
+    }
+    if (sum !== c[USAGE_COUNTER_NAMES[i] as keyof Totals]) return false;
+  }
+  return true;
+}
+
+/**
+ * Cumulative usage of one relay attachment; the newest `seq` wins, `final` closes the attachment. Version 2
+ * carries every usage counter (decisions.md, "Usage and price by modality"), version 3 also their split by
+ * route, version 4 the same split as arrays, the route of a single-route attachment without its counters.
+ */
+export const UsageCheckpoint = UsageCheckpointShape.refine(compactRoutesSumToTotals, {
+  message: 'the routes do not add up to the totals',
+  path: ['routes'],
+});
+
+/** A route's part as a CompactRoute with its counters (exact, whatever the other routes). */
+function fullCompactRoute(r: CheckpointRoute): CompactRoute {
+  return [
+    r.provider,
+    r.provider_model,
+    r.audio_in_ms,
+    r.audio_out_ms,
+    r.input_audio_tokens,
+    r.input_text_tokens,
+    r.cached_input_tokens,
+    r.output_audio_tokens,
+    r.output_text_tokens,
+    r.transcribed_ms,
+  ];
+}
+
+/**
+ * The relay's split by route (parts summing to the totals), as version 4 carries it: a single route without
+ * its counters, several each with theirs.
+ */
+export function compactRoutes(routes: readonly CheckpointRoute[]): CompactRoute[] {
+  const only = routes.length === 1 ? routes[0] : undefined;
+  return only ? [[only.provider, only.provider_model]] : routes.map(fullCompactRoute);
+}
+
+/** A checkpoint's split by route as objects (what billing stores), or null when it is unknown. */
+export function checkpointRoutes(c: UsageCheckpoint): CheckpointRoute[] | null {
+  const routes = c.routes;
+  if (routes === null) return null;
+  return routes.map((r) => {
+    const route: CheckpointRoute = { provider: r[0], provider_model: r[1], ...ZERO_COUNTERS };
+    for (let i = 0; i < USAGE_COUNTER_NAMES.length; i++) {
+      const k = USAGE_COUNTER_NAMES[i] as keyof Totals;
+      route[k] = r.length === COUNTER_AT ? c[k] : (r[COUNTER_AT + i] as number);
+    }
+    return route;
+  });
+}
+
+/** Version 3: the split by route as objects, every route with its counters (relays before version 4). */
+const UsageCheckpointV3Shape = z.strictObject({
+  type: z.literal('usage.checkpoint'),
+  version: z.literal(3),
+  ...checkpointIds,
   routes: z.array(CheckpointRoute).max(MAX_CHECKPOINT_ROUTES).nullable(),
   final: z.boolean(),
   emitted_at: NonNegInt,
 });
+export type UsageCheckpointV3 = z.infer<typeof UsageCheckpointV3Shape>;
 
 /** Every counter of the routes adds up to the checkpoint's own. */
-function routesSumToTotals(c: Pick<UsageCheckpoint, 'routes' | (typeof USAGE_COUNTER_NAMES)[number]>): boolean {
+function routesSumToTotals(c: Pick<UsageCheckpointV3, 'routes' | (typeof USAGE_COUNTER_NAMES)[number]>): boolean {
   if (c.routes === null) return true;
   for (const k of USAGE_COUNTER_NAMES) {
     let sum = 0;
@@ -59,16 +160,21 @@ function routesSumToTotals(c: Pick<UsageCheckpoint, 'routes' | (typeof USAGE_COU
   return true;
 }
 
-/**
- * Cumulative usage of one relay attachment; the newest `seq` wins, `final` closes the attachment. Version 2
- * carries every usage counter (decisions.md, "Usage and price by modality"), version 3 also their split by
- * route.
- */
-export const UsageCheckpoint = UsageCheckpointShape.refine(routesSumToTotals, {
+export const UsageCheckpointV3 = UsageCheckpointV3Shape.refine(routesSumToTotals, {
   message: 'the routes do not add up to the totals',
   path: ['routes'],
 });
-export type UsageCheckpoint = z.infer<typeof UsageCheckpointShape>;
+
+/** A version 3 checkpoint as version 4: every route with its counters, as it came. */
+export function checkpointFromV3(c: UsageCheckpointV3): UsageCheckpoint {
+  return { ...c, version: 4, routes: c.routes === null ? null : c.routes.map(fullCompactRoute) };
+}
+
+/**
+ * Version 3 is still read during a rolling upgrade (billing first, then relays): it parses into version 4,
+ * each route an array with its counters.
+ */
+export const UsageCheckpointFromV3 = UsageCheckpointV3.transform(checkpointFromV3);
 
 const CHECKPOINT_COUNTERS = [...USAGE_COUNTER_NAMES, 'emitted_at'] as const;
 const CHECKPOINT_KEYS = 17;
@@ -78,6 +184,7 @@ const isId = (v: unknown): v is string => typeof v === 'string' && v.length >= 1
 const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 const isName = (v: unknown, max: number): v is string => typeof v === 'string' && v.length >= 1 && v.length <= max;
 
+/** A version 3 route object. */
 function isRoute(v: unknown): boolean {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
   const r = v as Record<string, unknown>;
@@ -86,40 +193,57 @@ function isRoute(v: unknown): boolean {
   return Object.keys(r).length === ROUTE_KEYS;
 }
 
+/** A version 4 route array (CompactRoute). */
+function isCompactRoute(v: unknown): boolean {
+  if (!Array.isArray(v) || (v.length !== COUNTER_AT && v.length !== ROUTE_KEYS)) return false;
+  if (!isName(v[0], 64) || !isName(v[1], 200)) return false;
+  for (let i = COUNTER_AT; i < v.length; i++) if (!isCount(v[i])) return false;
+  return true;
+}
+
 /**
  * `UsageCheckpoint.parse` without zod, for billing's hot path (tens of thousands a second): the parsed JSON
- * itself when it is a valid version 3 checkpoint, else undefined (then let the schema decide and explain).
- * It accepts only what the schema accepts, with the same result (property-tested in contract.test.ts).
+ * itself when it is a valid version 4 checkpoint, or a valid version 3 one turned into version 4 in place
+ * (what `UsageCheckpointFromV3` gives), else undefined (then let the schemas decide and explain). It accepts
+ * only what the schemas accept, with the same result (property-tested in contract.test.ts).
  */
 export function fastUsageCheckpoint(json: unknown): UsageCheckpoint | undefined {
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return undefined;
   const o = json as Record<string, unknown>;
-  if (o.type !== 'usage.checkpoint' || o.version !== 3) return undefined;
+  const v3 = o.version === 3;
+  if (o.type !== 'usage.checkpoint' || (o.version !== 4 && !v3)) return undefined;
   if (!isId(o.session_id) || !isId(o.attachment_id) || !isId(o.relay_id)) return undefined;
   if (!isCount(o.seq) || o.seq === 0 || typeof o.final !== 'boolean') return undefined;
   for (const k of CHECKPOINT_COUNTERS) if (!isCount(o[k])) return undefined;
   const routes = o.routes;
   if (routes !== null) {
-    if (!Array.isArray(routes) || routes.length > MAX_CHECKPOINT_ROUTES || !routes.every(isRoute)) return undefined;
+    if (!Array.isArray(routes) || routes.length > MAX_CHECKPOINT_ROUTES || !routes.every(v3 ? isRoute : isCompactRoute)) return undefined;
   }
   // Every key above is an own property (JSON.parse makes no inherited ones): 17 keys means no unknown one.
   if (Object.keys(o).length !== CHECKPOINT_KEYS) return undefined;
+  if (v3) {
+    const checkpoint = o as UsageCheckpointV3;
+    if (!routesSumToTotals(checkpoint)) return undefined;
+    o.version = 4;
+    if (checkpoint.routes !== null) o.routes = checkpoint.routes.map(fullCompactRoute);
+    return o as UsageCheckpoint;
+  }
   const checkpoint = o as UsageCheckpoint;
-  return routesSumToTotals(checkpoint) ? checkpoint : undefined;
+  return compactRoutesSumToTotals(checkpoint) ? checkpoint : undefined;
 }
 
 /**
  * Version 2, every counter but no split by route, as relays before the failover routes publish it.
- * Consumers still read it during a rolling upgrade (billing first, then relays): it parses into version 3
+ * Consumers still read it during a rolling upgrade (billing first, then relays): it parses into version 4
  * with `routes: null` (the split unknown).
  */
 export const UsageCheckpointV2 = UsageCheckpointShape.omit({ routes: true }).extend({ version: z.literal(2) });
 export type UsageCheckpointV2 = z.infer<typeof UsageCheckpointV2>;
 
-export const UsageCheckpointFromV2 = UsageCheckpointV2.transform((c): UsageCheckpoint => ({ ...c, version: 3, routes: null }));
+export const UsageCheckpointFromV2 = UsageCheckpointV2.transform((c): UsageCheckpoint => ({ ...c, version: 4, routes: null }));
 
 /**
- * Version 1, audio counters only, as relays before issue 9 publish it: it parses into version 3 with the
+ * Version 1, audio counters only, as relays before issue 9 publish it: it parses into version 4 with the
  * other counters 0 and the split unknown.
  */
 export const UsageCheckpointV1 = UsageCheckpointV2.omit({
@@ -132,7 +256,7 @@ export type UsageCheckpointV1 = z.infer<typeof UsageCheckpointV1>;
 
 export const UsageCheckpointFromV1 = UsageCheckpointV1.transform((c): UsageCheckpoint => ({
   ...c,
-  version: 3,
+  version: 4,
   input_text_tokens: 0,
   cached_input_tokens: 0,
   output_text_tokens: 0,
@@ -167,6 +291,7 @@ export type BusMessage = z.infer<typeof BusMessage>;
 export const LEGACY_BUS_MESSAGES = [
   { type: 'usage.checkpoint', version: 1, schema: UsageCheckpointFromV1 },
   { type: 'usage.checkpoint', version: 2, schema: UsageCheckpointFromV2 },
+  { type: 'usage.checkpoint', version: 3, schema: UsageCheckpointFromV3 },
 ] as const;
 
 /**

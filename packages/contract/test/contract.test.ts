@@ -10,6 +10,10 @@ import {
   LEGACY_BUS_MESSAGES,
   UsageCheckpointFromV1,
   UsageCheckpointFromV2,
+  UsageCheckpointFromV3,
+  UsageCheckpointV3,
+  checkpointRoutes,
+  compactRoutes,
   USAGE_COUNTER_NAMES,
   MAX_CHECKPOINT_ROUTES,
   type CheckpointRoute,
@@ -127,32 +131,65 @@ t.test('bus messages carry type and version', async (t) => {
     transcribed_ms: c.transcribed_ms,
   }));
   const msg = { ...v2, version: 3, routes };
-  t.ok(BusMessage.safeParse(msg).success, 'version 3 carries every counter and their split by route');
-  t.ok(BusMessage.safeParse({ ...msg, routes: null }).success, 'routes null: the split is unknown');
+  // Version 3 (relays before version 4) is still read: each route an array with its counters.
+  t.ok(UsageCheckpointV3.safeParse(msg).success, 'version 3 carries every counter and their split by route');
+  t.ok(UsageCheckpointV3.safeParse({ ...msg, routes: null }).success, 'routes null: the split is unknown');
   t.ok(
-    BusMessage.safeParse({ ...msg, ...Object.fromEntries(USAGE_COUNTER_NAMES.map((k) => [k, 0])), routes: [] }).success,
+    UsageCheckpointV3.safeParse({ ...msg, ...Object.fromEntries(USAGE_COUNTER_NAMES.map((k) => [k, 0])), routes: [] }).success,
     'nothing used: no route',
   );
-  t.notOk(BusMessage.safeParse({ ...msg, audio_in_ms: 11 }).success, 'the routes must add up to the totals');
-  t.notOk(BusMessage.safeParse({ ...msg, routes: [routes[0]] }).success, 'a route missing does not add up');
+  t.notOk(UsageCheckpointV3.safeParse({ ...msg, audio_in_ms: 11 }).success, 'the routes must add up to the totals');
+  t.notOk(UsageCheckpointV3.safeParse({ ...msg, routes: [routes[0]] }).success, 'a route missing does not add up');
   t.notOk(
-    BusMessage.safeParse({ ...msg, routes: [{ ...routes[0], url: 'wss://x' }, routes[1]] }).success,
+    UsageCheckpointV3.safeParse({ ...msg, routes: [{ ...routes[0], url: 'wss://x' }, routes[1]] }).success,
     'a route is a provider and a model, nothing else',
   );
-  t.notOk(BusMessage.safeParse({ ...msg, routes: undefined }).success, 'version 3 needs routes');
+  t.notOk(UsageCheckpointV3.safeParse({ ...msg, routes: undefined }).success, 'version 3 needs routes');
+  t.notOk(UsageCheckpointV3.safeParse({ ...msg, transcribed_ms: undefined }).success, 'version 3 needs every counter');
+  t.notOk(UsageCheckpointV3.safeParse({ ...msg, seq: 0 }).success);
+  t.notOk(BusMessage.safeParse(msg).success, 'version 3 is not a current message');
+  const asArrays = routes.map((r) => [r.provider, r.provider_model, ...USAGE_COUNTER_NAMES.map((k) => r[k])]);
+  t.same(UsageCheckpointFromV3.parse(msg), { ...msg, version: 4, routes: asArrays });
+  t.same(checkpointRoutes(UsageCheckpointFromV3.parse(msg)), routes, 'and back to objects, exactly');
+  // Version 4: the same split as arrays; a single route that served everything without its counters.
+  const v4 = { ...msg, version: 4, routes: asArrays };
+  t.ok(BusMessage.safeParse(v4).success, 'version 4 carries every counter and their split by route');
+  t.ok(BusMessage.safeParse({ ...v4, routes: null }).success, 'routes null: the split is unknown');
+  t.ok(BusMessage.safeParse({ ...v4, routes: [['openai', 'gpt-realtime']] }).success, 'one route served it all');
+  t.same(
+    checkpointRoutes(UsageCheckpoint.parse({ ...v4, routes: [['openai', 'gpt-realtime']] })),
+    [{ provider: 'openai', provider_model: 'gpt-realtime', ...Object.fromEntries(USAGE_COUNTER_NAMES.map((k) => [k, v2[k]])) }],
+    'its counters are the totals',
+  );
+  t.same(compactRoutes([routes[0]!]), [['openai', 'gpt-realtime']], 'the relay sends a single route without its counters');
+  t.same(compactRoutes(routes), asArrays, 'and several with theirs');
+  t.ok(
+    BusMessage.safeParse({ ...v4, ...Object.fromEntries(USAGE_COUNTER_NAMES.map((k) => [k, 0])), routes: [] }).success,
+    'nothing used: no route',
+  );
+  t.notOk(BusMessage.safeParse({ ...v4, audio_in_ms: 11 }).success, 'the routes must add up to the totals');
+  t.notOk(BusMessage.safeParse({ ...v4, routes: [asArrays[0]] }).success, 'a route missing does not add up');
+  t.notOk(
+    BusMessage.safeParse({ ...v4, routes: [['openai', 'gpt-realtime'], asArrays[1]] }).success,
+    'a route without counters only alone',
+  );
+  t.notOk(BusMessage.safeParse({ ...v4, routes: [[...asArrays[0]!, 1], asArrays[1]] }).success, 'a route array has no other item');
+  t.notOk(BusMessage.safeParse({ ...v4, routes: [['openai', 'gpt-realtime', 1]] }).success, 'all the counters or none');
+  t.notOk(BusMessage.safeParse({ ...v4, routes: [['', 'gpt-realtime']] }).success, 'a route names its provider');
+  t.notOk(BusMessage.safeParse({ ...v4, routes: routes }).success, 'version 4 routes are arrays');
   t.notOk(BusMessage.safeParse({ ...msg, version: 2 }).success, 'version 2 has no routes');
   t.notOk(BusMessage.safeParse(v2).success, 'version 2 is not a current message');
   t.notOk(BusMessage.safeParse({ ...msg, version: 1 }).success, 'version 1 has audio counters only');
-  t.notOk(BusMessage.safeParse({ ...msg, transcribed_ms: undefined }).success, 'version 3 needs every counter');
-  t.notOk(BusMessage.safeParse({ ...msg, seq: 0 }).success);
+  t.notOk(BusMessage.safeParse({ ...v4, transcribed_ms: undefined }).success, 'version 4 needs every counter');
+  t.notOk(BusMessage.safeParse({ ...v4, seq: 0 }).success);
   t.notOk(BusMessage.safeParse(v1).success, 'version 1 is not a current message');
-  // Version 2 (relays before the route split) is still read: version 3 with the split unknown.
-  t.same(UsageCheckpointFromV2.parse(v2), { ...v2, version: 3, routes: null });
+  // Version 2 (relays before the route split) is still read: version 4 with the split unknown.
+  t.same(UsageCheckpointFromV2.parse(v2), { ...v2, version: 4, routes: null });
   t.notOk(UsageCheckpointFromV2.safeParse({ ...v2, routes: null }).success, 'strict: no version 3 fields in a version 2');
   // Version 1 (relays before issue 9) is still read: the new counters 0, the split unknown.
   t.same(UsageCheckpointFromV1.parse(v1), {
     ...v1,
-    version: 3,
+    version: 4,
     input_text_tokens: 0,
     cached_input_tokens: 0,
     output_text_tokens: 0,
@@ -165,6 +202,7 @@ t.test('bus messages carry type and version', async (t) => {
     [
       ['usage.checkpoint', 1],
       ['usage.checkpoint', 2],
+      ['usage.checkpoint', 3],
     ],
   );
   const s = busSubjects('t_abc');
@@ -212,12 +250,26 @@ t.test('fastUsageCheckpoint accepts exactly what UsageCheckpoint accepts, with t
       final,
       emitted_at,
     }));
-  // Every valid checkpoint takes the fast path, unchanged.
+  // Version 4 of the same: a single route sometimes without its counters, several always with theirs.
+  const validV4 = fc.tuple(valid, fc.boolean()).map(([c, compact]) => ({
+    ...c,
+    version: 4,
+    routes: c.routes === null ? null : compact ? compactRoutes(c.routes) : c.routes.map((r) => compactRoutes([r, r])[0]!),
+  }));
+  // The schema that decides a message of its version: version 3 turned into version 4, version 4 as it is.
+  const slowParse = (json: unknown) =>
+    typeof json === 'object' && json !== null && (json as { version?: unknown }).version === 3
+      ? UsageCheckpointFromV3.safeParse(json)
+      : UsageCheckpoint.safeParse(json);
+  // Every valid checkpoint takes the fast path: version 4 unchanged, version 3 as the schema turns it into version 4.
   fc.assert(
-    fc.property(valid, (c) => {
+    fc.property(fc.oneof(valid, validV4), (c) => {
       const json = JSON.parse(JSON.stringify(c));
-      t.same(fastUsageCheckpoint(json), UsageCheckpoint.parse(json));
-      return fastUsageCheckpoint(json) !== undefined;
+      const slow = slowParse(structuredClone(json));
+      t.ok(slow.success);
+      const fast = fastUsageCheckpoint(json);
+      t.same(fast, slow.data);
+      return fast !== undefined && fast.version === 4;
     }),
     { numRuns: 300 },
   );
@@ -244,22 +296,24 @@ t.test('fastUsageCheckpoint accepts exactly what UsageCheckpoint accepts, with t
     'extra',
     '__proto__',
   ];
-  const mutated = fc.tuple(valid, fc.array(fc.tuple(fc.constantFrom(...keys), odd), { minLength: 1, maxLength: 3 })).map(([c, edits]) => {
-    let text = JSON.stringify(c);
-    for (const [k, v] of edits) {
-      const o = JSON.parse(text);
-      if (v === undefined) delete o[k];
-      // Spliced, not String#replace: a generated value may hold `$'`, a replacement pattern.
-      else if (k === '__proto__') text = `{"__proto__":${JSON.stringify(v)},${text.slice(1)}`;
-      else o[k] = v;
-      if (k !== '__proto__') text = JSON.stringify(o);
-    }
-    return JSON.parse(text) as unknown;
-  });
+  const mutated = fc
+    .tuple(fc.oneof(valid, validV4), fc.array(fc.tuple(fc.constantFrom(...keys), odd), { minLength: 1, maxLength: 3 }))
+    .map(([c, edits]) => {
+      let text = JSON.stringify(c);
+      for (const [k, v] of edits) {
+        const o = JSON.parse(text);
+        if (v === undefined) delete o[k];
+        // Spliced, not String#replace: a generated value may hold `$'`, a replacement pattern.
+        else if (k === '__proto__') text = `{"__proto__":${JSON.stringify(v)},${text.slice(1)}`;
+        else o[k] = v;
+        if (k !== '__proto__') text = JSON.stringify(o);
+      }
+      return JSON.parse(text) as unknown;
+    });
   // The same inside a route.
-  const routeKeys = ['provider', 'provider_model', 'audio_in_ms', 'transcribed_ms', 'extra'];
+  const routeKeys = ['provider', 'provider_model', 'audio_in_ms', 'transcribed_ms', 'extra', 0, 1, 2, 9, 10];
   const mutatedRoute = fc
-    .tuple(valid, fc.nat(), fc.constantFrom(...routeKeys), odd)
+    .tuple(fc.oneof(valid, validV4), fc.nat(), fc.constantFrom(...routeKeys), odd)
     .filter(([c]) => Array.isArray(c.routes) && c.routes.length > 0)
     .map(([c, i, k, v]) => {
       const o = JSON.parse(JSON.stringify(c));
@@ -270,8 +324,8 @@ t.test('fastUsageCheckpoint accepts exactly what UsageCheckpoint accepts, with t
     });
   fc.assert(
     fc.property(fc.oneof(mutated, mutatedRoute, fc.jsonValue()), (json) => {
+      const slow = slowParse(structuredClone(json));
       const fast = fastUsageCheckpoint(json);
-      const slow = UsageCheckpoint.safeParse(json);
       if (fast === undefined) return true;
       // The same content; key order aside (an edit that drops a key and adds it back moves it to the end).
       return slow.success && isDeepStrictEqual(fast, slow.data);

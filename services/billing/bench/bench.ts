@@ -11,8 +11,9 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectBus, pullSource, subscribeMessages, type Bus } from '@s2s/bus';
-import type { UsageCheckpoint } from '@s2s/contract';
-import { publishUsageCheckpoint, requestEnd } from '@s2s/sessions';
+import { compactRoutes, type UsageCheckpoint, type UsageCheckpointV3 } from '@s2s/contract';
+import { usageCheckpointMsgId } from '@s2s/core';
+import { requestEnd } from '@s2s/sessions';
 import { createTestDatabase, checkLedgerInvariants, type TestDatabase } from '@s2s/db/testing';
 import { loadConfig } from '../src/config.js';
 import { DURABLE_NAME, ensureBillingConsumer } from '../src/consumer.js';
@@ -101,7 +102,21 @@ async function stop(child: ChildProcess & { exited: Promise<void> }) {
   await child.exited;
 }
 
-function checkpoint(sessionId: string, attachmentId: string, seq: number, final = false, emittedAt = Date.now()): UsageCheckpoint {
+/**
+ * The checkpoint versions part (c) folds: BENCH_CHECKPOINT_VERSIONS=3,4 runs this build on each, version 3
+ * (routes as objects, relays before version 4) and version 4 (a single route without its counters), as
+ * separate runs of the same round.
+ */
+const CHECKPOINT_VERSIONS = (process.env.BENCH_CHECKPOINT_VERSIONS ?? '4').split(',').map(Number) as (3 | 4)[];
+
+function checkpoint(
+  sessionId: string,
+  attachmentId: string,
+  seq: number,
+  final = false,
+  emittedAt = Date.now(),
+  version: 3 | 4 = 4,
+): UsageCheckpoint | UsageCheckpointV3 {
   // Each step of a live attachment: 1000 ms in, 800 ms out, 10 / 16 tokens, all served by one route.
   const usage = {
     audio_in_ms: 1000 * seq,
@@ -113,18 +128,23 @@ function checkpoint(sessionId: string, attachmentId: string, seq: number, final 
     output_text_tokens: 0,
     transcribed_ms: 0,
   };
-  return {
+  const ids = {
     type: 'usage.checkpoint',
-    version: 3,
     session_id: sessionId,
     attachment_id: attachmentId,
     relay_id: 'bench-relay',
     seq,
     ...usage,
-    routes: [{ provider: 'local', provider_model: 'bench', ...usage }],
-    final,
-    emitted_at: emittedAt,
-  };
+  } as const;
+  const route = { provider: 'local', provider_model: 'bench', ...usage };
+  return version === 3
+    ? { ...ids, version, routes: [route], final, emitted_at: emittedAt }
+    : { ...ids, version, routes: compactRoutes([route]), final, emitted_at: emittedAt };
+}
+
+/** Published as a relay of that version does: JetStream-acknowledged, Msg-Id deduplicated. */
+function publishCheckpoint(bus: Bus, c: UsageCheckpoint | UsageCheckpointV3): Promise<unknown> {
+  return bus.js.publish(bus.subjects.usageCheckpoint(c.session_id), JSON.stringify(c), { msgID: usageCheckpointMsgId(c) });
 }
 
 async function liveSessions(env: Env, n: number) {
@@ -150,22 +170,22 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function throughput(
   attachments: number,
   perAttachment: number,
-  service: { cwd?: string; env?: Record<string, string>; intervalMs: number; bare?: boolean },
+  service: { cwd?: string; env?: Record<string, string>; intervalMs: number; bare?: boolean; version?: 3 | 4 },
 ): Promise<{ events: number; seconds: number; perSecond: number; publishPerSecond: number; cpuSeconds: number }> {
   const env = await environment();
   try {
     const { sessions } = await liveSessions(env, attachments);
     const total = attachments * perAttachment;
     const publishStart = performance.now();
-    const inFlight = new Set<Promise<void>>();
+    const inFlight = new Set<Promise<unknown>>();
     // Emission times as the relays' clocks would show them (one checkpoint per attachment per interval),
     // not the pace of this pre-publish, which depends on the machine.
     const emittedFrom = Date.now() - perAttachment * service.intervalMs;
     // seq-major order: every attachment's seq 1, then every seq 2, ... as live relays interleave.
     for (let seq = 1; seq <= perAttachment; seq++) {
       for (const s of sessions) {
-        const c = checkpoint(s.id, s.attachmentId, seq, false, emittedFrom + seq * service.intervalMs);
-        const p = publishUsageCheckpoint({ ctx: { bus: env.bus }, input: c }).finally(() => inFlight.delete(p));
+        const c = checkpoint(s.id, s.attachmentId, seq, false, emittedFrom + seq * service.intervalMs, service.version);
+        const p: Promise<unknown> = publishCheckpoint(env.bus, c).finally(() => inFlight.delete(p));
         inFlight.add(p);
         if (inFlight.size >= 2000) await Promise.race(inFlight);
       }
@@ -237,7 +257,7 @@ async function latency(cwd?: string): Promise<{
       const tick = () => {
         relay.seq++;
         published++;
-        void publishUsageCheckpoint({ ctx: { bus: env.bus }, input: checkpoint(s.id, s.attachmentId, relay.seq) });
+        void publishCheckpoint(env.bus, checkpoint(s.id, s.attachmentId, relay.seq));
       };
       relay.timer = setTimeout(function again() {
         tick();
@@ -251,7 +271,7 @@ async function latency(cwd?: string): Promise<{
       clearTimeout(relay.timer);
       relay.seq++;
       published++;
-      void publishUsageCheckpoint({ ctx: { bus: env.bus }, input: checkpoint(m.session_id, relay.attachmentId, relay.seq, true) });
+      void publishCheckpoint(env.bus, checkpoint(m.session_id, relay.attachmentId, relay.seq, true));
     });
     const waiting = new Map<string, (at: number) => void>();
     const settledSub = subscribeMessages(env.bus.nc, env.bus.subjects.settledAll, (m) => {
@@ -325,8 +345,12 @@ const baselineDir = process.env.BENCH_BASELINE_DIR;
 const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor((xs.length - 1) / 2)] ?? NaN;
 if (PARTS.includes('c')) {
   const need = RATE_SESSIONS * RATE_CHECKPOINTS_PER_SECOND;
-  const runs: [string, { cwd?: string; intervalMs: number; bare?: boolean }][] = [['this build', { intervalMs: 250 }]];
-  if (baselineDir) runs.unshift(['baseline', { cwd: baselineDir, intervalMs: 250 }]);
+  // The baseline folds version 3 (a build before version 4 reads no other); this build each version asked for.
+  const runs: [string, { cwd?: string; intervalMs: number; bare?: boolean; version?: 3 | 4 }][] = CHECKPOINT_VERSIONS.map((version) => [
+    CHECKPOINT_VERSIONS.length > 1 ? `this build, checkpoints v${version}` : 'this build',
+    { intervalMs: 250, version },
+  ]);
+  if (baselineDir) runs.unshift(['baseline', { cwd: baselineDir, intervalMs: 250, version: 3 }]);
   // BENCH_BARE=0 leaves out the bare consumer (the NATS ceiling of the same run).
   if (process.env.BENCH_BARE !== '0') runs.unshift(['bare consumer (acks only)', { intervalMs: 250, bare: true }]);
   // BENCH_ROUNDS: the runs again, every other round in reverse order (a machine whose load drifts favours
@@ -344,16 +368,17 @@ if (PARTS.includes('c')) {
           `(${fmt(c.cpuSeconds / c.seconds, 2)} cores); pre-publish ran at ${fmt(c.publishPerSecond)}/s`,
       );
     }
-    const mine = rates.get('this build') ?? NaN;
-    for (const other of ['baseline', 'bare consumer (acks only)']) {
-      if (!rates.has(other)) continue;
-      const ratio = mine / (rates.get(other) ?? NaN);
-      ratios.set(other, [...(ratios.get(other) ?? []), ratio]);
-      console.log(`(c) round ${round}, this build / ${other}: ${fmt(ratio, 2)}`);
-    }
+    const builds = [...rates.keys()].filter((k) => k.startsWith('this build'));
+    for (const mine of builds)
+      for (const other of ['baseline', 'bare consumer (acks only)', ...builds]) {
+        if (!rates.has(other) || other >= mine) continue;
+        const ratio = (rates.get(mine) ?? NaN) / (rates.get(other) ?? NaN);
+        const pair = `${mine} / ${other}`;
+        ratios.set(pair, [...(ratios.get(pair) ?? []), ratio]);
+        console.log(`(c) round ${round}, ${pair}: ${fmt(ratio, 2)}`);
+      }
   }
-  for (const [other, xs] of ratios)
-    if (xs.length > 1) console.log(`(c) this build / ${other}, median of ${xs.length} rounds: ${fmt(median(xs), 2)}`);
+  for (const [pair, xs] of ratios) if (xs.length > 1) console.log(`(c) ${pair}, median of ${xs.length} rounds: ${fmt(median(xs), 2)}`);
 }
 if (PARTS.includes('b')) {
   const builds: [string, string | undefined][] = baselineDir

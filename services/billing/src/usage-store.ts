@@ -1,4 +1,4 @@
-import type { UsageCheckpoint } from '@s2s/contract';
+import { checkpointRoutes, type UsageCheckpoint } from '@s2s/contract';
 import { USAGE_COUNTERS } from '@s2s/core';
 import type { DbHandle } from '@s2s/db';
 import { withTransaction, type Sql } from '@s2s/db';
@@ -89,7 +89,10 @@ export async function storeCheckpoints({
     if (late.length > 0) await measureUnbilled(sql, late, result.unbilledAudioMs);
     if (live.length === 0) return result;
 
-    const written = await sql.query<{ session_id: string; final: boolean }>(UPSERT_ATTACHMENTS_SQL, [JSON.stringify(live)]);
+    // Version 4 routes are arrays (a single route without its counters): stored as objects, as every reader
+    // of session_attachments.routes (settlement, the session resource) takes them. Only each batch's newest.
+    const rows = live.map((c) => (c.routes === null ? c : { ...c, routes: checkpointRoutes(c) }));
+    const written = await sql.query<{ session_id: string; final: boolean }>(UPSERT_ATTACHMENTS_SQL, [JSON.stringify(rows)]);
     result.advanced = written.rows.length;
     if (written.rows.length < live.length) await findForeign(sql, live, result.foreignAttachments);
 

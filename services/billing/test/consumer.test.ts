@@ -171,8 +171,8 @@ t.test('unknown sessions and unknown versions are acknowledged, not retried', as
   const h = await harness(t);
   const { consumer } = await startConsumer(h, testConfig(h));
   await publish(h.bus, [checkpoint('vs_missing', 'att_missing', 1, step(1000, 0, 0, 0))]);
-  const v4 = { ...checkpoint('vs_missing', 'att_x', 1, step(1, 0, 0, 0)), version: 4, extra: true };
-  await h.bus.js.publish(h.bus.subjects.usageCheckpoint('vs_missing'), JSON.stringify(v4), { msgID: 'v4' });
+  const v5 = { ...checkpoint('vs_missing', 'att_x', 1, step(1, 0, 0, 0)), version: 5, extra: true };
+  await h.bus.js.publish(h.bus.subjects.usageCheckpoint('vs_missing'), JSON.stringify(v5), { msgID: 'v5' });
   await h.bus.js.publish(
     h.bus.subjects.endRequested('vs_missing'),
     encodeMessage({
@@ -290,18 +290,16 @@ t.test('the split by route is stored per attachment, kept at settlement and show
   const azure1 = part('azure', 'dep-a', { audio_in_ms: 2000, audio_out_ms: 700, input_audio_tokens: 20, output_text_tokens: 3 });
   const azure2 = part('azure', 'dep-a', { audio_in_ms: 500, audio_out_ms: 300, input_audio_tokens: 5, output_audio_tokens: 4 });
   // Each checkpoint's totals are the sums of its routes (the relay's meter makes them so).
-  const withTotals = (c: ReturnType<typeof checkpoint>) => ({
-    ...c,
-    ...Object.fromEntries(USAGE_COUNTERS.map((k) => [k, c.routes!.reduce((sum, r) => sum + r[k], 0)])),
-  });
-  await publish(
-    h.bus,
-    [
-      checkpoint(s.id, a1, 1, {}, false, [openai]),
-      checkpoint(s.id, a1, 2, {}, true, [openai, azure1]),
-      checkpoint(s.id, a2, 1, {}, true, [azure2]),
-    ].map(withTotals),
-  );
+  const withTotals = (seq: number, final: boolean, parts: CheckpointRoute[], attachment = a1) =>
+    checkpoint(
+      s.id,
+      attachment,
+      seq,
+      Object.fromEntries(USAGE_COUNTERS.map((k) => [k, parts.reduce((sum, r) => sum + r[k], 0)])),
+      final,
+      parts,
+    );
+  await publish(h.bus, [withTotals(1, false, [openai]), withTotals(2, true, [openai, azure1]), withTotals(1, true, [azure2], a2)]);
   await waitFor('both finals folded', async () => (await count(h.db, `SELECT count(*) FROM session_attachments WHERE final`)) === 2);
   const stored = await h.db.pool.query<{ id: string; routes: CheckpointRoute[] }>(
     `SELECT id, routes FROM session_attachments WHERE session_id = $1`,
@@ -352,7 +350,7 @@ t.test('the split by route is stored per attachment, kept at settlement and show
   await assertLedger(t, h.db);
 });
 
-t.test('checkpoints of versions 1 and 2 are still billed; their split is unknown and no route is shown', async (t) => {
+t.test('checkpoints of versions 1, 2 and 3 are still billed; the split of 1 and 2 is unknown and no route is shown', async (t) => {
   const h = await harness(t);
   await startConsumer(h, testConfig(h));
   const owner = await createOwner(h.db);
@@ -360,6 +358,7 @@ t.test('checkpoints of versions 1 and 2 are still billed; their split is unknown
   const a1 = await attach(h.db, s.id);
   const a2 = await attach(h.db, s.id, 'relay-2');
   const a3 = await attach(h.db, s.id, 'relay-3');
+  const a4 = await attach(h.db, s.id, 'relay-4');
   const used = { audio_in_ms: 1000, audio_out_ms: 500, input_audio_tokens: 10, output_audio_tokens: 5 };
   const current = part('local', 'echo-1', used);
   const { routes: _none, ...v2 } = { ...checkpoint(s.id, a2, 1, { audio_in_ms: 2000, output_text_tokens: 7 }, true), version: 2 };
@@ -377,19 +376,31 @@ t.test('checkpoints of versions 1 and 2 are still billed; their split is unknown
     final: true,
     emitted_at: Date.now(),
   };
+  // Version 3 (a relay before version 4): the split as objects, each route with its counters.
+  const v3Routes = [
+    part('openai', 'gpt-realtime', { audio_in_ms: 100, input_audio_tokens: 1 }),
+    part('azure', 'dep-a', { audio_in_ms: 300, output_audio_tokens: 2 }),
+  ];
+  const v3 = {
+    ...checkpoint(s.id, a4, 1, { audio_in_ms: 400, input_audio_tokens: 1, output_audio_tokens: 2 }, true),
+    version: 3,
+    relay_id: 'relay-4',
+    routes: v3Routes,
+  };
   await publish(h.bus, [checkpoint(s.id, a1, 1, used, true, [current])]);
+  await h.bus.js.publish(h.bus.subjects.usageCheckpoint(s.id), JSON.stringify(v3), { msgID: `${a4}:1` });
   await h.bus.js.publish(h.bus.subjects.usageCheckpoint(s.id), JSON.stringify(v2), { msgID: `${a2}:1` });
   await h.bus.js.publish(h.bus.subjects.usageCheckpoint(s.id), JSON.stringify(v1), { msgID: `${a3}:1` });
-  await waitFor('every final folded', async () => (await count(h.db, `SELECT count(*) FROM session_attachments WHERE final`)) === 3);
+  await waitFor('every final folded', async () => (await count(h.db, `SELECT count(*) FROM session_attachments WHERE final`)) === 4);
   const stored = await h.db.pool.query<{ id: string; routes: CheckpointRoute[] | null }>(
     `SELECT id, routes FROM session_attachments WHERE session_id = $1`,
     [s.id],
   );
-  t.same(Object.fromEntries(stored.rows.map((r) => [r.id, r.routes])), { [a1]: [current], [a2]: null, [a3]: null });
+  t.same(Object.fromEntries(stored.rows.map((r) => [r.id, r.routes])), { [a1]: [current], [a2]: null, [a3]: null, [a4]: v3Routes });
 
   await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   const row = await waitSettled(h.db, s.id);
-  t.match(row, { audio_in_ms: 6000, audio_out_ms: 1500, input_audio_tokens: 40, output_audio_tokens: 15 }, 'every version billed');
+  t.match(row, { audio_in_ms: 6400, audio_out_ms: 1500, input_audio_tokens: 41, output_audio_tokens: 17 }, 'every version billed');
   const settled = await loadOwnedSession({ ctx: { db: h.db }, input: { sessionId: s.id, keyId: owner.key.keyId } });
   t.equal(settled.usage.output_text_tokens, 7);
   t.equal(settled.usageRoutes, null, 'a part of unknown route: no split shown rather than one that does not add up');

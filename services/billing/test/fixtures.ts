@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
 import { connectBus, type Bus } from '@s2s/bus';
-import type { CheckpointRoute, Rate, UsageCheckpoint } from '@s2s/contract';
+import { compactRoutes, type CheckpointRoute, type Rate, type UsageCheckpoint } from '@s2s/contract';
 import { addUsage, newId, newTraceId, usageOf, ZERO_USAGE, type AuthenticatedKey, type SessionRecord, type Usage } from '@s2s/core';
 import { createSession, publishUsageCheckpoint } from '@s2s/sessions';
 import { createDb, type DbHandle } from '@s2s/db';
@@ -189,7 +189,7 @@ export async function attach(db: DbHandle, sessionId: string, relayId = 'relay-1
 /** A checkpoint's counters; those left out are 0. */
 export type Counters = Partial<Usage>;
 
-/** `routes`: the split by route (its parts sum to `c`); null: unknown, as versions 1 and 2 read. */
+/** `routes`: the split by route (its parts sum to `c`), sent as version 4 does; null: unknown, as versions 1 and 2 read. */
 export function checkpoint(
   sessionId: string,
   attachmentId: string,
@@ -200,13 +200,13 @@ export function checkpoint(
 ): UsageCheckpoint {
   return {
     type: 'usage.checkpoint',
-    version: 3,
+    version: 4,
     session_id: sessionId,
     attachment_id: attachmentId,
     relay_id: 'relay-1',
     seq,
     ...usageOf(c),
-    routes,
+    routes: routes === null ? null : compactRoutes(routes),
     final,
     emitted_at: Date.now(),
   };

@@ -35,7 +35,7 @@ const attachmentHistory = (sessionId: string, attachmentId: string) =>
           acc.output_audio_tokens += d.output_audio_tokens;
           return {
             type: 'usage.checkpoint',
-            version: 3,
+            version: 4,
             session_id: sessionId,
             attachment_id: attachmentId,
             relay_id: 'relay-1',
@@ -99,7 +99,7 @@ t.test('folding in pieces then again equals folding at once (batches are indepen
 t.test('same seq with different content folds to the same winner in any order', async (t) => {
   const base: UsageCheckpoint = {
     type: 'usage.checkpoint',
-    version: 3,
+    version: 4,
     session_id: 'vs_a',
     attachment_id: 'att_1',
     relay_id: 'r',

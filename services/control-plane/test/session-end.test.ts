@@ -52,7 +52,7 @@ async function relayAttachment(h: Harness, sessionId: string, partial: Partial<U
   ]);
   const cp = (seq: number, share: number, final: boolean): UsageCheckpoint => ({
     type: 'usage.checkpoint',
-    version: 3,
+    version: 4,
     session_id: sessionId,
     attachment_id: id,
     relay_id: 'relay-t',

@@ -1,5 +1,5 @@
 import { encodeMessage, type Bus, type MsgHdrs } from '@s2s/bus';
-import type { CheckpointRoute, UsageCheckpoint } from '@s2s/contract';
+import { compactRoutes, type CheckpointRoute, type UsageCheckpoint } from '@s2s/contract';
 import { sameUsage, ZERO_USAGE, type Usage } from '@s2s/core';
 import { publishUsageCheckpoint } from '@s2s/sessions';
 import type { Context, Logger } from '@s2s/telemetry';
@@ -294,7 +294,7 @@ export class Checkpointer {
   private message(t: Tracked, u: Usage, final: boolean): UsageCheckpoint {
     return {
       type: 'usage.checkpoint',
-      version: 3,
+      version: 4,
       session_id: t.source.sessionId,
       attachment_id: t.source.attachmentId,
       relay_id: this.deps.relayId,
@@ -307,7 +307,7 @@ export class Checkpointer {
       output_audio_tokens: u.output_audio_tokens,
       output_text_tokens: u.output_text_tokens,
       transcribed_ms: u.transcribed_ms,
-      routes: t.source.routes(),
+      routes: compactRoutes(t.source.routes()),
       final,
       emitted_at: Date.now(),
     };

@@ -29,7 +29,7 @@ context.setGlobalContextManager({
 
 const message: UsageCheckpoint = {
   type: 'usage.checkpoint',
-  version: 3,
+  version: 4,
   session_id: 'sess_1',
   attachment_id: 'att_1',
   relay_id: 'relay_1',

@@ -1,5 +1,6 @@
 import t from 'tap';
 import type { Test } from 'tap';
+import { checkpointRoutes } from '@s2s/contract';
 import { USAGE_COUNTERS } from '@s2s/core';
 import { startLocalProvider, type ReceivedClientEvent } from '@s2s/local-provider';
 import {
@@ -236,7 +237,7 @@ t.test('failover: the route cannot be re-established, the session continues on t
     );
   }
   // The usage names the route that served each part: each response's report under the route that answered it.
-  const routes = final!.routes!;
+  const routes = checkpointRoutes(final!)!;
   t.same(
     routes.map((r) => [r.provider, r.provider_model]),
     [
