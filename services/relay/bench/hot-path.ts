@@ -226,6 +226,7 @@ async function main(): Promise<void> {
     profiler = new Session();
     profiler.connect();
     await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.setSamplingInterval', { interval: 100 });
     await profiler.post('Profiler.start');
   }
   const perFrame: number[] = [];

@@ -201,7 +201,7 @@ export class Attachment implements MeteredSource {
   };
 
   private usageChanged(): void {
-    if (this.meter.changed(this.link.current?.usage() ?? null)) this.exhaustBudget();
+    if (this.meter.changed(this.link.current?.usageNow() ?? null)) this.exhaustBudget();
   }
 
   private exhaustBudget(): void {

@@ -26,7 +26,7 @@ export function applyClientEvent(d: ClientDispatch, up: MeteredUpstream, e: Inte
   if (d.meter.exhausted) return;
   switch (e.type) {
     case 'audio.append': {
-      const state = d.meter.admitInput(up.usage(), e.audio.bytes);
+      const state = d.meter.admitInput(up.usageNow(), e.audio.bytes);
       if (state === 'over') return d.exhaustBudget();
       if (state === 'exhausted') return;
       up.appendAudio(e.audio);

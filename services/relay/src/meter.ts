@@ -24,7 +24,7 @@ export class AttachmentMeter {
    * 'reached' that it is the last input the budget allows (each once, when the budget runs out);
    * 'exhausted' drops input that arrives after that.
    */
-  admitInput(usage: Usage, bytes: number): 'under' | 'reached' | 'over' | 'exhausted' {
+  admitInput(usage: Readonly<Usage>, bytes: number): 'under' | 'reached' | 'over' | 'exhausted' {
     if (this.exhaustedFlag) return 'exhausted';
     const state = this.budget.check(usage, pcmMsCeil(bytes));
     if (state !== 'under') this.exhaustedFlag = true;
@@ -33,7 +33,7 @@ export class AttachmentMeter {
   }
 
   /** Usage changed (input forwarded, output delivered, a response settled); true when the budget just ran out. */
-  changed(usage: Usage | null): boolean {
+  changed(usage: Readonly<Usage> | null): boolean {
     this.checkpoints.markDirty(this.ticket, usage ?? undefined);
     if (this.exhaustedFlag || usage === null) return false;
     if (this.budget.check(usage) === 'under') return false;

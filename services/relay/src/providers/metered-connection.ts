@@ -228,6 +228,10 @@ export class MeteredConnection implements MeteredUpstream {
     return this.meter.usage();
   }
 
+  usageNow(): Readonly<Usage> {
+    return this.meter.usageNow();
+  }
+
   routes(): CheckpointRoute[] {
     return this.meter.routes();
   }

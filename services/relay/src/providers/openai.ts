@@ -154,6 +154,9 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
   private activeResponseId: string | null = null;
   /** responseId → its assistant audio item, for conversation.item.truncate. */
   private readonly items = new Map<string, TrackedItem>();
+  /** The entry of `items` the last delta went to. */
+  private trackedId: string | null = null;
+  private trackedItem: TrackedItem | null = null;
   private pendingError: { message: string; timer: NodeJS.Timeout } | null = null;
   private requestSeq = 0;
   /** Input bytes appended since the buffer last became an item: the audio a transcription of that item covers. */
@@ -459,14 +462,22 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
   }
 
   private track(responseId: string, itemId: string | null, bytes: number): void {
-    const known = this.items.get(responseId);
-    if (known) {
-      known.bytes += bytes;
+    // Deltas come in runs of one response: its entry is at hand without a lookup. (Only this method changes
+    // the map, and an entry it evicts is never the one just tracked.)
+    if (responseId === this.trackedId && this.trackedItem !== null) {
+      this.trackedItem.bytes += bytes;
       return;
     }
-    if (!itemId) return;
-    this.items.set(responseId, { itemId, bytes });
-    if (this.items.size > MAX_TRACKED_ITEMS) this.items.delete(this.items.keys().next().value!);
+    let item = this.items.get(responseId);
+    if (item) item.bytes += bytes;
+    else {
+      if (!itemId) return;
+      item = { itemId, bytes };
+      this.items.set(responseId, item);
+      if (this.items.size > MAX_TRACKED_ITEMS) this.items.delete(this.items.keys().next().value!);
+    }
+    this.trackedId = responseId;
+    this.trackedItem = item;
   }
 
   private onUpstreamError(msg: Record<string, unknown>): void {

@@ -141,6 +141,8 @@ export interface UpstreamConnection {
  */
 export interface MeteredUpstream extends UpstreamConnection {
   usage(): Usage;
+  /** The same counters as a view kept up to date in place, for the per-frame budget screen: read, never kept. */
+  usageNow(): Readonly<Usage>;
   /** usage() split by the route that served it (provider and provider model), the parts summing to it. */
   routes(): CheckpointRoute[];
 }

@@ -25,6 +25,8 @@ export class UsageMeter {
   private inMsMark = 0;
   private outMsMark = 0;
   private responseOpen = false;
+  /** usage() kept up to date in place (usageNow), so reading it per frame makes nothing. */
+  private readonly live: Usage = { ...ZERO_USAGE };
 
   constructor(
     private readonly ratio: TokenRatio,
@@ -53,10 +55,12 @@ export class UsageMeter {
 
   addInput(bytes: number): void {
     this.inBytes += bytes;
+    this.live.audio_in_ms = Math.floor(this.inBytes / BYTES_PER_MS);
   }
 
   addOutput(bytes: number): void {
     this.outBytes += bytes;
+    this.live.audio_out_ms = Math.floor(this.outBytes / BYTES_PER_MS);
   }
 
   responseCreated(): void {
@@ -88,6 +92,7 @@ export class UsageMeter {
       transcribed_ms: t.transcribedMs,
     };
     this.reported = addUsage(this.reported, { ...response, audio_in_ms: 0, audio_out_ms: 0 });
+    for (const k of USAGE_COUNTERS) if (k !== 'audio_in_ms' && k !== 'audio_out_ms') this.live[k] = this.reported[k];
     return response;
   }
 
@@ -103,18 +108,12 @@ export class UsageMeter {
 
   /** Cumulative: the audio measured so far and the counters of every response closed. */
   usage(): Usage {
-    // Spelled out rather than spread: read on every frame (the budget screen), and a spread copies by keys.
-    const r = this.reported;
-    return {
-      audio_in_ms: Math.floor(this.inBytes / BYTES_PER_MS),
-      audio_out_ms: Math.floor(this.outBytes / BYTES_PER_MS),
-      input_audio_tokens: r.input_audio_tokens,
-      input_text_tokens: r.input_text_tokens,
-      cached_input_tokens: r.cached_input_tokens,
-      output_audio_tokens: r.output_audio_tokens,
-      output_text_tokens: r.output_text_tokens,
-      transcribed_ms: r.transcribed_ms,
-    };
+    return { ...this.live };
+  }
+
+  /** usage() as a view updated in place: for a reader that reads it at once and keeps nothing of it. */
+  usageNow(): Readonly<Usage> {
+    return this.live;
   }
 
   private estimate(inMs: number, outMs: number): TokenReport {

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import t from 'tap';
 import { usageOf, ZERO_USAGE } from '@s2s/core';
 import { ZERO_TOKENS, type SessionSettings } from '../../src/agent-model.js';
@@ -75,6 +76,49 @@ t.test('UsageMeter: 48 bytes = 1 ms, remainders kept exact across calls', async 
   t.equal(m.usage().audio_out_ms, 0);
   m.addOutput(1);
   t.equal(m.usage().audio_out_ms, 1);
+});
+
+t.test('UsageMeter: usageNow() is usage() at every step, and usage() a copy (property)', async () => {
+  const op = fc.oneof(
+    fc.record({ k: fc.constant('in' as const), n: fc.nat(5000) }),
+    fc.record({ k: fc.constant('out' as const), n: fc.nat(5000) }),
+    fc.record({ k: fc.constant('created' as const) }),
+    fc.record({ k: fc.constant('done' as const), tokens: fc.option(fc.array(fc.nat(1000), { minLength: 6, maxLength: 6 })) }),
+    fc.record({ k: fc.constant('settle' as const) }),
+    fc.record({ k: fc.constant('route' as const) }),
+  );
+  fc.assert(
+    fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
+      const m = new UsageMeter(RATIO, ROUTE);
+      const view = m.usageNow();
+      for (const o of ops) {
+        if (o.k === 'in') m.addInput(o.n);
+        else if (o.k === 'out') m.addOutput(o.n);
+        else if (o.k === 'created') m.responseCreated();
+        else if (o.k === 'settle') m.settleUnreported();
+        else if (o.k === 'route') m.useRoute({ provider: 'other', provider_model: 'o-1' });
+        else {
+          const [a, b, c, d, e, f] = o.tokens ?? [];
+          m.responseDone(
+            o.tokens === null
+              ? null
+              : {
+                  inputAudioTokens: a!,
+                  inputTextTokens: b!,
+                  cachedInputTokens: c!,
+                  outputAudioTokens: d!,
+                  outputTextTokens: e!,
+                  transcribedMs: f!,
+                },
+          );
+        }
+        const copy = m.usage();
+        if (JSON.stringify(copy) !== JSON.stringify(m.usageNow()) || m.usageNow() !== view || copy === view) return false;
+      }
+      return true;
+    }),
+    { numRuns: 500 },
+  );
 });
 
 t.test('UsageMeter: per-response figures are differences of cumulative ones, so they add up', async (t) => {
