@@ -2,7 +2,7 @@
 // request rate, for `GET /v1/models` and `POST /v1/voice/sessions`, beside the bare express handler. A loaded
 // machine moves this far less than throughput: compare builds A/B with `--builds=<service dir>,<service dir>`
 // (e.g. a detached worktree of main as the first), run interleaved, several rounds.
-// Options: --builds=<dirs> (default: this one) --rate=800 --seconds=4 --warmup=2 --rounds=5
+// Options: --builds=<dirs> (default: this one) --rate=800 --seconds=4 --warmup=2 --rounds=5; BENCH_CP_NODE_ARGS
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -17,6 +17,8 @@ const RATE = Number(flag('rate') ?? 800);
 const SECONDS = Number(flag('seconds') ?? 4);
 const WARMUP = Number(flag('warmup') ?? 2);
 const ROUNDS = Number(flag('rounds') ?? 5);
+// BENCH_CP_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the control planes (as in bench.ts).
+const CP_NODE_ARGS = process.env.BENCH_CP_NODE_ARGS ?? '';
 // Linux's USER_HZ: /proc reports CPU time in 1/100 s.
 const TICK_US = 10_000;
 
@@ -53,6 +55,7 @@ try {
         HTTP_PORT: '0',
         ADMIN_TOKEN: 'bench-admin-token',
         LOG_LEVEL: 'info',
+        ...(CP_NODE_ARGS ? { NODE_ARGS: CP_NODE_ARGS } : {}),
       },
       dir,
     );

@@ -10,7 +10,7 @@ import { consoleRouter } from './routes/console.js';
 import { realtimeClientSecretsRouter, sessionClientSecretsRouter } from './routes/client-secrets.js';
 import { healthRouter } from './routes/health.js';
 import { modelsFastPath, modelsRouter } from './routes/models.js';
-import { sessionsRouter } from './routes/sessions.js';
+import { createFastPath, sessionsRouter } from './routes/sessions.js';
 import { sessionEndRouter } from './routes/session-end.js';
 
 export type { AppDeps } from './context.js';
@@ -26,8 +26,10 @@ export function buildApp(deps: AppDeps): Express {
 
   // Scrapes are neither logged nor traced (the HTTP instrumentation ignores /metrics).
   app.get('/metrics', (req, res) => ctx.metrics.handler(req, res));
-  // The public catalog from memory skips the chain below (it does the chain's part itself).
+  // The public catalog from memory and a create with a plain JSON body skip the chain below (each does the
+  // chain's part itself; anything else goes on to it).
   app.get('/v1/models', modelsFastPath(ctx));
+  app.post('/v1/voice/sessions', createFastPath(ctx));
   app.use(requestContext(ctx.log));
   // Before refuseOptions: an allowed origin's preflight is answered here; any other OPTIONS stays 404.
   app.use(publicCors(ctx.config.CORS_ALLOWED_ORIGINS));

@@ -1,17 +1,16 @@
-import { Router, type Request, type Response } from 'express';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { CreateSessionRequest } from '@s2s/contract';
 import { bearerToken, errors, hashApiKey, isApiKeyShaped, toVoiceSession } from '@s2s/core';
 import { toAppError } from '@s2s/http-errors';
 import { authenticateKey, createSession, getSession } from '@s2s/sessions';
 import { serverRequestOf } from '@s2s/telemetry';
 import { sessionSettingsOf, type AppContext } from '../context.js';
-import { readJsonBody } from '../http/body.js';
+import { isPlainJsonBody, readJsonBody, receivePlainJsonBody } from '../http/body.js';
 import { parseIdempotencyKey } from '../http/idempotency.js';
-import { traceIdOf } from '../http/request-context.js';
+import { startRequest, traceIdOf } from '../http/request-context.js';
 
-/** POST /v1/voice/sessions and GET /v1/voice/sessions/{id}; mounted at /v1/voice/sessions. */
-export function sessionsRouter(ctx: AppContext): Router {
-  const router = Router();
+/** POST /v1/voice/sessions: what the route does once the request's body has been read (or failed to be). */
+function createRoute(ctx: AppContext): (req: Request, res: Response) => Promise<void> {
   const { config } = ctx;
   const settings = sessionSettingsOf(config);
 
@@ -40,14 +39,21 @@ export function sessionsRouter(ctx: AppContext): Router {
     res.status(201).json(toVoiceSession(session, config.REALTIME_PUBLIC_URL));
   }
 
-  router.post('/', async (req, res) => {
+  return async (req, res) => {
     try {
       await create(req, res);
     } catch (err) {
       ctx.telemetry.refused(toAppError(err).code);
       throw err;
     }
-  });
+  };
+}
+
+/** POST /v1/voice/sessions and GET /v1/voice/sessions/{id}; mounted at /v1/voice/sessions. */
+export function sessionsRouter(ctx: AppContext): Router {
+  const router = Router();
+  const { config } = ctx;
+  router.post('/', createRoute(ctx));
 
   router.get('/:id', async (req, res) => {
     const key = await authenticateKey({ ctx, input: { authorization: req.headers.authorization } });
@@ -56,4 +62,25 @@ export function sessionsRouter(ctx: AppContext): Router {
   });
 
   return router;
+}
+
+/**
+ * POST /v1/voice/sessions ahead of the middleware chain (issue 13), for a request that needs nothing else the
+ * chain does: no Origin (CORS stays with publicCors) and a body express.json would read the same way
+ * (isPlainJsonBody). The same request id, headers and access line (startRequest), the same body outcome
+ * (receivePlainJsonBody), the same route and checks (createRoute); its errors go to the app's one error
+ * handler. Anything else goes on to the chain.
+ */
+export function createFastPath(ctx: AppContext): RequestHandler {
+  const route = createRoute(ctx);
+  const limit = ctx.config.HTTP_BODY_LIMIT_BYTES;
+  return async (req, res, next) => {
+    if (req.headers.origin !== undefined || !isPlainJsonBody(req, limit)) {
+      next();
+      return;
+    }
+    startRequest(ctx.log, req, res);
+    await receivePlainJsonBody(req, limit);
+    await route(req, res);
+  };
 }
