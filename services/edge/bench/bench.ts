@@ -94,12 +94,17 @@ async function waitForPort(port: number): Promise<void> {
  * returns the round trips in ms per url. One message listener per socket and plain timers: the client's own
  * cost per frame stays small, since it shares the cores with the edge and the backend.
  */
-async function run(urls: string[]): Promise<Map<string, number[]>> {
+async function run(urls: string[], attach: Map<string, number[]> = new Map()): Promise<Map<string, number[]>> {
   const samples = new Map<string, number[]>(urls.map((u) => [u, []]));
   const sockets = await Promise.all(
     urls.map(async (url) => {
+      const opening = performance.now();
       const ws = new WebSocket(url, 'svc-realtime-v1', { perMessageDeflate: false });
       await once(ws, 'open');
+      // Connect to 101, all sockets at once (the handoff's IPC round trips are paid here, once per socket).
+      const took = performance.now() - opening;
+      if (!attach.has(url)) attach.set(url, []);
+      attach.get(url)!.push(took);
       return { ws, out: samples.get(url)! };
     }),
   );
@@ -159,13 +164,14 @@ if (values.role === 'backend') {
     // Interleaved rounds, so a noisy neighbour hits both paths alike; --mixed runs both paths at once.
     const direct: number[] = [];
     const viaEdge: number[] = [];
+    const attach = new Map<string, number[]>();
     const cpu = {
       direct: { client: 0, backend: 0, edge: 0, trips: 0, edgeTrips: 0 },
       edge: { client: 0, backend: 0, edge: 0, trips: 0, edgeTrips: 0 },
     };
     const measured = async (path: 'direct' | 'edge', urls: string[]) => {
       const before = { client: ownCpuMs(), backend: cpuMs(backend.pid!), edge: cpuMs(edge.pid!) };
-      const got = await run(urls);
+      const got = await run(urls, attach);
       const c = cpu[path];
       c.client += ownCpuMs() - before.client;
       c.backend += cpuMs(backend.pid!) - before.backend;
@@ -193,6 +199,14 @@ if (values.role === 'backend') {
     console.log(`direct  p50 ${f(pct(direct, 50))} ms  p99 ${f(pct(direct, 99))} ms`);
     console.log(`edge    p50 ${f(pct(viaEdge, 50))} ms  p99 ${f(pct(viaEdge, 99))} ms`);
     console.log(`added   p50 ${f(pct(viaEdge, 50) - pct(direct, 50))} ms  p99 ${f(pct(viaEdge, 99) - pct(direct, 99))} ms`);
+    for (const [name, url] of [
+      ['direct', directUrl],
+      ['edge', edgeUrl],
+    ] as const) {
+      const a = (attach.get(url) ?? []).sort((x, y) => x - y);
+      if (a.length > 0)
+        console.log(`attach (${name}, ${a.length} sockets, connect to 101)  p50 ${f(pct(a, 50))} ms  p99 ${f(pct(a, 99))} ms`);
+    }
     for (const path of ['direct', 'edge'] as const) {
       const c = cpu[path];
       if (c.trips === 0) continue;
