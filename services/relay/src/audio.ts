@@ -46,6 +46,8 @@ export class Audio {
    */
   writeTo(target: Buffer, offset: number): void {
     if (this.buf) this.buf.copy(target, offset);
+    // The strict check of this very text just decoded it (an append is checked, then retained): copied, not decoded again.
+    else if (this.b64 === scratchHolds) SCRATCH.copy(target, offset, 0, this.bytes);
     else target.write(this.b64 as string, offset, 'base64');
   }
 
@@ -56,6 +58,8 @@ export class Audio {
 
 /** Decoding target of checkBase64: one per process, reused by every frame (frames are far smaller). */
 const SCRATCH = Buffer.allocUnsafe(64 * 1024);
+/** The text whose decoded bytes SCRATCH holds: the last one checkBase64 decoded there and found strict. */
+let scratchHolds: string | null = null;
 
 /**
  * The decoded byte count of `s` when it is strict RFC 4648 base64 (standard alphabet, padded, padding only
@@ -70,8 +74,11 @@ export function checkBase64(s: string): number {
   if (n === 0) return 0;
   const pad = s.charCodeAt(n - 1) === 61 ? (s.charCodeAt(n - 2) === 61 ? 2 : 1) : 0;
   const bytes = (n >> 2) * 3 - pad;
-  const written = (n >> 2) * 3 <= SCRATCH.length ? SCRATCH.write(s, 0, 'base64') : Buffer.from(s, 'base64').length;
+  const inScratch = (n >> 2) * 3 <= SCRATCH.length;
+  scratchHolds = null;
+  const written = inScratch ? SCRATCH.write(s, 0, 'base64') : Buffer.from(s, 'base64').length;
   if (written !== bytes || s.indexOf('-') !== -1 || s.indexOf('_') !== -1) return -1;
+  if (inScratch) scratchHolds = s;
   return bytes;
 }
 

@@ -295,3 +295,27 @@ t.test('the compact append path gives what the full path gives, on every frame i
     b64: 'AQIDBA==',
   });
 });
+
+t.test('Audio.writeTo writes the decoded bytes whatever was checked last (the check leaves them in its scratch)', async () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.tuple(fc.uint8Array({ minLength: 1, maxLength: 3000 }), fc.nat(3), fc.boolean()), { minLength: 1, maxLength: 8 }),
+      (steps) => {
+        const audios = steps.map(([bytes]) => {
+          const b64 = Buffer.from(bytes).toString('base64');
+          return Audio.ofCheckedBase64(b64, checkBase64(b64));
+        });
+        for (const [k, [bytes, other, recheck]] of steps.entries()) {
+          // Check another text (or this one again, as a fresh string) between this one's check and its write.
+          if (recheck) checkBase64(other === 0 ? `${audios[k]!.base64}` : audios[(k + other) % audios.length]!.base64);
+          const target = Buffer.alloc(bytes.length + 8, 0xee);
+          audios[k]!.writeTo(target, 4);
+          if (Buffer.compare(target.subarray(4, 4 + bytes.length), Buffer.from(bytes)) !== 0) return false;
+          if (target[3] !== 0xee || target[4 + bytes.length] !== 0xee) return false;
+        }
+        return true;
+      },
+    ),
+    { numRuns: 1000 },
+  );
+});

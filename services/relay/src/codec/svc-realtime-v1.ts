@@ -406,9 +406,9 @@ export class EventIds {
   }
 }
 
-// Server events. JSON.stringify for the rare ones; the output delta is concatenated (its id and base64
-// need no escaping; the response id is pre-quoted once per response) and handed to ws as one Buffer:
-// a string would be written by a writev that encodes it on every frame.
+// Server events. JSON.stringify for the rare ones; the output delta is written as bytes (its id and base64
+// need no escaping; the head is made once per place) and handed to ws as one Buffer: a string would be
+// written by a writev that encodes it on every frame.
 
 export const serverEvents = {
   sessionCreated: (eventId: string, session: VoiceSession) => JSON.stringify({ type: 'session.created', event_id: eventId, session }),
