@@ -13,6 +13,7 @@ import {
   type PubAck,
 } from '@nats-io/jetstream';
 import { SpanKind, SpanStatusCode, context, propagation, trace, type Context } from '@opentelemetry/api';
+import { AckedPublisher } from './acked-publish.js';
 import { BusEnvelope, BusMessage, busSubjects, fastUsageCheckpoint, LEGACY_BUS_MESSAGES, type BusSubjects } from '@s2s/contract';
 
 export type { NatsConnection, Subscription, MsgHdrs } from '@nats-io/nats-core';
@@ -37,6 +38,11 @@ export interface Bus {
   subjects: BusSubjects;
   /** Publishes to JetStream with a Msg-Id, so a retry inside the duplicate window is a no-op. */
   publish(subject: string, message: BusMessage, msgId: string): Promise<PubAck>;
+  /**
+   * The same for a payload already encoded, with the given headers (e.g. trace context made once) and no
+   * per-request objects (AckedPublisher): for a process that publishes acknowledged messages on its hot path.
+   */
+  publishAcked(subject: string, payload: Uint8Array | string, msgId: string, headers?: MsgHdrs): Promise<PubAck>;
   close(): Promise<void>;
 }
 
@@ -71,14 +77,18 @@ export async function connectBus(opts: BusOptions): Promise<Bus> {
   const js = jetstream(nc);
   const subjects = busSubjects(opts.prefix);
   await ensureStream(jsm, subjects);
+  // Made on first use: most processes never publish this way.
+  let acked: AckedPublisher | undefined;
   return {
     nc,
     js,
     jsm,
     subjects,
     publish: (subject, message, msgId) => js.publish(subject, encodeMessage(message), { msgID: msgId, headers: traceHeaders() }),
+    publishAcked: (subject, payload, msgId, headers) => (acked ??= new AckedPublisher(nc)).publish(subject, payload, msgId, headers),
     close: async () => {
       if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
+      acked?.close();
     },
   };
 }
@@ -312,3 +322,4 @@ export {
   type Verdict,
 } from './verdict.js';
 export { deadLetterTo, pullSource } from './jetstream-worker.js';
+export { AckedPublisher } from './acked-publish.js';

@@ -1,8 +1,7 @@
-import { encodeMessage, type Bus, type MsgHdrs } from '@s2s/bus';
+import { traceHeaders, type Bus, type MsgHdrs } from '@s2s/bus';
 import { compactRoutes, type CheckpointRoute, type UsageCheckpoint } from '@s2s/contract';
-import { sameUsage, ZERO_USAGE, type Usage } from '@s2s/core';
-import { publishUsageCheckpoint } from '@s2s/sessions';
-import type { Context, Logger } from '@s2s/telemetry';
+import { sameUsage, usageCheckpointMsgId, ZERO_USAGE, type Usage } from '@s2s/core';
+import { trace, type Context, type Logger } from '@s2s/telemetry';
 import { backoffMs, sleep } from './backoff.js';
 
 /** What the checkpointer reads of one attachment. */
@@ -17,9 +16,12 @@ export interface MeteredSource {
   readonly trace?: { readonly context: Context; readonly headers: MsgHdrs };
 }
 
+/** What a producer span of a checkpoint records. */
+export type CheckpointFacts = Pick<UsageCheckpoint, 'seq' | 'final'> & Usage;
+
 /** What the checkpointer reports: each acknowledged publish, in a producer span. */
 export interface CheckpointTelemetry {
-  published<T>(source: MeteredSource, message: UsageCheckpoint, publish: () => Promise<T>): Promise<T>;
+  published<T>(source: MeteredSource, checkpoint: CheckpointFacts, publish: () => Promise<T>): Promise<T>;
 }
 
 /** The checkpointer's own record of one attachment; the attachment only hands it back. */
@@ -48,11 +50,50 @@ class Tracked implements CheckpointTicket {
   seenOut = 0;
   /** Due early: its visit may not wait for an acknowledged publish still in flight. */
   urgent = false;
+  /** The JSON of every checkpoint of this attachment up to its seq (type, version, ids), made once. */
+  readonly head: string;
+  readonly subject: string;
+  /** The last single route's JSON (`[["provider","model"]]`) and the route it names. */
+  private routeJson = '';
+  private routeProvider = '';
+  private routeModel = '';
 
   constructor(
     readonly source: MeteredSource,
     readonly slice: number,
-  ) {}
+    relayId: string,
+    bus: Bus,
+  ) {
+    this.head =
+      `{"type":"usage.checkpoint","version":4,"session_id":${JSON.stringify(source.sessionId)},` +
+      `"attachment_id":${JSON.stringify(source.attachmentId)},"relay_id":${JSON.stringify(relayId)},"seq":`;
+    this.subject = bus.subjects.usageCheckpoint(source.sessionId);
+  }
+
+  /**
+   * The checkpoint's JSON, what JSON.stringify of the version 4 message gives (test/checkpoints.test.ts), built
+   * from the attachment's head and the counters: no message object, and a single route's JSON reused.
+   */
+  payload(seq: number, u: Usage, final: boolean, emittedAt: number): string {
+    return (
+      `${this.head}${seq},"audio_in_ms":${u.audio_in_ms},"audio_out_ms":${u.audio_out_ms},` +
+      `"input_audio_tokens":${u.input_audio_tokens},"input_text_tokens":${u.input_text_tokens},` +
+      `"cached_input_tokens":${u.cached_input_tokens},"output_audio_tokens":${u.output_audio_tokens},` +
+      `"output_text_tokens":${u.output_text_tokens},"transcribed_ms":${u.transcribed_ms},` +
+      `"routes":${this.routesJson(this.source.routes())},"final":${final},"emitted_at":${emittedAt}}`
+    );
+  }
+
+  private routesJson(routes: CheckpointRoute[]): string {
+    const only = routes.length === 1 ? routes[0] : undefined;
+    if (!only) return JSON.stringify(compactRoutes(routes));
+    if (only.provider !== this.routeProvider || only.provider_model !== this.routeModel) {
+      this.routeProvider = only.provider;
+      this.routeModel = only.provider_model;
+      this.routeJson = JSON.stringify(compactRoutes([only]));
+    }
+    return this.routeJson;
+  }
 }
 
 /**
@@ -118,7 +159,7 @@ export class Checkpointer {
   }
 
   track(source: MeteredSource): CheckpointTicket {
-    return new Tracked(source, this.nextSlice++ % SLICES);
+    return new Tracked(source, this.nextSlice++ % SLICES, this.deps.relayId, this.deps.bus);
   }
 
   /**
@@ -291,35 +332,22 @@ export class Checkpointer {
     }
   }
 
-  private message(t: Tracked, u: Usage, final: boolean): UsageCheckpoint {
-    return {
-      type: 'usage.checkpoint',
-      version: 4,
-      session_id: t.source.sessionId,
-      attachment_id: t.source.attachmentId,
-      relay_id: this.deps.relayId,
-      seq: ++t.seq,
-      audio_in_ms: u.audio_in_ms,
-      audio_out_ms: u.audio_out_ms,
-      input_audio_tokens: u.input_audio_tokens,
-      input_text_tokens: u.input_text_tokens,
-      cached_input_tokens: u.cached_input_tokens,
-      output_audio_tokens: u.output_audio_tokens,
-      output_text_tokens: u.output_text_tokens,
-      transcribed_ms: u.transcribed_ms,
-      routes: compactRoutes(t.source.routes()),
-      final,
-      emitted_at: Date.now(),
-    };
-  }
-
-  /** Acknowledged by JetStream (Msg-Id deduplicated, trace headers); rejects when the stream did not store it. */
+  /**
+   * Acknowledged by JetStream (Msg-Id deduplicated, trace headers: the attachment's, made once, or the producer
+   * span's when one records); rejects when the stream did not store it.
+   */
   private async publish(t: Tracked, u: Usage, final: boolean): Promise<void> {
-    const m = this.message(t, u, final);
-    const send = () => publishUsageCheckpoint({ ctx: this.deps, input: m });
-    await (this.deps.telemetry ? this.deps.telemetry.published(t.source, m, send) : send());
+    const seq = ++t.seq;
+    const payload = t.payload(seq, u, final, Date.now());
+    const msgId = usageCheckpointMsgId({ attachment_id: t.source.attachmentId, seq });
+    const send = () => {
+      // Under a recording producer span the headers name it; else the attachment's span, whose headers exist.
+      const headers = trace.getActiveSpan()?.isRecording() ? traceHeaders() : (t.source.trace?.headers ?? traceHeaders());
+      return this.deps.bus.publishAcked(t.subject, payload, msgId, headers);
+    };
+    await (this.deps.telemetry ? this.deps.telemetry.published(t.source, { ...u, seq, final }, send) : send());
     // A plain one sent beside it carries newer counters: those stay unconfirmed.
-    if (m.seq === t.seq) {
+    if (seq === t.seq) {
       t.sent = u;
       t.acked = true;
     }
@@ -328,10 +356,10 @@ export class Checkpointer {
 
   /** Written to the connection only; the stream stores it, and the next acknowledged one confirms the counters. */
   private publishPlain(t: Tracked, u: Usage): void {
-    const m = this.message(t, u, false);
+    const payload = t.payload(++t.seq, u, false, Date.now());
     // The attachment's trace headers, made once per attachment: nothing traced per plain publish.
     const headers = t.source.trace?.headers;
-    this.deps.bus.nc.publish(this.deps.bus.subjects.usageCheckpoint(m.session_id), encodeMessage(m), headers ? { headers } : undefined);
+    this.deps.bus.nc.publish(t.subject, payload, headers ? { headers } : undefined);
     t.sent = u;
     t.acked = false;
   }

@@ -1,6 +1,5 @@
 import type { IncomingMessage } from 'node:http';
 import { traceHeaders, type MsgHdrs } from '@s2s/bus';
-import type { UsageCheckpoint } from '@s2s/contract';
 import type { SessionRecord, Usage } from '@s2s/core';
 import {
   METRIC_ATTRS,
@@ -21,7 +20,7 @@ import {
   type Span,
   type Tracer,
 } from '@s2s/telemetry';
-import type { CheckpointTelemetry, MeteredSource } from './checkpoints.js';
+import type { CheckpointFacts, CheckpointTelemetry, MeteredSource } from './checkpoints.js';
 
 /**
  * The relay's spans and metrics behind a few calls at clear points of an attachment's life, so the
@@ -122,7 +121,7 @@ export class RelayTelemetry implements CheckpointTelemetry {
    * An acknowledged checkpoint publish, in a producer span of the attachment's trace (its headers carry
    * that span); its duration, from taking the counters to JetStream's ack, is the publish lag.
    */
-  async published<T>(source: MeteredSource, m: UsageCheckpoint, publish: () => Promise<T>): Promise<T> {
+  async published<T>(source: MeteredSource, m: CheckpointFacts, publish: () => Promise<T>): Promise<T> {
     const parent = source.trace?.context ?? context.active();
     // Under an attachment span that records nothing (not sampled, or no exporter: the SDK's samplers are
     // parent-based) its child would record nothing either: no span per publish then, only the lag, and the
@@ -140,8 +139,8 @@ export class RelayTelemetry implements CheckpointTelemetry {
         attributes: {
           [SPAN_ATTRS.messagingSystem]: 'nats',
           [SPAN_ATTRS.messagingOperation]: 'publish',
-          [SPAN_ATTRS.sessionId]: m.session_id,
-          [SPAN_ATTRS.attachmentId]: m.attachment_id,
+          [SPAN_ATTRS.sessionId]: source.sessionId,
+          [SPAN_ATTRS.attachmentId]: source.attachmentId,
           [SPAN_ATTRS.checkpointSeq]: m.seq,
           [SPAN_ATTRS.checkpointFinal]: m.final,
           ...usageAttributes(m),

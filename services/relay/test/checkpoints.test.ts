@@ -1,24 +1,34 @@
 // The checkpointer against a fake bus (no I/O): what it publishes, when, and that it gives nothing up.
 import t from 'tap';
-import type { Bus } from '@s2s/bus';
-import type { BusMessage, UsageCheckpoint } from '@s2s/contract';
+import { decodeMessage, type Bus } from '@s2s/bus';
+import { compactRoutes, type CheckpointRoute, type UsageCheckpoint } from '@s2s/contract';
 import { ZERO_USAGE, type Usage } from '@s2s/core';
 import { Checkpointer } from '../src/checkpoints.js';
 import { testLogger } from './helpers.js';
+
+/** What a relay put on the wire, read as billing reads it: a valid checkpoint on its session's subject. */
+function received(subject: string, data: string): UsageCheckpoint {
+  const decoded = decodeMessage(new TextEncoder().encode(data));
+  if (!decoded.ok || decoded.message.type !== 'usage.checkpoint') throw new Error(`not a checkpoint: ${data}`);
+  if (subject !== `t.usage.checkpoint.${decoded.message.session_id}`) throw new Error(`on ${subject}`);
+  return decoded.message;
+}
 
 function fakeBus(fail: () => boolean): { bus: Bus; sent: UsageCheckpoint[] } {
   const sent: UsageCheckpoint[] = [];
   const bus = {
     subjects: { usageCheckpoint: (id: string) => `t.usage.checkpoint.${id}` },
     nc: {
-      publish: (_subject: string, data: Uint8Array) => {
+      publish: (subject: string, data: string) => {
         if (fail()) throw new Error('connection closed');
-        sent.push({ ...(JSON.parse(new TextDecoder().decode(data)) as UsageCheckpoint), plain: true } as UsageCheckpoint);
+        sent.push({ ...received(subject, data), plain: true } as UsageCheckpoint);
       },
     },
-    publish: async (_subject: string, message: BusMessage) => {
+    publishAcked: async (subject: string, data: string, msgId: string) => {
       if (fail()) throw new Error('bus down');
-      sent.push(message as UsageCheckpoint);
+      const m = received(subject, data);
+      if (msgId !== `${m.attachment_id}:${m.seq}`) throw new Error(`Msg-Id ${msgId}`);
+      sent.push(m);
       return {};
     },
   } as unknown as Bus;
@@ -178,9 +188,9 @@ t.test('an acknowledged checkpoint in flight does not hold back one that is due:
   let release: () => void = () => {};
   const bus = {
     subjects: { usageCheckpoint: (id: string) => `t.usage.checkpoint.${id}` },
-    nc: { publish: (_s: string, data: Uint8Array) => sent.push({ ...JSON.parse(new TextDecoder().decode(data)), plain: true }) },
+    nc: { publish: (s: string, data: string) => sent.push({ ...received(s, data), plain: true }) },
     // The stream's acknowledgement takes as long as the test says (a loaded bus).
-    publish: (_s: string, m: BusMessage) => (sent.push(m as UsageCheckpoint), new Promise<object>((r) => (release = () => r({})))),
+    publishAcked: (s: string, data: string) => (sent.push(received(s, data)), new Promise<object>((r) => (release = () => r({})))),
   } as unknown as Bus;
   const c = new Checkpointer({ bus, relayId: 'r1', logger: testLogger(), intervalMs: 250 });
   const usage = { current: { ...ZERO_USAGE } };
@@ -230,4 +240,57 @@ t.test('attachments due early in one event-loop turn are published together righ
     ],
     'one checkpoint each, with the counters at the end of the turn',
   );
+});
+
+t.test("a checkpoint's JSON is what JSON.stringify of its version 4 message gives, whatever its ids and routes", async (t) => {
+  const payloads: string[] = [];
+  const bus = {
+    subjects: { usageCheckpoint: (id: string) => `t.usage.checkpoint.${id}` },
+    nc: { publish: (_subject: string, data: string) => void payloads.push(data) },
+    publishAcked: async (_subject: string, data: string) => void payloads.push(data),
+  } as unknown as Bus;
+  const relayId = 'relay "1" \\ é';
+  const c = new Checkpointer({ bus, relayId, logger: testLogger(), intervalMs: 250, now: () => 0 });
+  const usage: Usage = {
+    audio_in_ms: 1,
+    audio_out_ms: 2,
+    input_audio_tokens: 3,
+    input_text_tokens: 4,
+    cached_input_tokens: 5,
+    output_audio_tokens: 6,
+    output_text_tokens: 7,
+    transcribed_ms: 8,
+  };
+  const a = { provider: 'local', provider_model: 'echo-1', ...usage };
+  const splits: CheckpointRoute[][] = [
+    [a],
+    [a],
+    [{ ...a, provider_model: 'echo-2' }],
+    [
+      { ...a, audio_in_ms: 0, transcribed_ms: 3 },
+      { ...ZERO_USAGE, provider: 'azure', provider_model: 'dep "x"', audio_in_ms: 1, transcribed_ms: 5 },
+    ],
+    [],
+  ];
+  let routes = splits[0]!;
+  const ticket = c.track({ sessionId: 'vs_"1"\n', attachmentId: 'att_\u2028', usage: () => usage, routes: () => routes });
+  // One attachment's checkpoints one after the other (its single route's JSON is reused while it stays).
+  for (const [i, split] of splits.entries()) {
+    routes = split;
+    await c.publishFinal(ticket);
+    const sent = payloads[payloads.length - 1]!;
+    const expected: UsageCheckpoint = {
+      type: 'usage.checkpoint',
+      version: 4,
+      session_id: 'vs_"1"\n',
+      attachment_id: 'att_\u2028',
+      relay_id: relayId,
+      seq: i + 1,
+      ...usage,
+      routes: compactRoutes(split),
+      final: true,
+      emitted_at: (JSON.parse(sent) as UsageCheckpoint).emitted_at,
+    };
+    t.equal(sent, JSON.stringify(expected), `split ${i}`);
+  }
 });

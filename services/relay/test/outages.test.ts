@@ -23,6 +23,8 @@ function flakyBus(down: () => boolean): (bus: Bus) => Bus {
     ...bus,
     publish: (subject, message, msgId) =>
       down() ? Promise.reject(new Error('simulated JetStream outage')) : bus.publish(subject, message, msgId),
+    publishAcked: (subject, payload, msgId, headers) =>
+      down() ? Promise.reject(new Error('simulated JetStream outage')) : bus.publishAcked(subject, payload, msgId, headers),
   });
 }
 
