@@ -6,8 +6,8 @@
 // it); process.cpuUsage() over the measured rounds divided by the frames.
 // Usage: node --conditions=@s2s/source --import tsx services/relay/bench/hot-path.ts [--sessions=100]
 //   [--frames=20000 per measured block] [--blocks=5] [--dialect=svc-realtime-v1|openai] [--profile]
-// PostgreSQL and NATS (NATS_URL) as for the tests. To compare two trees in one process, alternating blocks,
-// import `hotPath` from each tree's copy of this file (docs/benchmarks.md shows the driver).
+// PostgreSQL and NATS (NATS_URL) as for the tests. `--against=<worktree>`: the same in another tree (one with
+// this file, e.g. a detached worktree of an older main) in this process, blocks alternated, with the ratio.
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Session } from 'node:inspector/promises';
@@ -36,6 +36,7 @@ const { values: opt } = parseArgs({
     blocks: { type: 'string' },
     dialect: { type: 'string' },
     profile: { type: 'boolean' },
+    against: { type: 'string' },
   },
 });
 const N = Number(opt.sessions ?? 100);
@@ -218,8 +219,11 @@ export async function hotPath(opts: { sessions: number; dialect: 'svc-realtime-v
   };
 }
 
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
 async function main(): Promise<void> {
   const h = await hotPath({ sessions: N, dialect: DIALECT });
+  if (typeof opt.against === 'string') return compare(h, opt.against);
   await h.block(FRAMES); // warm-up
   let profiler: Session | null = null;
   if (opt.profile) {
@@ -237,12 +241,35 @@ async function main(): Promise<void> {
     writeFileSync(file, JSON.stringify(profile));
     process.stderr.write(`profile: ${file}\n`);
   }
-  const sorted = [...perFrame].sort((a, b) => a - b);
   process.stdout.write(
     `hot-path ${DIALECT} N=${N}: CPU µs per relayed frame (append in + delta out), blocks of ${FRAMES}: ` +
-      `${perFrame.map((v) => v.toFixed(2)).join(' ')}; median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(2)}\n`,
+      `${perFrame.map((v) => v.toFixed(2)).join(' ')}; median ${median(perFrame).toFixed(2)}\n`,
   );
   await h.close();
+  process.exit(0);
+}
+
+/** This tree against another one's copy of this file, in one process: `BLOCKS` blocks each, alternated. */
+async function compare(mine: HotPath, tree: string): Promise<void> {
+  const other = (await import(`${tree}/services/relay/bench/hot-path.ts`)) as { hotPath: typeof hotPath };
+  const theirs = await other.hotPath({ sessions: N, dialect: DIALECT });
+  for (const h of [theirs, mine, theirs, mine]) await h.block(FRAMES); // warm-up
+  const a: number[] = [];
+  const b: number[] = [];
+  for (let r = 0; r < BLOCKS; r++) {
+    // Alternate which goes first, so neither always follows the other's garbage.
+    if (r & 1) b.push(await mine.block(FRAMES));
+    a.push(await theirs.block(FRAMES));
+    if (!(r & 1)) b.push(await mine.block(FRAMES));
+  }
+  const paired = a.map((x, i) => b[i]! / x);
+  process.stdout.write(
+    `hot-path ${DIALECT} N=${N}, ${BLOCKS} alternated blocks of ${FRAMES} frames: CPU µs per relayed frame, ` +
+      `median ${median(a).toFixed(2)} (${tree}) against ${median(b).toFixed(2)} (this tree): ` +
+      `${(median(b) / median(a)).toFixed(3)}; median of the paired ratios ${median(paired).toFixed(3)}\n`,
+  );
+  await theirs.close();
+  await mine.close();
   process.exit(0);
 }
 

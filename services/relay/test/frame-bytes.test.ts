@@ -6,7 +6,7 @@ import { asciiBytes, frameBuffer, writeAscii } from '../src/frame-bytes.js';
 
 t.test('frames carved from the slab never overlap, across slabs and for large frames', async (t) => {
   const frames: { buf: Buffer; fill: number }[] = [];
-  // 3 slabs' worth of frames of every size up to the slab bound, then a few larger than it.
+  // Many slabs' worth of frames of every size up to the slab bound, then a few larger than it.
   let total = 0;
   for (let i = 0; total < 3 * 256 * 1024; i++) {
     const size = 1 + ((i * 7919) % 16384);
