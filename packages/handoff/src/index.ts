@@ -49,6 +49,7 @@ export function isBrokerMessage(m: unknown): m is BrokerMessage {
 /** The native TCP handle under a net.Socket: what crosses the IPC channel ('net.Native'). */
 export interface NativeHandle {
   reading?: boolean;
+  readStart(): number;
   readStop(): number;
   close(): void;
 }

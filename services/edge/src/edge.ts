@@ -46,7 +46,14 @@ export function createEdge(opts: EdgeOptions): Edge {
   let next = 0;
   const relayIndex = () => next++ % opts.relays.length;
   const relay = () => opts.relays[relayIndex()]!;
-  const handoffs = opts.handoff && !opts.tls ? new Handoffs(opts.handoff, logger) : null;
+  const proxyUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer, i: number) => {
+    const target = opts.relays[i]!;
+    proxy.ws(req, socket, head, { target }, (err) => {
+      logger.warn({ err, target }, 'relay did not answer the upgrade');
+      writeRawError(socket, errors.serviceUnavailable(err, 'No relay answered; attach again shortly.'), newRequestId());
+    });
+  };
+  const handoffs = opts.handoff && !opts.tls ? new Handoffs(opts.handoff, logger, proxyUpgrade) : null;
 
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const target = pathOf(req.url) === REALTIME_PATH ? relay() : opts.controlPlane;
@@ -62,12 +69,7 @@ export function createEdge(opts: EdgeOptions): Edge {
     socket.on('error', () => socket.destroy());
     if (pathOf(req.url) !== REALTIME_PATH) return writeRawError(socket, errors.notFound(), newRequestId());
     const i = relayIndex();
-    if (handoffs?.handOff(req, socket, head, i)) return;
-    const target = opts.relays[i]!;
-    proxy.ws(req, socket, head, { target }, (err) => {
-      logger.warn({ err, target }, 'relay did not answer the upgrade');
-      writeRawError(socket, errors.serviceUnavailable(err, 'No relay answered; attach again shortly.'), newRequestId());
-    });
+    if (!handoffs?.handOff(req, socket, head, i)) proxyUpgrade(req, socket, head, i);
   });
   server.on('clientError', (_err, socket: Duplex) =>
     writeRawError(socket, errors.invalidRequest('The request could not be parsed as HTTP/1.1.'), newRequestId()),

@@ -29,14 +29,20 @@ export function parentChannel(): HandoffChannel | undefined {
 }
 
 interface InFlight {
+  req: IncomingMessage;
   socket: net.Socket;
+  head: Buffer;
   relay: number;
 }
+
+/** The proxy path, for a connection that could not be handed over. */
+export type ProxyUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer, relay: number) => void;
 
 /**
  * The edge's side of the connection handoff (@s2s/handoff): an upgrade's connection goes to relay i through
  * the parent; the edge keeps its copy of the connection, not reading from it, until the relay has answered,
- * so that a relay that exits first still leaves the client a 503 ErrorResponse, never a hang.
+ * so that a relay that exits first still leaves the client a 503 ErrorResponse, never a hang. A connection
+ * the parent could not give to the relay (no channel to it) is proxied to the relay's port instead.
  */
 export class Handoffs {
   private readonly inFlight = new Map<number, InFlight>();
@@ -48,6 +54,7 @@ export class Handoffs {
   constructor(
     private readonly channel: HandoffChannel,
     private readonly logger: Logger,
+    private readonly proxy: ProxyUpgrade,
   ) {
     channel.onMessage((m) => {
       if (!isBrokerMessage(m)) return;
@@ -55,11 +62,13 @@ export class Handoffs {
         this.gone.add(m.relay);
         for (const [id, f] of this.inFlight) if (f.relay === m.relay) this.fail(id);
       } else if (m.type === HANDOFF_DONE) this.release(m.id);
-      else this.fail(m.id);
+      else this.fallBack(m.id);
     });
+    // The parent is gone: whether a connection in flight reached its relay is unknown, so the edge only lets go
+    // of its copies (a relay that has one serves it; one that reached no relay closes).
     channel.onDisconnect(() => {
       this.open = false;
-      for (const id of [...this.inFlight.keys()]) this.fail(id);
+      for (const id of [...this.inFlight.keys()]) this.release(id);
     });
   }
 
@@ -69,19 +78,33 @@ export class Handoffs {
    */
   handOff(req: IncomingMessage, socket: Duplex, head: Buffer, relay: number): boolean {
     if (!this.open || !this.channel.connected || this.gone.has(relay)) return false;
-    const handle = (socket as { _handle?: NativeHandle | null })._handle;
+    const handle = nativeHandle(socket);
     if (!(socket instanceof net.Socket) || 'encrypted' in socket || !handle || socket.readableLength > 0) return false;
     // Nothing more is read here: what the client sends next waits in the kernel for the relay.
     socket.pause();
     handle.reading = false;
     handle.readStop();
     const id = this.nextId++;
-    this.inFlight.set(id, { socket, relay });
+    this.inFlight.set(id, { req, socket, head, relay });
     const request = Buffer.concat([requestHead(req, socket), head]).toString('base64');
     this.channel.send({ type: HANDOFF, id, relay, request }, handle, (err) => {
-      if (err) this.fail(id, err);
+      if (err) this.fallBack(id);
     });
     return true;
+  }
+
+  /** The connection never left: the proxy path serves it, the edge reading it again. */
+  private fallBack(id: number): void {
+    const f = this.take(id);
+    if (!f) return;
+    this.logger.warn({ relay: f.relay }, 'connection not handed over; proxying it');
+    // The stream believes a read is still pending (it was stopped under it), so it would not restart one.
+    const handle = nativeHandle(f.socket);
+    if (handle && !handle.reading) {
+      handle.reading = true;
+      handle.readStart();
+    }
+    this.proxy(f.req, f.socket, f.head, f.relay);
   }
 
   /** The relay has answered: the edge lets go of its copy (the connection stays open in the relay). */
@@ -90,11 +113,12 @@ export class Handoffs {
     f?.socket.destroy();
   }
 
-  private fail(id: number, err?: Error): void {
+  /** The relay exited before answering (or the edge stops): the client gets a 503 on the edge's copy. */
+  private fail(id: number): void {
     const f = this.take(id);
     if (!f) return;
-    this.logger.warn({ err, relay: f.relay }, 'relay did not take the connection');
-    writeRawError(f.socket, errors.serviceUnavailable(err, 'No relay answered; attach again shortly.'), newRequestId());
+    this.logger.warn({ relay: f.relay }, 'relay did not answer a connection handed to it');
+    writeRawError(f.socket, errors.serviceUnavailable(undefined, 'No relay answered; attach again shortly.'), newRequestId());
   }
 
   private take(id: number): InFlight | undefined {
@@ -116,6 +140,8 @@ export class Handoffs {
     for (const id of [...this.inFlight.keys()]) this.fail(id);
   }
 }
+
+const nativeHandle = (socket: Duplex) => (socket as { _handle?: NativeHandle | null })._handle;
 
 /**
  * The request as the relay reads it: the request line and the client's headers as they came (names, order,

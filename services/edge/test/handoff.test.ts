@@ -13,16 +13,19 @@ import { selfSignedCertificate } from '@s2s/testing';
 import { controlPlane, open, refusal, roundTrip, type Teardown } from './helpers.js';
 
 const EDGE_DIR = fileURLToPath(new URL('..', import.meta.url));
-const IPC = ['ignore', 'pipe', 'pipe', 'ipc'] as const;
 
 interface Proc {
   child: ChildProcess;
   port: number;
 }
 
-/** Spawns a TypeScript entry point with an IPC channel; resolves once it logged `listening` with its port. */
-function spawnWithIpc(t: Teardown, script: string, env: Record<string, string>, listening: string): Promise<Proc> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: EDGE_DIR, env: { ...process.env, ...env }, stdio: [...IPC] });
+/** Spawns a TypeScript entry point (with an IPC channel unless `ipc` is false); resolves once it logged `listening`. */
+function spawnWithIpc(t: Teardown, script: string, env: Record<string, string>, listening: string, ipc = true): Promise<Proc> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    cwd: EDGE_DIR,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe', ...(ipc ? (['ipc'] as const) : [])],
+  });
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
@@ -53,8 +56,8 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-const startRelay = (t: Teardown, name: string, env: Record<string, string> = {}) =>
-  spawnWithIpc(t, 'test/handoff-relay.ts', { RELAY_NAME: name, ...env }, 'fixture relay listening');
+const startRelay = (t: Teardown, name: string, env: Record<string, string> = {}, ipc = true) =>
+  spawnWithIpc(t, 'test/handoff-relay.ts', { RELAY_NAME: name, ...env }, 'fixture relay listening', ipc);
 
 /** The edge as npm start runs it: RELAY_HANDOFF=ipc, the relays brokered by this process. */
 async function startEdge(t: Teardown, relays: Proc[], env: Record<string, string> = {}): Promise<Proc & { ws: string; http: string }> {
@@ -189,6 +192,16 @@ t.test('a relay that exits before answering: the client gets a 503 ErrorResponse
   t.equal(inFlight.body.error.request_id, inFlight.requestId, 'with its request id');
   const later = await refusal(edge.ws);
   t.match(later, { status: 503, body: { error: { code: 'service_unavailable' } } }, 'a relay gone is not handed more');
+});
+
+t.test('a relay the parent cannot hand the connection to (no channel to it): the edge proxies it', async (t) => {
+  const edge = await startEdge(t, [await startRelay(t, 'r1', {}, false)]);
+  for (const text of ['first', 'second']) {
+    const { ws, hello } = await open(edge.ws);
+    t.match(hello, { from: 'r1', via: 'port' }, 'proxied to the relay port');
+    t.equal(await roundTrip(ws, text), `r1:${text}`, 'frames both ways');
+    ws.close();
+  }
 });
 
 t.test('the edge stopping with connections in flight answers them 503', async (t) => {
