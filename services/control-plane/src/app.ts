@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Express } from 'express';
 import { createContext, type AppDeps } from './context.js';
 import { refuseOptions } from './http/auth.js';
@@ -9,11 +10,20 @@ import { adminRouter } from './routes/admin.js';
 import { consoleRouter } from './routes/console.js';
 import { realtimeClientSecretsRouter, sessionClientSecretsRouter } from './routes/client-secrets.js';
 import { healthRouter } from './routes/health.js';
-import { modelsFastPath, modelsRouter } from './routes/models.js';
+import { modelsAheadOfExpress, modelsFastPath, modelsRouter } from './routes/models.js';
 import { createFastPath, sessionsRouter } from './routes/sessions.js';
 import { sessionEndRouter } from './routes/session-end.js';
 
 export type { AppDeps } from './context.js';
+
+const AHEAD = Symbol('aheadOfExpress');
+/** A request the app answers before express (true when it did). */
+export type AheadOfExpress = (req: IncomingMessage, res: ServerResponse) => boolean;
+
+/** What buildApp answers before express's own request handling (createHttpServer calls it first). */
+export function aheadOfExpress(app: Express): AheadOfExpress | undefined {
+  return (app as Express & { [AHEAD]?: AheadOfExpress })[AHEAD];
+}
 
 /** The control plane's HTTP application; main.ts listens with it, tests listen on port 0. */
 export function buildApp(deps: AppDeps): Express {
@@ -48,5 +58,6 @@ export function buildApp(deps: AppDeps): Express {
 
   app.use(notFoundHandler);
   app.use(errorHandler);
+  (app as Express & { [AHEAD]?: AheadOfExpress })[AHEAD] = modelsAheadOfExpress(ctx);
   return app;
 }

@@ -2,15 +2,17 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { Express } from 'express';
 import { tracedRequests, type Logger } from '@s2s/telemetry';
+import { aheadOfExpress } from './app.js';
 import type { Config } from './config.js';
 import { answerParserRefusals } from './http/parser-refusals.js';
 
 /**
- * The control plane's HTTP server: express for requests, each in its server span with its duration metric
+ * The control plane's HTTP server: express for requests (after what the app answers ahead of it), each in its server span with its duration metric
  * (`tracedRequests`: telemetry starts with `ownHttpServerSpans`), ErrorResponses for what the parser refuses.
  */
 export function createHttpServer(app: Express, logger: Logger): Server {
-  const server = createServer(tracedRequests(app));
+  const ahead = aheadOfExpress(app);
+  const server = createServer(tracedRequests(ahead === undefined ? app : (req, res) => ahead(req, res) || app(req, res)));
   answerParserRefusals(server, logger);
   return server;
 }

@@ -195,3 +195,35 @@ function row(displayName: string): CatalogRow {
     relay_fee_milli_cents: 0,
   };
 }
+
+t.test('GET /v1/models ahead of express answers as express does', async (t) => {
+  const h = await startControlPlane(t, { env: NO_PERIODIC });
+  await api(h, 'GET', '/v1/models'); // the first load goes through the chain
+  const shape = (r: Awaited<ReturnType<typeof api>>) => ({
+    status: r.status,
+    headers: [...r.headers.keys()].sort(),
+    contentType: r.headers.get('content-type'),
+    cacheControl: r.headers.get('cache-control'),
+    etag: r.headers.get('etag'),
+    text: r.text,
+  });
+  const ahead = await api(h, 'GET', '/v1/models?limit=1');
+  const routed = await api(h, 'GET', '/v1/models/'); // express's router: the fast path inside express
+  const chain = await api(h, 'GET', '/v1/models', { headers: { origin: 'https://app.example' } });
+  t.same(shape(ahead), shape(routed), 'the same answer as the route inside express');
+  t.same(shape(ahead), shape(chain), 'and as the chain');
+  const notModified = await api(h, 'GET', '/v1/models', { headers: { 'if-none-match': ahead.headers.get('etag')! } });
+  const notModifiedRouted = await api(h, 'GET', '/v1/models/', { headers: { 'if-none-match': ahead.headers.get('etag')! } });
+  t.same(shape(notModified), shape(notModifiedRouted), '304 alike');
+  t.equal(notModified.status, 304);
+  const head = await api(h, 'HEAD', '/v1/models');
+  t.same([head.status, head.headers.get('etag'), head.text], [200, ahead.headers.get('etag'), ''], 'HEAD through express');
+  const lines = h.logLines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request completed');
+  const line = (r: Awaited<ReturnType<typeof api>>) => {
+    const l = lines.find((x) => x.request_id === r.headers.get('x-request-id'));
+    return l && { method: l.method, status: l.status, path: l.path };
+  };
+  t.same(line(ahead), { method: 'GET', status: 200, path: '/v1/models' }, 'its access line, without the query');
+  t.same(line(notModified), { method: 'GET', status: 304, path: '/v1/models' });
+  t.same(line(routed), { method: 'GET', status: 200, path: '/v1/models/' });
+});

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import { newTraceId } from '@s2s/core';
 import { newRequestId, type StoreUnavailableCode } from '@s2s/http-errors';
@@ -79,7 +80,7 @@ export function nameRoutes(app: Express): void {
 }
 
 /** Names the route of a request answered without express's router (a fast path). */
-export function nameRoute(req: Request, route: string): void {
+export function nameRoute(req: IncomingMessage, route: string): void {
   const traced = serverRequestOf(req);
   if (traced !== undefined) traced.route = route;
 }
@@ -88,11 +89,17 @@ export function nameRoute(req: Request, route: string): void {
  * What requestContext does for one request: its id (header and locals), no-store and its access line (with the
  * request's trace and span ids).
  */
-export function startRequest(logger: Logger, req: Request, res: Response): void {
+export function startRequest(
+  logger: Logger,
+  req: IncomingMessage & { originalUrl?: string },
+  res: ServerResponse & { locals?: Record<string, unknown> },
+): void {
   const started = process.hrtime.bigint();
   const requestId = newRequestId();
-  res.locals.requestId = requestId;
-  res.locals.logger = logger;
+  // Express keeps the locals a request answered ahead of it already has.
+  const locals = (res.locals ??= Object.create(null) as Record<string, unknown>);
+  locals.requestId = requestId;
+  locals.logger = logger;
   res.setHeader('X-Request-Id', requestId);
   res.setHeader('Cache-Control', 'no-store');
   res.once('close', () => {
@@ -101,10 +108,10 @@ export function startRequest(logger: Logger, req: Request, res: Response): void 
       {
         request_id: requestId,
         method: req.method,
-        path: pathOf(req.originalUrl),
+        path: pathOf(req.originalUrl ?? req.url ?? ''),
         status: res.statusCode,
         duration_ms: Math.round(durationMs * 100) / 100,
-        ...(res.locals.errorCode ? { code: res.locals.errorCode } : {}),
+        ...(locals.errorCode ? { code: locals.errorCode } : {}),
         ...(res.writableFinished ? {} : { aborted: true }),
         ...requestLogFields(req),
       },
