@@ -236,7 +236,11 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 }
 
-async function latency(cwd?: string): Promise<{
+/** `version`: of the simulated relays' checkpoints (a baseline before version 4 reads version 3 only). */
+async function latency(
+  cwd?: string,
+  version: 3 | 4 = 4,
+): Promise<{
   ends: number;
   p50: number;
   p99: number;
@@ -257,7 +261,7 @@ async function latency(cwd?: string): Promise<{
       const tick = () => {
         relay.seq++;
         published++;
-        void publishCheckpoint(env.bus, checkpoint(s.id, s.attachmentId, relay.seq));
+        void publishCheckpoint(env.bus, checkpoint(s.id, s.attachmentId, relay.seq, false, Date.now(), version));
       };
       relay.timer = setTimeout(function again() {
         tick();
@@ -271,7 +275,7 @@ async function latency(cwd?: string): Promise<{
       clearTimeout(relay.timer);
       relay.seq++;
       published++;
-      void publishCheckpoint(env.bus, checkpoint(m.session_id, relay.attachmentId, relay.seq, true));
+      void publishCheckpoint(env.bus, checkpoint(m.session_id, relay.attachmentId, relay.seq, true, Date.now(), version));
     });
     const waiting = new Map<string, (at: number) => void>();
     const settledSub = subscribeMessages(env.bus.nc, env.bus.subjects.settledAll, (m) => {
@@ -381,14 +385,14 @@ if (PARTS.includes('c')) {
   for (const [pair, xs] of ratios) if (xs.length > 1) console.log(`(c) ${pair}, median of ${xs.length} rounds: ${fmt(median(xs), 2)}`);
 }
 if (PARTS.includes('b')) {
-  const builds: [string, string | undefined][] = baselineDir
+  const builds: [string, string | undefined, 3 | 4][] = baselineDir
     ? [
-        ['baseline', baselineDir],
-        ['this build', undefined],
+        ['baseline (checkpoints v3)', baselineDir, 3],
+        ['this build', undefined, 4],
       ]
-    : [['this build', undefined]];
-  for (const [label, cwd] of builds) {
-    const b = await latency(cwd);
+    : [['this build', undefined, 4]];
+  for (const [label, cwd, version] of builds) {
+    const b = await latency(cwd, version);
     console.log(
       `(b) ${label}, end -> settled: ${b.ends} ends at ${ENDS_PER_SECOND}/s with ${LIVE_SESSIONS} live sessions ` +
         `(${fmt(b.checkpointsPerSecond)} checkpoints/s): p50 ${fmt(b.p50, 1)} ms, p99 ${fmt(b.p99, 1)} ms, max ${fmt(b.max, 1)} ms ` +

@@ -89,10 +89,7 @@ export async function storeCheckpoints({
     if (late.length > 0) await measureUnbilled(sql, late, result.unbilledAudioMs);
     if (live.length === 0) return result;
 
-    // Version 4 routes are arrays (a single route without its counters): stored as objects, as every reader
-    // of session_attachments.routes (settlement, the session resource) takes them. Only each batch's newest.
-    const rows = live.map((c) => (c.routes === null ? c : { ...c, routes: checkpointRoutes(c) }));
-    const written = await sql.query<{ session_id: string; final: boolean }>(UPSERT_ATTACHMENTS_SQL, [JSON.stringify(rows)]);
+    const written = await sql.query<{ session_id: string; final: boolean }>(UPSERT_ATTACHMENTS_SQL, [upsertParameter(live)]);
     result.advanced = written.rows.length;
     if (written.rows.length < live.length) await findForeign(sql, live, result.foreignAttachments);
 
@@ -108,6 +105,15 @@ export async function storeCheckpoints({
     }
     return result;
   });
+}
+
+/**
+ * The upsert's JSON parameter. Version 4 routes are arrays (a single route without its counters): stored as
+ * objects, as every reader of session_attachments.routes (settlement, the session resource) takes them. Only
+ * each batch's newest checkpoint of an attachment comes here.
+ */
+export function upsertParameter(live: readonly UsageCheckpoint[]): string {
+  return JSON.stringify(live.map((c) => (c.routes === null ? c : { ...c, routes: checkpointRoutes(c) })));
 }
 
 async function measureUnbilled(sql: Sql, late: UsageCheckpoint[], out: Map<string, number>): Promise<void> {
