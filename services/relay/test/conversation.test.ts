@@ -159,9 +159,11 @@ t.test('control events reach the upstream: session.update, commit, response.crea
   for (const f of frames(tone(300))) client.append(f);
   client.send({ type: 'input_audio_buffer.commit', event_id: 'c1' });
   client.send({ type: 'response.create', event_id: 'r1' });
-  const created = await client.next('response.created');
   // A second response.create while one is under way: the provider refuses it; the client hears a generic error.
+  // Sent at once behind the first, so the answer cannot have finished before it arrives (on a loaded machine a
+  // 300 ms answer could end before a create sent after response.created reached the simulator).
   client.send({ type: 'response.create', event_id: 'r2' });
+  const created = await client.next('response.created');
   const manual = ResponseDoneEvent.parse(await client.next('response.done'));
   t.equal(manual.response.id, (created.response as { id: string }).id);
   t.equal(manual.response.usage.audio_out_ms, 300, 'the committed audio is the answer');
