@@ -202,6 +202,12 @@ t.test('failover: the route cannot be re-established, the session continues on t
   const first = await speak(client, 500);
   env.sim.refuseConnections(true);
   env.sim.terminateConnections();
+  // Speak once the relay has seen the loss (its first attempt on the session's route): input sent before
+  // it could reach the dying connection and count, rightly, on the first route (a race, not the contract).
+  await eventually(
+    async () => series(await env.metrics.scrape(), 's2s_relay_upstream_reconnects_total', { gen_ai_provider_name: 'local' }),
+    (n) => n > 0,
+  );
   const second = await speak(client, 300);
   t.equal((second.done.response as { status: string }).status, 'completed', 'answered on the next route');
   t.equal(second.audioBytes, 300 * 48, 'the turn spoken across the failover answered whole');
