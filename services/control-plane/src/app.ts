@@ -11,7 +11,7 @@ import { consoleRouter } from './routes/console.js';
 import { realtimeClientSecretsRouter, sessionClientSecretsRouter } from './routes/client-secrets.js';
 import { healthRouter } from './routes/health.js';
 import { modelsAheadOfExpress, modelsFastPath, modelsRouter } from './routes/models.js';
-import { createFastPath, sessionsRouter } from './routes/sessions.js';
+import { sessionsRouter } from './routes/sessions.js';
 import { sessionEndRouter } from './routes/session-end.js';
 
 export type { AppDeps } from './context.js';
@@ -36,10 +36,9 @@ export function buildApp(deps: AppDeps): Express {
 
   // Scrapes are neither logged nor traced (the HTTP instrumentation ignores /metrics).
   app.get('/metrics', (req, res) => ctx.metrics.handler(req, res));
-  // The public catalog from memory and a create with a plain JSON body skip the chain below (each does the
-  // chain's part itself; anything else goes on to it).
+  // The public catalog from memory skips the chain below (it does the chain's part itself; anything else goes
+  // on to it).
   app.get('/v1/models', modelsFastPath(ctx));
-  app.post('/v1/voice/sessions', createFastPath(ctx));
   app.use(requestContext(ctx.log));
   // Before refuseOptions: an allowed origin's preflight is answered here; any other OPTIONS stays 404.
   app.use(publicCors(ctx.config.CORS_ALLOWED_ORIGINS));

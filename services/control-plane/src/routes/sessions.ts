@@ -1,13 +1,13 @@
-import { Router, type Request, type RequestHandler, type Response } from 'express';
+import { Router, type Request, type Response } from 'express';
 import { CreateSessionRequest } from '@s2s/contract';
 import { bearerToken, errors, hashApiKey, isApiKeyShaped, toVoiceSession } from '@s2s/core';
 import { toAppError } from '@s2s/http-errors';
 import { authenticateKey, createSession, getSession } from '@s2s/sessions';
 import { serverRequestOf } from '@s2s/telemetry';
 import { sessionSettingsOf, type AppContext } from '../context.js';
-import { isPlainJsonBody, readJsonBody, receivePlainJsonBody } from '../http/body.js';
+import { readJsonBody } from '../http/body.js';
 import { parseIdempotencyKey } from '../http/idempotency.js';
-import { startRequest, traceIdOf } from '../http/request-context.js';
+import { traceIdOf } from '../http/request-context.js';
 
 /** POST /v1/voice/sessions: what the route does once the request's body has been read (or failed to be). */
 function createRoute(ctx: AppContext): (req: Request, res: Response) => Promise<void> {
@@ -62,25 +62,4 @@ export function sessionsRouter(ctx: AppContext): Router {
   });
 
   return router;
-}
-
-/**
- * POST /v1/voice/sessions ahead of the middleware chain (issue 13), for a request that needs nothing else the
- * chain does: no Origin (CORS stays with publicCors) and a body express.json would read the same way
- * (isPlainJsonBody). The same request id, headers and access line (startRequest), the same body outcome
- * (receivePlainJsonBody), the same route and checks (createRoute); its errors go to the app's one error
- * handler. Anything else goes on to the chain.
- */
-export function createFastPath(ctx: AppContext): RequestHandler {
-  const route = createRoute(ctx);
-  const limit = ctx.config.HTTP_BODY_LIMIT_BYTES;
-  return async (req, res, next) => {
-    if (req.headers.origin !== undefined || !isPlainJsonBody(req, limit)) {
-      next();
-      return;
-    }
-    startRequest(ctx.log, req, res);
-    await receivePlainJsonBody(req, limit);
-    await route(req, res);
-  };
 }
