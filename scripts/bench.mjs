@@ -14,7 +14,10 @@ const quick = args.includes('--quick');
 const only = args.filter((a) => !a.startsWith('--'));
 /** What --quick runs, with the short parameters each service's bench takes. */
 const QUICK = {
-  relay: { env: { BENCH_SESSIONS: '50', BENCH_ROUNDS: '1', BENCH_SECONDS: '3', BENCH_WARMUP: '1', BENCH_IDLE: '50' }, args: [] },
+  relay: {
+    env: { BENCH_SESSIONS: '50', BENCH_ROUNDS: '1', BENCH_SECONDS: '3', BENCH_WARMUP: '1', BENCH_IDLE: '50', BENCH_PRIME: '3' },
+    args: [],
+  },
   'control-plane': { env: {}, args: ['--quick'] },
 };
 const started = Date.now();

@@ -7,6 +7,8 @@
 //   --workers=0 (BENCH_WORKERS: load generator processes; 0 = this process)
 //   --relays=1 (BENCH_RELAYS: relay processes, and as many pass-through proxies; sessions spread over them)
 //   --dialect=svc-realtime-v1|openai (BENCH_DIALECT: the client protocol; openai = the legacy path)
+//   --prime=10 (BENCH_PRIME: seconds of unmeasured load through the relay and the proxy, at the first N, before
+//   the first measured run, so that every N measures optimized code rather than the JIT's warm-up; 0 = none)
 // BENCH_RELAY_NODE_ARGS and BENCH_PROXY_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") and
 // BENCH_DEBUG=1 for investigations.
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
@@ -28,7 +30,7 @@ const IS_WORKER = env.BENCH_LOAD_WORKER === '1';
 const { values: opt } = parseArgs({
   args: IS_WORKER ? [] : process.argv.slice(2),
   options: Object.fromEntries(
-    ['sessions', 'seconds', 'warmup', 'rounds', 'idle', 'nice', 'workers', 'relays', 'dialect'].map((k) => [
+    ['sessions', 'seconds', 'warmup', 'rounds', 'idle', 'nice', 'workers', 'relays', 'dialect', 'prime'].map((k) => [
       k,
       { type: 'string' as const },
     ]),
@@ -38,6 +40,11 @@ const SESSIONS = (opt.sessions ?? env.BENCH_SESSIONS ?? '50,100,200').split(',')
 const SECONDS = Number(opt.seconds ?? env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = Number(opt.warmup ?? env.BENCH_WARMUP ?? 3);
 const IDLE = Number(opt.idle ?? env.BENCH_IDLE ?? 300);
+// A relay in production runs for hours on code TurboFan has optimized. A fresh relay does not: perf of the relay
+// in the measured window of the first N showed V8's compile threads at 12.8 µs per frame (15 % of its samples in
+// the first 8 s of load, 4.6 % after), the pass-through's far less code at 0.04 µs. Without a priming phase the
+// first N (50) carried the relay's JIT warm-up and the later ones did not (docs/benchmarks.md, 2026-11-27).
+const PRIME_SECONDS = Number(opt.prime ?? env.BENCH_PRIME ?? 10);
 // Each N runs ROUNDS times (direct, baseline, relay interleaved); the table gives the median of each figure.
 const ROUNDS = Number(opt.rounds ?? env.BENCH_ROUNDS ?? 3);
 const NICE = opt.nice ?? env.BENCH_NICE;
@@ -364,6 +371,7 @@ async function runLoad(
   dialFor: (i: number) => Dial,
   message: string,
   pids: number[],
+  timing: { warmup: number; measure: number } = { warmup: WARMUP_SECONDS, measure: SECONDS },
 ): Promise<LoadResult> {
   // Sessions are spread evenly over the 20 ms frame period, as independent clients would be, and dealt
   // round-robin to the load generators.
@@ -374,11 +382,11 @@ async function runLoad(
     share.offsetsMs.push((i * FRAME_MS) / sessions);
   }
   await Promise.all(gens.map((g, k) => g.open(shares[k] as Share)));
-  await sleep(WARMUP_SECONDS * 1000);
+  await sleep(timing.warmup * 1000);
   const cpu0 = cpuOf(pids);
   await Promise.all(gens.map((g) => g.record()));
   const t0 = now();
-  await sleep(SECONDS * 1000);
+  await sleep(timing.measure * 1000);
   const cpu1 = cpuOf(pids);
   const elapsed = (now() - t0) / 1000;
   const results = await Promise.all(gens.map((g) => g.stop()));
@@ -621,6 +629,14 @@ async function main(): Promise<void> {
     const relayMessage = frameMessage(true);
     const plainMessage = frameMessage(false);
 
+    if (PRIME_SECONDS > 0) {
+      // Unmeasured: both servers run the first N's load once, so the JIT has done its work before any figure.
+      const prime = { warmup: 0, measure: PRIME_SECONDS };
+      const n = SESSIONS[0] as number;
+      await runLoad(gens, 'baseline', n, proxyDial(proxies), plainMessage, [], prime);
+      await runLoad(gens, 'relay', n, relayDial(relays), relayMessage, [], prime);
+    }
+
     const results: { n: number; direct: LoadResult; baseline: LoadResult; relay: LoadResult }[] = [];
     for (const n of SESSIONS) {
       const rounds: { direct: LoadResult; baseline: LoadResult; relay: LoadResult }[] = [];
@@ -659,7 +675,8 @@ async function main(): Promise<void> {
     const lines: string[] = [];
     const relayCores = new Set(relays.map((_, k) => SERVER_CORES[k % SERVER_CORES.length])).size;
     lines.push(
-      `Medians of ${ROUNDS} rounds; ${SECONDS} s measured per run after ${WARMUP_SECONDS} s warm-up; dialect ${DIALECT}; ` +
+      `Medians of ${ROUNDS} rounds; ${SECONDS} s measured per run after ${WARMUP_SECONDS} s warm-up` +
+        `${PRIME_SECONDS > 0 ? ` (relay and proxy primed ${PRIME_SECONDS} s at N = ${SESSIONS[0]} first)` : ''}; dialect ${DIALECT}; ` +
         `${RELAYS} relay(s) and ${RELAYS} proxy(ies) on core(s) ${SERVER_CORES.join(',')}, simulator and ${WORKERS > 0 ? `${WORKERS} load worker(s)` : 'the load client'} on core ${LOAD_CORE}; ` +
         `Node ${process.version}${NICE ? `; nice ${NICE}` : ''}.`,
     );
