@@ -36,8 +36,11 @@ export interface Bus {
   js: JetStreamClient;
   jsm: JetStreamManager;
   subjects: BusSubjects;
-  /** Publishes to JetStream with a Msg-Id, so a retry inside the duplicate window is a no-op. */
-  publish(subject: string, message: BusMessage, msgId: string): Promise<PubAck>;
+  /**
+   * Publishes to JetStream with a Msg-Id, so a retry inside the duplicate window is a no-op. Its trace headers:
+   * `headers` when given (a caller that passes its context explicitly), else the active span's.
+   */
+  publish(subject: string, message: BusMessage, msgId: string, headers?: MsgHdrs): Promise<PubAck>;
   /**
    * The same for a payload already encoded, with the given headers (e.g. trace context made once) and no
    * per-request objects (AckedPublisher): for a process that publishes acknowledged messages on its hot path.
@@ -84,7 +87,8 @@ export async function connectBus(opts: BusOptions): Promise<Bus> {
     js,
     jsm,
     subjects,
-    publish: (subject, message, msgId) => js.publish(subject, encodeMessage(message), { msgID: msgId, headers: traceHeaders() }),
+    publish: (subject, message, msgId, headers) =>
+      js.publish(subject, encodeMessage(message), { msgID: msgId, headers: headers ?? traceHeaders() }),
     publishAcked: (subject, payload, msgId, headers) => (acked ??= new AckedPublisher(nc)).publish(subject, payload, msgId, headers),
     close: async () => {
       if (!nc.isClosed()) await nc.drain().catch(() => nc.close());

@@ -2,7 +2,8 @@ import type { Bus } from '@s2s/bus';
 import type { EndCause, SessionStatus, TerminalStatus } from '@s2s/contract';
 import { AppError, expiryCause, terminalStatusFor } from '@s2s/core';
 import { withTransaction } from '@s2s/db';
-import { SPAN_ATTRS, SpanKind, gatewayTracer, inSessionSpan } from '@s2s/telemetry';
+import { traceHeaders } from '@s2s/bus';
+import { SPAN_ATTRS, SpanKind, failSpan, gatewayTracer, startSessionSpan, type Context } from '@s2s/telemetry';
 import { lockedSessionActivity } from './activity.js';
 import type { SessionsContext } from './context.js';
 
@@ -48,7 +49,8 @@ export async function requestEnd({
   input,
 }: {
   ctx: Pick<SessionsContext, 'db' | 'bus' | 'now'>;
-  input: { sessionId: string; cause: EndCause; now?: Date };
+  /** `cause`: the context of what asked for the end (default: the active one), see `announceEnd`. */
+  input: { sessionId: string; cause: EndCause; now?: Date; trace?: Context };
 }): Promise<EndRequest | null> {
   const { sessionId, cause } = input;
   const now = input.now ?? ctx.now?.();
@@ -81,7 +83,7 @@ export async function requestEnd({
     return { cause, terminalStatus, requestedAt: row.end_requested_at, traceId: s.trace_id, first: true };
   });
   if (!decided) return null;
-  await announceEnd({ ctx, input: { sessionId, ...decided } });
+  await announceEnd({ ctx, input: { sessionId, ...decided, ...(input.trace ? { trace: input.trace } : {}) } });
   return { sessionId, ...decided };
 }
 
@@ -89,9 +91,17 @@ const tracer = gatewayTracer('sessions');
 
 /**
  * Publishes `session.end_requested` in a producer span of the session's trace (so billing's settlement
- * lands there too); its Msg-Id is fixed per session, so a repeat is a duplicate.
+ * lands there too); its Msg-Id is fixed per session, so a repeat is a duplicate. The span is a child of
+ * `input.trace` (default: the active context) when that is in the session's trace, else linked to it; the
+ * context is passed, never entered (a relay that never enters AsyncLocalStorage keeps async hooks off).
  */
-export async function announceEnd({ ctx, input }: { ctx: { bus: Bus }; input: Omit<EndRequest, 'first'> }): Promise<void> {
+export async function announceEnd({
+  ctx,
+  input,
+}: {
+  ctx: { bus: Bus };
+  input: Omit<EndRequest, 'first'> & { trace?: Context };
+}): Promise<void> {
   const { bus } = ctx;
   const attributes = {
     [SPAN_ATTRS.messagingSystem]: 'nats',
@@ -99,8 +109,15 @@ export async function announceEnd({ ctx, input }: { ctx: { bus: Bus }; input: Om
     [SPAN_ATTRS.sessionId]: input.sessionId,
     [SPAN_ATTRS.endCause]: input.cause,
   };
-  await inSessionSpan(tracer, 'publish session.end_requested', input.traceId, { kind: SpanKind.PRODUCER, attributes }, () =>
-    bus.publish(
+  const { span, context } = startSessionSpan(
+    tracer,
+    'publish session.end_requested',
+    input.traceId,
+    { kind: SpanKind.PRODUCER, attributes },
+    input.trace,
+  );
+  try {
+    await bus.publish(
       bus.subjects.endRequested(input.sessionId),
       {
         type: 'session.end_requested',
@@ -111,6 +128,12 @@ export async function announceEnd({ ctx, input }: { ctx: { bus: Bus }; input: Om
         requested_at: input.requestedAt.getTime(),
       },
       `end:${input.sessionId}`,
-    ),
-  );
+      traceHeaders(context),
+    );
+  } catch (err) {
+    failSpan(span, err);
+    throw err;
+  } finally {
+    span.end();
+  }
 }

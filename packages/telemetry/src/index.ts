@@ -15,7 +15,7 @@ export {
 export type { InstrumentKind, MetricDefinition } from './metric-names.js';
 export { createLogger, serializeError } from './logger.js';
 export type { Logger, LoggerOptions } from './logger.js';
-export { activeTraceId, extractHeaders, traceHeaders, withExtractedContext } from './propagation.js';
+export { activeTraceId, contextLogFields, extractHeaders, traceHeaders, withExtractedContext } from './propagation.js';
 export { requestLogFields, requestTraceId, serverRequestOf, tracedRequests } from './http-server.js';
 export type { ServerRequest } from './http-server.js';
 // The OpenTelemetry API the services use, from one place (one version of it in the workspace).

@@ -22,11 +22,20 @@ export function withExtractedContext<T>(headers: Readonly<Record<string, string 
   return context.with(extracted, fn);
 }
 
-/** The 32-hex trace id of the active span, when there is a valid one. */
-export function activeTraceId(): string | undefined {
-  const spanContext = trace.getSpanContext(context.active());
+/** The 32-hex trace id of the active span (or of the span in `ctx`), when there is a valid one. */
+export function activeTraceId(ctx: Context = context.active()): string | undefined {
+  const spanContext = trace.getSpanContext(ctx);
   if (!spanContext || !trace.isSpanContextValid(spanContext)) return undefined;
   return spanContext.traceId;
+}
+
+/**
+ * `trace_id` and `span_id` of the span in `ctx`, for log lines written where that context is passed rather
+ * than active (the logger's mixin adds them where it is active); empty when there is none.
+ */
+export function contextLogFields(ctx: Context): { trace_id?: string; span_id?: string } {
+  const sc = trace.getSpanContext(ctx);
+  return sc && trace.isSpanContextValid(sc) ? { trace_id: sc.traceId, span_id: sc.spanId } : {};
 }
 
 /** The trace context carried by request or message headers (root when there is none). */

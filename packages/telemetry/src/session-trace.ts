@@ -99,14 +99,15 @@ export interface SessionSpanOptions {
 /**
  * Starts a span in the session's trace: a child of the active span when that is in the session's trace,
  * else under the session's root and linked to the active span (the request or message that caused it). The caller ends it; `context()` is the one to run children in.
+ * `active`: the context that stands for the active one (a caller that passes contexts instead of entering them).
  */
 export function startSessionSpan(
   tracer: Tracer,
   name: string,
   traceId: string | null | undefined,
   opts: SessionSpanOptions = {},
+  active: Context = context.active(),
 ): { span: Span; context: Context } {
-  const active = context.active();
   // Already inside the session's trace (a message that carried it): a child of that span.
   const inside = trace.getSpanContext(active)?.traceId === traceId;
   const parent = inside ? active : sessionContext(traceId);

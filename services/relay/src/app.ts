@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { errors, newId } from '@s2s/core';
 import { injectConnection } from '@s2s/handoff';
 import { httpErrorAnswer, isServerError, newRequestId, pathOf, toAppError, writeRawError } from '@s2s/http-errors';
-import { activeTraceId, context } from '@s2s/telemetry';
+import { activeTraceId, context, contextLogFields, spansRecorded } from '@s2s/telemetry';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { authorizeAttach, type AttachTarget } from './domain/authorize.js';
 import { checkOrigin, negotiate } from './domain/handshake.js';
@@ -59,7 +59,6 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
     log: logger,
     sessionSettings: config.session,
     now,
-    traceId: activeTraceId,
   };
 
   const server = http.createServer((req, res) => handleRequest(req, res));
@@ -99,14 +98,23 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
     res.end(JSON.stringify(answer.body));
   }
 
+  /**
+   * The upgrade's checks run inside its context only when spans are recorded (pg's spans then nest under it;
+   * pg's instrumentation is loaded only then). Otherwise its context is passed where it is needed: on Node 20
+   * the first AsyncLocalStorage `run` turns on async hooks for the life of the process (a cost on every promise,
+   * nextTick and socket write of every frame after it), so this relay never enters one.
+   */
   function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const upgrade = relay.telemetry.upgrade(req);
-    return context.with(upgrade.context, () => upgradeIn(req, socket, head, upgrade));
+    return spansRecorded()
+      ? context.with(upgrade.context, () => upgradeIn(req, socket, head, upgrade))
+      : upgradeIn(req, socket, head, upgrade);
   }
 
   async function upgradeIn(req: IncomingMessage, socket: Duplex, head: Buffer, upgrade: UpgradeTelemetry): Promise<void> {
     const requestId = newRequestId();
-    const log = logger.child({ request_id: requestId });
+    // The upgrade span's ids, which the logger's mixin adds where its context is active.
+    const log = logger.child({ request_id: requestId, ...(spansRecorded() ? {} : contextLogFields(upgrade.context)) });
     socket.on('error', () => socket.destroy());
     let attached: { sessionId: string; attachmentId: string; legacy: boolean } | null = null;
     let legacySessionId: string | null = null;
@@ -119,7 +127,11 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
         legacyPath: 'model' in target,
       });
       if (relay.draining) throw draining();
-      const { session, legacy: created } = await authorizeAttach({ ctx: authCtx, input: { credential: negotiated.credential, target } });
+      const { session, legacy: created } = await authorizeAttach({
+        // A legacy session is created in the upgrade's trace.
+        ctx: { ...authCtx, traceId: () => activeTraceId(upgrade.context) },
+        input: { credential: negotiated.credential, target },
+      });
       if (created) legacySessionId = session.id;
       // The legacy alias's sessions and those minted by POST /v1/realtime/client_secrets end with their socket.
       const legacy = created || session.endsWithSocket;
@@ -140,7 +152,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
       if (!ws) {
         log.info({ session_id: session.id }, 'client left before the upgrade');
         upgrade.refused('client_closed');
-        await relay.abandon(attached);
+        await relay.abandon(attached, upgrade.context);
         return;
       }
       upgrade.upgraded();
@@ -171,8 +183,8 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
       else log.info({ code: appError.code }, 'attach refused');
       upgrade.refused(appError.code, httpErrorAnswer(appError, requestId).status);
       // Whatever this request already created is released: the attachment row, a legacy session.
-      if (attached) await relay.abandon(attached).catch(() => {});
-      else if (legacySessionId) await relay.endLegacy(legacySessionId);
+      if (attached) await relay.abandon(attached, upgrade.context).catch(() => {});
+      else if (legacySessionId) await relay.endLegacy(legacySessionId, upgrade.context);
       writeRawError(socket, appError, requestId);
     }
   }

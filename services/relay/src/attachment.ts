@@ -1,7 +1,7 @@
 import { newId, toVoiceSession, type SessionRecord, type Usage } from '@s2s/core';
 import type { CheckpointRoute } from '@s2s/contract';
 import { activateSession } from '@s2s/sessions';
-import type { Logger } from '@s2s/telemetry';
+import { traceHeaders, type Logger } from '@s2s/telemetry';
 import type { RawData, WebSocket } from 'ws';
 import { AbuseWindow } from './abuse.js';
 import { AgentSession } from './agent-session.js';
@@ -86,10 +86,11 @@ export class Attachment implements MeteredSource {
     const { session } = init;
     this.link = new UpstreamLink({
       open: (signal) =>
-        this.trace.upstreamOpen((onRetry) => {
+        this.trace.upstreamOpen((onRetry, connectContext) => {
           const settings = { providerModel: session.providerModel, ...this.agent.opening() };
           return ctx.providers.open(session.provider, settings, this.onUpstreamEvent, signal, {
             onRetry,
+            trace: traceHeaders(connectContext),
             onRoute: (provider) => this.trace.routeChanged(provider),
             context: () => this.agent.replayContext(),
             fallbacks: session.fallbackRoutes ?? [],

@@ -1,7 +1,7 @@
 import { traceHeaders, type Bus, type MsgHdrs } from '@s2s/bus';
 import { compactRoutes, type CheckpointRoute, type UsageCheckpoint } from '@s2s/contract';
 import { sameUsage, usageCheckpointMsgId, ZERO_USAGE, type Usage } from '@s2s/core';
-import { trace, type Context, type Logger } from '@s2s/telemetry';
+import { context, trace, type Context, type Logger } from '@s2s/telemetry';
 import { backoffMs, sleep } from './backoff.js';
 
 /** What the checkpointer reads of one attachment. */
@@ -21,7 +21,7 @@ export type CheckpointFacts = Pick<UsageCheckpoint, 'seq' | 'final'> & Usage;
 
 /** What the checkpointer reports: each acknowledged publish, in a producer span. */
 export interface CheckpointTelemetry {
-  published<T>(source: MeteredSource, checkpoint: CheckpointFacts, publish: () => Promise<T>): Promise<T>;
+  published<T>(source: MeteredSource, checkpoint: CheckpointFacts, publish: (ctx: Context) => Promise<T>): Promise<T>;
 }
 
 /** The checkpointer's own record of one attachment; the attachment only hands it back. */
@@ -340,12 +340,12 @@ export class Checkpointer {
     const seq = ++t.seq;
     const payload = t.payload(seq, u, final, Date.now());
     const msgId = usageCheckpointMsgId({ attachment_id: t.source.attachmentId, seq });
-    const send = () => {
+    const send = (ctx: Context) => {
       // Under a recording producer span the headers name it; else the attachment's span, whose headers exist.
-      const headers = trace.getActiveSpan()?.isRecording() ? traceHeaders() : (t.source.trace?.headers ?? traceHeaders());
+      const headers = trace.getSpan(ctx)?.isRecording() ? traceHeaders(ctx) : (t.source.trace?.headers ?? traceHeaders(ctx));
       return this.deps.bus.publishAcked(t.subject, payload, msgId, headers);
     };
-    await (this.deps.telemetry ? this.deps.telemetry.published(t.source, { ...u, seq, final }, send) : send());
+    await (this.deps.telemetry ? this.deps.telemetry.published(t.source, { ...u, seq, final }, send) : send(context.active()));
     // A plain one sent beside it carries newer counters: those stay unconfirmed.
     if (seq === t.seq) {
       t.sent = u;

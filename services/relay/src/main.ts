@@ -6,7 +6,9 @@ import { buildRelay } from './app.js';
 import { loadConfig } from './config.js';
 import { createProviderOpener } from './providers-opener.js';
 
-const telemetry = startTelemetry({ serviceName: 'relay', instrumentations: ['pg'] });
+// No HTTP instrumentation (the relay makes its upgrade spans itself); pg's only when spans are recorded: its
+// connect wraps enter AsyncLocalStorage, which on Node 20 turns async hooks on for the whole process.
+const telemetry = startTelemetry({ serviceName: 'relay', ownHttpServerSpans: true });
 const config = loadConfig(process.env);
 const logger = createLogger({ service: 'relay', level: config.logLevel });
 const db = createDb(config.databaseUrl, {

@@ -26,6 +26,7 @@ export function createProviderOpener(config: Config, logger: Logger): UpstreamOp
         ...(hooks?.onRetry ? { onRetry: hooks.onRetry } : {}),
         ...(hooks?.onRoute ? { onRoute: hooks.onRoute } : {}),
         ...(hooks?.context ? { context: hooks.context } : {}),
+        ...(hooks?.trace ? { trace: hooks.trace } : {}),
         // A route to a provider this relay has no credentials for is skipped.
         fallbacks: (hooks?.fallbacks ?? []).flatMap((r) => {
           const fallback = registry.get(r.provider);

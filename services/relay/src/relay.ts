@@ -3,7 +3,7 @@ import { RelayAttached } from '@s2s/contract';
 import { isNewerAttachment, ZERO_USAGE } from '@s2s/core';
 import { readHeldSessions, requestEnd } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
-import type { Logger, Metrics } from '@s2s/telemetry';
+import type { Context, Logger, Metrics } from '@s2s/telemetry';
 import type { WebSocket } from 'ws';
 import { Attachment, type AttachmentContext, type AttachmentInit } from './attachment.js';
 import { Checkpointer } from './checkpoints.js';
@@ -132,7 +132,7 @@ export class Relay {
    * An attachment row whose socket died before the upgrade completed: it still gets its final checkpoint
    * (zero usage) so billing need not wait for it, and a legacy session, which nobody else can end, is ended.
    */
-  async abandon(input: { sessionId: string; attachmentId: string; legacy: boolean }): Promise<void> {
+  async abandon(input: { sessionId: string; attachmentId: string; legacy: boolean }, cause?: Context): Promise<void> {
     const orphan = this.checkpoints.track({
       sessionId: input.sessionId,
       attachmentId: input.attachmentId,
@@ -140,13 +140,13 @@ export class Relay {
       routes: () => [],
     });
     await this.checkpoints.publishFinal(orphan);
-    if (input.legacy) await this.endLegacy(input.sessionId);
+    if (input.legacy) await this.endLegacy(input.sessionId, cause);
   }
 
-  /** Ends a legacy session whose socket never became an attachment. */
-  async endLegacy(sessionId: string): Promise<void> {
-    await requestEnd({ ctx: this.deps, input: { sessionId, cause: 'client_closed' } }).catch((err: unknown) =>
-      this.deps.logger.warn({ err, session_id: sessionId }, 'end request failed'),
+  /** Ends a legacy session whose socket never became an attachment; `cause`: the upgrade's context. */
+  async endLegacy(sessionId: string, cause?: Context): Promise<void> {
+    await requestEnd({ ctx: this.deps, input: { sessionId, cause: 'client_closed', ...(cause ? { trace: cause } : {}) } }).catch(
+      (err: unknown) => this.deps.logger.warn({ err, session_id: sessionId }, 'end request failed'),
     );
   }
 

@@ -92,8 +92,13 @@ export class RelayTelemetry implements CheckpointTelemetry {
   /** A socket became an attachment: its span in the session's trace, linked to the upgrade. */
   attachment(session: SessionRecord, attachmentId: string, upgrade: UpgradeTelemetry | undefined): AttachmentTelemetry {
     this.active.add(1);
-    const { span, context: ctx } = context.with(upgrade?.context ?? context.active(), () =>
-      startSessionSpan(this.tracer, 's2s.relay.attachment', session.traceId, {
+    // The upgrade's context is passed, not entered: the relay never enters AsyncLocalStorage (on Node 20 its
+    // first `run` turns on async hooks for the process, a cost on every promise and socket write after it).
+    const { span, context: ctx } = startSessionSpan(
+      this.tracer,
+      's2s.relay.attachment',
+      session.traceId,
+      {
         kind: SpanKind.SERVER,
         attributes: {
           [SPAN_ATTRS.sessionId]: session.id,
@@ -103,7 +108,8 @@ export class RelayTelemetry implements CheckpointTelemetry {
           [SPAN_ATTRS.model]: session.modelId,
           [SPAN_ATTRS.providerModel]: session.providerModel,
         },
-      }),
+      },
+      upgrade?.context ?? context.active(),
     );
     return new AttachmentTelemetry(this, session, span, ctx);
   }
@@ -119,16 +125,17 @@ export class RelayTelemetry implements CheckpointTelemetry {
 
   /**
    * An acknowledged checkpoint publish, in a producer span of the attachment's trace (its headers carry
-   * that span); its duration, from taking the counters to JetStream's ack, is the publish lag.
+   * that span); its duration, from taking the counters to JetStream's ack, is the publish lag. `publish`
+   * gets the context it is published in (passed, not entered).
    */
-  async published<T>(source: MeteredSource, m: CheckpointFacts, publish: () => Promise<T>): Promise<T> {
+  async published<T>(source: MeteredSource, m: CheckpointFacts, publish: (ctx: Context) => Promise<T>): Promise<T> {
     const parent = source.trace?.context ?? context.active();
     // Under an attachment span that records nothing (not sampled, or no exporter: the SDK's samplers are
     // parent-based) its child would record nothing either: no span per publish then, only the lag, and the
     // message's headers carry the attachment's trace.
     if (!trace.getSpan(parent)?.isRecording()) {
       const started = performance.now();
-      const result = await context.with(parent, publish);
+      const result = await publish(parent);
       this.publishLag.record((performance.now() - started) / 1000);
       return result;
     }
@@ -150,7 +157,7 @@ export class RelayTelemetry implements CheckpointTelemetry {
     );
     const started = performance.now();
     try {
-      const result = await context.with(trace.setSpan(parent, span), publish);
+      const result = await publish(trace.setSpan(parent, span));
       this.publishLag.record((performance.now() - started) / 1000);
       return result;
     } catch (err) {
@@ -259,9 +266,10 @@ export class AttachmentTelemetry {
 
   /**
    * Wraps the opening of the upstream in a client span and the connect-duration histogram; `open` gets the
-   * callback to call when it connects again after a failed attempt (an upstream reconnect).
+   * callback to call when it connects again after a failed attempt (an upstream reconnect), and the connect
+   * span's context (passed, not entered) for an adapter that propagates the trace.
    */
-  async upstreamOpen<T>(open: (onRetry: (provider?: string) => void) => Promise<T>): Promise<T> {
+  async upstreamOpen<T>(open: (onRetry: (provider?: string) => void, ctx: Context) => Promise<T>): Promise<T> {
     const started = performance.now();
     const span = this.relay.tracer.startSpan(
       's2s.relay.upstream.connect',
@@ -278,7 +286,7 @@ export class AttachmentTelemetry {
         this.relay.reconnects.add(1, provider ? { ...this.providerAttrs, [METRIC_ATTRS.provider]: provider } : this.providerAttrs);
         span.addEvent('upstream.reconnect');
       };
-      const up = await context.with(trace.setSpan(this.context, span), () => open(onRetry));
+      const up = await open(onRetry, trace.setSpan(this.context, span));
       this.relay.upstreamConnected((performance.now() - started) / 1000, this.providerAttrs);
       return up;
     } catch (err) {

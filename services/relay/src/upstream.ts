@@ -19,6 +19,8 @@ export interface UpstreamOpener {
       onRoute?: (provider: string) => void;
       context?: () => ReplayContext;
       fallbacks?: { provider: string; providerModel: string }[];
+      /** Trace context headers of the connect span, passed to the adapter (never entered as the active context). */
+      trace?: Readonly<Record<string, string>>;
     },
   ): Promise<MeteredUpstream>;
   /** What the provider can do beyond audio (nothing, for a provider this relay does not have). */

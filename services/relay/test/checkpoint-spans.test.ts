@@ -67,8 +67,8 @@ function setup(recording: boolean) {
 t.test('an attachment that records no span: no span per checkpoint publish, the publish in its trace', async (t) => {
   const { telemetry, source, started } = setup(false);
   let traceId: string | undefined;
-  const result = await telemetry.published(source, message, async () => {
-    traceId = trace.getSpanContext(context.active())?.traceId;
+  const result = await telemetry.published(source, message, async (ctx) => {
+    traceId = trace.getSpanContext(ctx)?.traceId;
     return 'acked';
   });
   t.equal(result, 'acked');

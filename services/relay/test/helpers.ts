@@ -268,7 +268,7 @@ export const frames = pcmFrames;
 // ---- realtime client ----
 
 export { Client, eventually, sleep, type ServerEventLike } from '@s2s/testing';
-import { Client, type ServerEventLike } from '@s2s/testing';
+import { Client, eventually as eventuallyOf, sleep as sleepFor, type ServerEventLike } from '@s2s/testing';
 
 export function attachUrl(base: string, sessionId: string): string {
   return `${base}?session_id=${encodeURIComponent(sessionId)}`;
@@ -335,4 +335,17 @@ export function series(page: string, name: string, labels: Record<string, string
     if (Object.entries(labels).every(([k, v]) => (m[2] ?? '').includes(`${k}="${v}"`))) return Number(m[3]);
   }
   return 0;
+}
+
+/** Streams `ms` of a tone in 20 ms frames, in real time, and waits for the echo model's delta of each frame. */
+export async function streamEchoed(client: Client, ms: number): Promise<void> {
+  const audio = frames(tone(ms));
+  for (const f of audio) {
+    client.append(f);
+    await sleepFor(20);
+  }
+  await eventuallyOf(
+    () => client.events.filter((e) => e.type === 'response.output_audio.delta').length,
+    (n) => n === audio.length,
+  );
 }

@@ -8,12 +8,11 @@ import {
   createKey,
   createModel,
   eventually,
-  frames,
   newSession,
   refused,
   sessionRow,
   setupRelay,
-  sleep,
+  streamEchoed,
   tone,
 } from './helpers.js';
 
@@ -23,15 +22,7 @@ t.test('an end requested while streaming: upstream stopped, final checkpoint, cl
   const key = await createKey(env.db, 10_000);
   const s = await newSession(env.db, key, 'local/echo');
   const { client } = await attach(attachUrl(env.url, s.id), key.secret);
-  const audio = frames(tone(400));
-  for (const f of audio) {
-    client.append(f);
-    await sleep(20);
-  }
-  await eventually(
-    () => client.events.filter((e) => e.type === 'response.output_audio.delta').length,
-    (n) => n === audio.length,
-  );
+  await streamEchoed(client, 400);
   await requestEnd({ ctx: { db: env.db, bus: env.bus }, input: { sessionId: s.id, cause: 'client_closed' } });
   const closed = await client.closed;
   t.equal(closed.code, 1000);

@@ -21,8 +21,8 @@ import {
 function flakyBus(down: () => boolean): (bus: Bus) => Bus {
   return (bus) => ({
     ...bus,
-    publish: (subject, message, msgId) =>
-      down() ? Promise.reject(new Error('simulated JetStream outage')) : bus.publish(subject, message, msgId),
+    publish: (subject, message, msgId, headers) =>
+      down() ? Promise.reject(new Error('simulated JetStream outage')) : bus.publish(subject, message, msgId, headers),
     publishAcked: (subject, payload, msgId, headers) =>
       down() ? Promise.reject(new Error('simulated JetStream outage')) : bus.publishAcked(subject, payload, msgId, headers),
   });

@@ -51,6 +51,8 @@ export type OpenOptions = Pick<ProviderBaseOptions, 'connectTimeoutMs' | 'retrie
   context?: () => ReplayContext;
   /** Failover routes, in order: another provider's ProviderBase (one that replays history) and its model. */
   fallbacks?: { base: ProviderBase; providerModel: string }[];
+  /** Trace context headers every connection of the session (moves too) is opened with (`UpstreamAdapter.connect`). */
+  trace?: Readonly<Record<string, string>>;
 };
 
 /**
@@ -106,7 +108,8 @@ export class ProviderBase {
               .map(({ base, providerModel }) => ({
                 provider: base.name,
                 providerModel,
-                reopen: (next: UpstreamSessionConfig, abort: AbortSignal) => base.attempt(next, metered, abort, base.connectTimeoutMs),
+                reopen: (next: UpstreamSessionConfig, abort: AbortSignal) =>
+                  base.attempt(next, metered, abort, base.connectTimeoutMs, opts.trace),
               })),
             ...(opts.onRetry ? { onReconnect: opts.onRetry } : {}),
             ...(opts.onRoute ? { onRoute: opts.onRoute } : {}),
@@ -117,7 +120,7 @@ export class ProviderBase {
       if (signal.aborted) throw new UpstreamError(this.name, 'aborted');
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw new UpstreamError(this.name, 'timeout');
-      const outcome = await this.attempt(config, metered, signal, remaining);
+      const outcome = await this.attempt(config, metered, signal, remaining, opts.trace);
       if (outcome.connection) {
         metered.attach(outcome.connection);
         return metered;
@@ -140,6 +143,7 @@ export class ProviderBase {
     metered: MeteredConnection,
     signal: AbortSignal,
     budgetMs: number,
+    trace: Readonly<Record<string, string>> | undefined,
   ): Promise<{ connection: UpstreamConnection; error?: never } | { connection?: never; error: UpstreamError }> {
     const controller = new AbortController();
     let timedOut = false;
@@ -150,7 +154,7 @@ export class ProviderBase {
     const onAbort = () => controller.abort();
     signal.addEventListener('abort', onAbort, { once: true });
     const generation = metered.nextGeneration();
-    const connecting = this.adapter.connect(config, (event) => metered.handle(event, generation), controller.signal);
+    const connecting = this.adapter.connect(config, (event) => metered.handle(event, generation), controller.signal, trace);
     // An adapter that ignores its signal must not hold open() past the deadline; a late success is let go.
     const givenUp = new Promise<never>((_, reject) => {
       controller.signal.addEventListener('abort', () => reject(new UpstreamError(this.name, 'aborted')), { once: true });

@@ -112,11 +112,16 @@ export class OpenAIRealtimeAdapter implements ProviderAdapter {
     this.tokenRatio = opts.tokenRatio ?? { ...REFERENCE_TOKENS };
   }
 
-  async connect(config: UpstreamSessionConfig, onEvent: (event: UpstreamEvent) => void, signal: AbortSignal): Promise<UpstreamConnection> {
+  async connect(
+    config: UpstreamSessionConfig,
+    onEvent: (event: UpstreamEvent) => void,
+    signal: AbortSignal,
+    trace?: Readonly<Record<string, string>>,
+  ): Promise<UpstreamConnection> {
     const url = new URL(this.url);
     url.searchParams.set('model', config.providerModel);
     const headers: Record<string, string> = {
-      ...(this.propagateTrace ? traceHeaders() : {}),
+      ...(this.propagateTrace ? (trace ?? traceHeaders()) : {}),
       ...(this.apiKey ? (this.apiKeyHeader === 'api-key' ? { 'api-key': this.apiKey } : { Authorization: `Bearer ${this.apiKey}` }) : {}),
     };
     const ws = await this.openSocket({ provider: this.name, url: url.toString(), headers, signal });

@@ -196,6 +196,14 @@ export interface ProviderAdapter {
    * Absent: the adapter keeps its session across connections itself (Gemini) or not at all.
    */
   readonly replaysHistory?: boolean;
-  /** Opens one upstream session. Rejects on failure; ProviderBase retries and times it out. */
-  connect(config: UpstreamSessionConfig, onEvent: (event: UpstreamEvent) => void, signal: AbortSignal): Promise<UpstreamConnection>;
+  /**
+   * Opens one upstream session. Rejects on failure; ProviderBase retries and times it out. `trace`: the W3C
+   * trace context headers of the relay's connect span, for an adapter that propagates the trace.
+   */
+  connect(
+    config: UpstreamSessionConfig,
+    onEvent: (event: UpstreamEvent) => void,
+    signal: AbortSignal,
+    trace?: Readonly<Record<string, string>>,
+  ): Promise<UpstreamConnection>;
 }
