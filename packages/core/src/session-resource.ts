@@ -66,10 +66,37 @@ export interface AuthenticatedKey {
   walletId: string;
 }
 
-export function realtimeUrl(base: string, sessionId: string): string {
+function urlWithSessionId(base: string, sessionId: string): string {
   const url = new URL(base);
   url.searchParams.set('session_id', sessionId);
   return url.toString();
+}
+
+// Letters and digits only, like the ids below: the query serializer writes it as it is.
+const PLACEHOLDER = 'S2sSessionIdPlaceholder0';
+// Session ids (`newId`) are letters, digits and `_`, which the serializer also leaves as they are.
+const PLAIN_ID = /^[0-9A-Za-z_]+$/;
+/** Per base URL: the realtime URL of a placeholder id, split around it (null: the base holds the placeholder). */
+const urlTemplates = new Map<string, readonly [string, string] | null>();
+
+function urlTemplate(base: string): readonly [string, string] | null {
+  let template = urlTemplates.get(base);
+  if (template === undefined) {
+    const url = urlWithSessionId(base, PLACEHOLDER);
+    const at = url.indexOf(PLACEHOLDER);
+    template = at === -1 || url.includes(PLACEHOLDER, at + 1) ? null : [url.slice(0, at), url.slice(at + PLACEHOLDER.length)];
+    if (urlTemplates.size < 16) urlTemplates.set(base, template);
+  }
+  return template;
+}
+
+/**
+ * `base` with `session_id` set in its query, as `URL` writes it; the URL is parsed once per base (a deployment has
+ * one), not once per session resource.
+ */
+export function realtimeUrl(base: string, sessionId: string): string {
+  const template = PLAIN_ID.test(sessionId) ? urlTemplate(base) : null;
+  return template === null ? urlWithSessionId(base, sessionId) : template[0] + sessionId + template[1];
 }
 
 const unixSeconds = (d: Date) => Math.floor(d.getTime() / 1000);

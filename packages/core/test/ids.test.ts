@@ -35,3 +35,26 @@ t.test('bearer parsing', async (t) => {
 t.test('realtime url carries the session id', async (t) => {
   t.equal(realtimeUrl('wss://gw.example/v1/realtime', 'vs_1'), 'wss://gw.example/v1/realtime?session_id=vs_1');
 });
+
+t.test('realtime url: the same string URL writes, for any base and id, the first time and after', async (t) => {
+  const byUrl = (base: string, id: string) => {
+    const url = new URL(base);
+    url.searchParams.set('session_id', id);
+    return url.toString();
+  };
+  const bases = [
+    'ws://127.0.0.1:8081/v1/realtime',
+    'wss://gw.example/v1/realtime?region=eu&x=a%20b+c',
+    'wss://gw.example/v1/realtime?session_id=old&session_id=older&k=1#frag',
+    'wss://gw.example:443/v1/real%74ime/?',
+    'wss://gw.example/v1/realtime?p=S2sSessionIdPlaceholder0',
+  ];
+  const ids = ['vs_1', newId('vs'), 'a b', 'x&y=z', 'é+%', ''];
+  for (const base of bases) {
+    for (let pass = 0; pass < 2; pass++) {
+      for (const id of ids) t.equal(realtimeUrl(base, id), byUrl(base, id), `${base} ${id}`);
+    }
+  }
+  t.throws(() => realtimeUrl('not a url', 'vs_1'));
+  t.throws(() => realtimeUrl('not a url', 'vs_1'));
+});
