@@ -11,7 +11,7 @@ import { consoleRouter } from './routes/console.js';
 import { realtimeClientSecretsRouter, sessionClientSecretsRouter } from './routes/client-secrets.js';
 import { healthRouter } from './routes/health.js';
 import { modelsAheadOfExpress, modelsFastPath, modelsRouter } from './routes/models.js';
-import { sessionsRouter } from './routes/sessions.js';
+import { createSessionRoute, sessionsRouter } from './routes/sessions.js';
 import { sessionEndRouter } from './routes/session-end.js';
 
 export type { AppDeps } from './context.js';
@@ -45,7 +45,9 @@ export function buildApp(deps: AppDeps): Express {
   app.use(refuseOptions(ctx.config.ADMIN_TOKEN));
   app.use(deferredJsonBody(ctx.config.HTTP_BODY_LIMIT_BYTES));
 
-  // Routers mounted at their prefix are skipped without being entered by requests for other paths.
+  // The hottest route on the app itself; routers mounted at their prefix are skipped without being entered by
+  // requests for other paths.
+  app.post('/v1/voice/sessions', createSessionRoute(ctx));
   app.use('/v1/voice/sessions', sessionsRouter(ctx));
   app.use('/v1/voice/sessions', sessionClientSecretsRouter(ctx));
   app.use('/v1/realtime', realtimeClientSecretsRouter(ctx));

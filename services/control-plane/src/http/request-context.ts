@@ -96,10 +96,11 @@ export function startRequest(
 ): void {
   const started = process.hrtime.bigint();
   const requestId = newRequestId();
-  // Express keeps the locals a request answered ahead of it already has.
-  const locals = (res.locals ??= Object.create(null) as Record<string, unknown>);
-  locals.requestId = requestId;
-  locals.logger = logger;
+  // Every field from the start, in one order: a fast-properties object in place of express's empty
+  // Object.create(null), a dictionary whose every store and load goes through V8's runtime. (Express keeps
+  // the locals a request answered ahead of it already has.)
+  const locals: RequestLocals = { requestId, logger, errorCode: undefined, requestLogger: undefined, storeUnavailable: undefined };
+  res.locals = locals as unknown as Record<string, unknown>;
   res.setHeader('X-Request-Id', requestId);
   res.setHeader('Cache-Control', 'no-store');
   res.once('close', () => {

@@ -9,8 +9,11 @@ import { readJsonBody } from '../http/body.js';
 import { parseIdempotencyKey } from '../http/idempotency.js';
 import { traceIdOf } from '../http/request-context.js';
 
-/** POST /v1/voice/sessions: what the route does once the request's body has been read (or failed to be). */
-function createRoute(ctx: AppContext): (req: Request, res: Response) => Promise<void> {
+/**
+ * POST /v1/voice/sessions: what the route does once the request's body has been read (or failed to be). The app
+ * routes it itself (app.ts), not through sessionsRouter: a create skips entering a router mounted at a prefix.
+ */
+export function createSessionRoute(ctx: AppContext): (req: Request, res: Response) => Promise<void> {
   const { config } = ctx;
   const settings = sessionSettingsOf(config);
 
@@ -49,11 +52,10 @@ function createRoute(ctx: AppContext): (req: Request, res: Response) => Promise<
   };
 }
 
-/** POST /v1/voice/sessions and GET /v1/voice/sessions/{id}; mounted at /v1/voice/sessions. */
+/** GET /v1/voice/sessions/{id}; mounted at /v1/voice/sessions (the create is createSessionRoute). */
 export function sessionsRouter(ctx: AppContext): Router {
   const router = Router();
   const { config } = ctx;
-  router.post('/', createRoute(ctx));
 
   router.get('/:id', async (req, res) => {
     const key = await authenticateKey({ ctx, input: { authorization: req.headers.authorization } });
