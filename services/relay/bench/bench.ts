@@ -10,10 +10,11 @@
 //   --prime=10 (BENCH_PRIME: seconds of unmeasured load through the relay and the proxy, at the first N, before
 //   the first measured run, so that every N measures optimized code rather than the JIT's warm-up; 0 = none)
 // BENCH_RELAY_NODE_ARGS and BENCH_PROXY_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") and
-// BENCH_DEBUG=1 for investigations.
+// BENCH_DEBUG=1 for investigations; BENCH_STDOUT_DIR=<dir> also writes each server's stdout (V8's
+// --trace-opt/--trace-deopt lines among the logs) to <dir>/<script>-<pid>.out.
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -89,7 +90,9 @@ function startPinned(
   const onLine = new Set<(line: string) => void>();
   return new Promise((resolve, reject) => {
     let buf = '';
+    const tee = env.BENCH_STDOUT_DIR ? createWriteStream(`${env.BENCH_STDOUT_DIR}/${script.split('/').pop()}-${child.pid}.out`) : null;
     child.stdout!.on('data', (c: Buffer) => {
+      tee?.write(c);
       buf += c.toString();
       let nl: number;
       while ((nl = buf.indexOf('\n')) >= 0) {
