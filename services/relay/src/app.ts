@@ -11,6 +11,7 @@ import { checkOrigin, negotiate } from './domain/handshake.js';
 import { recordAttachment } from '@s2s/sessions';
 import { Relay, type RelayDeps } from './relay.js';
 import type { UpgradeTelemetry } from './telemetry.js';
+import { holdWsFrameOptions } from './ws-frame-options.js';
 
 export interface RelayAppDeps extends RelayDeps {
   /** Wall clock for expiry decisions; tests move it. */
@@ -41,6 +42,8 @@ const MAX_ID_LENGTH = 255;
 export function buildRelay(deps: RelayAppDeps): RelayApp {
   const { config, logger } = deps;
   const now = deps.now ?? (() => new Date());
+  // Before any socket sends: keeps the shape of ws's frame options across idle-time GCs (see the module).
+  holdWsFrameOptions();
   const relay = new Relay(deps);
   const wss = new WebSocketServer({
     noServer: true,
