@@ -17,6 +17,8 @@ declare module 'autocannon' {
     connections?: number;
     pipelining?: number;
     duration?: number;
+    /** Requests to send, instead of a duration. */
+    amount?: number;
     workers?: number;
   }
   export interface Result {

@@ -21,6 +21,10 @@ const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=
 const QUICK = process.argv.includes('--quick');
 const DURATION_S = Number(flag('duration') ?? (QUICK ? 3 : 10));
 const WARMUP_S = QUICK ? 1 : 2;
+// ...and at least this many requests: a fresh control plane's CPU per create falls by half over its first ~3,000
+// creates as V8 optimizes the path (docs/benchmarks.md, 2026-11-27 perf profile), so a time-only warm-up measured
+// part-cold code whenever the machine was slow. Same requests, connections and keep-alive as the measured run.
+const WARMUP_REQUESTS = Number(flag('warmup-requests') ?? 5000);
 const CONNECTIONS = Number(flag('connections') ?? 32);
 const POOL = flag('pool');
 // Open-loop rate: by default 0.7 x what PostgreSQL itself did with the create statement in this run.
@@ -33,7 +37,10 @@ const CP_NODE_ARGS = (process.env.BENCH_CP_NODE_ARGS ?? '').split(' ').filter(Bo
 const PGBENCH = process.env.PGBENCH ?? 'pgbench';
 
 async function run(name: string, opts: Parameters<typeof autocannon>[0]): Promise<Result> {
-  await autocannon({ ...opts, duration: WARMUP_S }); // warm-up: JIT, pool connections, prepared statements
+  // warm-up: JIT, pool connections, prepared statements
+  const warm = await autocannon({ ...opts, duration: WARMUP_S });
+  const more = WARMUP_REQUESTS - warm['2xx'] - warm.non2xx;
+  if (more > 0) await autocannon({ ...opts, amount: more });
   const result = await autocannon({ ...opts, duration: DURATION_S });
   if (result.errors || result.non2xx || result.timeouts) {
     console.error(`${name}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx answers`);
@@ -165,7 +172,7 @@ try {
     `\ncontrol-plane bench: ${new Date().toISOString()}, ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}`,
   );
   console.log(
-    `${DURATION_S} s per run after a ${WARMUP_S} s warm-up, ${CONNECTIONS} connections, DB pool ${POOL ?? 'default'}, LOG_LEVEL ${LOG_LEVEL}, ` +
+    `${DURATION_S} s per run after a warm-up of ${WARMUP_S} s and at least ${WARMUP_REQUESTS} requests, ${CONNECTIONS} connections, DB pool ${POOL ?? 'default'}, LOG_LEVEL ${LOG_LEVEL}, ` +
       `telemetry ${TELEMETRY ? 'on' : 'off'}, 1-min load average ${loadBefore.toFixed(2)} before / ${loadavg()[0]!.toFixed(2)} after\n`,
   );
   console.log('| endpoint | req/s | p50 ms | p99 ms | vs baseline |');

@@ -2,7 +2,8 @@
 // request rate, for `GET /v1/models` and `POST /v1/voice/sessions`, beside the bare express handler. A loaded
 // machine moves this far less than throughput: compare builds A/B with `--builds=<service dir>,<service dir>`
 // (e.g. a detached worktree of main as the first), run interleaved, several rounds.
-// Options: --builds=<dirs> (default: this one) --rate=800 --seconds=4 --warmup=2 --rounds=5; BENCH_CP_NODE_ARGS
+// Options: --builds=<dirs> (default: this one) --rate=800 --seconds=4 --warmup=2 --rounds=5; BENCH_CP_NODE_ARGS;
+// a build written `<dir>#<node args>` (e.g. `.#--max-semi-space-size=64`) runs with those node flags as well.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -43,7 +44,9 @@ const prefixes: string[] = [];
 const targets: Target[] = [];
 try {
   targets.push({ name: 'bare express', server: await startServer(['bench/baseline-server.ts'], {}), bare: '/' });
-  for (const [i, dir] of BUILDS.entries()) {
+  for (const [i, build] of BUILDS.entries()) {
+    const [dir = '', buildArgs = ''] = build.split('#');
+    const nodeArgs = [CP_NODE_ARGS, buildArgs].filter(Boolean).join(' ');
     const prefix = `benchcpu_${randomBytes(4).toString('hex')}`;
     prefixes.push(prefix);
     const server = await startServer(
@@ -55,14 +58,14 @@ try {
         HTTP_PORT: '0',
         ADMIN_TOKEN: 'bench-admin-token',
         LOG_LEVEL: 'info',
-        ...(CP_NODE_ARGS ? { NODE_ARGS: CP_NODE_ARGS } : {}),
+        ...(nodeArgs ? { NODE_ARGS: nodeArgs } : {}),
       },
       dir,
     );
     const url = `http://127.0.0.1:${server.port}`;
     const key = await mintBenchKey(url);
     targets.push({
-      name: `build ${i + 1} (${dir})`,
+      name: `build ${i + 1} (${build})`,
       server,
       models: `${url}/v1/models`,
       create: {
