@@ -85,10 +85,18 @@ export interface Worker {
   readonly stats: WorkerStats;
 }
 
-/** A message as it arrived, decoded on arrival (while the previous batch waits on its store). */
+type Undecoded = Exclude<Decoded<never>, { ok: true }> | { ok: false; answer: 'thrown'; err: unknown };
+
+/**
+ * A message as it arrived, decoded on arrival (while the previous batch waits on its store). Decoded, it is
+ * its handler's item as it stands: a batch of tens of thousands waits in memory, and every object kept per
+ * message until then is copied by the young-generation collector (about a fifth of billing's CPU).
+ */
 interface Arrived<V> {
   msg: WorkerMsg;
-  decoded: Decoded<V> | { ok: false; answer: 'thrown'; err: unknown };
+  value: V | undefined;
+  /** Why there is no value: answered without a handler. */
+  undecoded: Undecoded | undefined;
 }
 
 /** Thrown out of an outage hold when the worker is stopping: what is unanswered goes back to the server. */
@@ -195,12 +203,14 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
   }
 
   /** A decoder that throws (a bug) fails that message, which is then retried like a failed handler call. */
-  function decodeSafely(msg: WorkerMsg): Arrived<V>['decoded'] {
+  function arrived(msg: WorkerMsg): Arrived<V> {
+    let decoded: Decoded<V>;
     try {
-      return opts.decode(msg);
+      decoded = opts.decode(msg);
     } catch (err) {
-      return { ok: false, answer: 'thrown', err };
+      return { msg, value: undefined, undecoded: { ok: false, answer: 'thrown', err } };
     }
+    return decoded.ok ? { msg, value: decoded.value, undecoded: undefined } : { msg, value: undefined, undecoded: decoded };
   }
 
   async function runBatch<W>(
@@ -262,17 +272,19 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
     stats.batches++;
     stats.received += batch.length;
     const byKind = new Map<string, Item<V>[]>();
-    for (const { msg, decoded } of batch) {
-      if (decoded.ok) {
-        let list = byKind.get(decoded.value.kind);
-        if (!list) byKind.set(decoded.value.kind, (list = []));
-        list.push({ msg, value: decoded.value });
-      } else if (decoded.answer === 'ack') {
+    for (const a of batch) {
+      const { msg, undecoded } = a;
+      if (undecoded === undefined) {
+        const kind = (a.value as V).kind;
+        let list = byKind.get(kind);
+        if (!list) byKind.set(kind, (list = []));
+        list.push(a as Item<V>);
+      } else if (undecoded.answer === 'ack') {
         msg.ack();
-      } else if (decoded.answer === 'thrown') {
-        await answer(msg, failed(decoded.err));
+      } else if (undecoded.answer === 'thrown') {
+        await answer(msg, failed(undecoded.err));
       } else {
-        await deadLetter(msg, decoded.reason);
+        await deadLetter(msg, undecoded.reason);
       }
     }
     // Built only if an outage hold needs it.
@@ -320,7 +332,7 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
     stats,
     async start() {
       await opts.source.start((msg) => {
-        buffer.push({ msg, decoded: decodeSafely(msg) });
+        buffer.push(arrived(msg));
         wake?.();
       });
       loop = run();

@@ -59,7 +59,7 @@ export async function storeCheckpoints({
   ctx: { db: DbHandle };
   input: { newest: Iterable<UsageCheckpoint> };
 }): Promise<StoredCheckpoints> {
-  const newest = [...input.newest].sort((a, b) => (a.attachment_id < b.attachment_id ? -1 : a.attachment_id > b.attachment_id ? 1 : 0));
+  const newest = sortedForStore(input.newest);
   const result: StoredCheckpoints = {
     unknownSessions: new Set(),
     settledSessions: new Set(),
@@ -105,6 +105,11 @@ export async function storeCheckpoints({
     }
     return result;
   });
+}
+
+/** The checkpoints in attachment id order: the order every transaction writes the rows in. */
+export function sortedForStore(newest: Iterable<UsageCheckpoint>): UsageCheckpoint[] {
+  return [...newest].sort((a, b) => (a.attachment_id < b.attachment_id ? -1 : a.attachment_id > b.attachment_id ? 1 : 0));
 }
 
 /**
