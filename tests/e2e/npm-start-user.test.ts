@@ -9,7 +9,9 @@ import { answers, portsFrom, startScript, stop } from './npm-start.js';
 
 // Whole-gateway starts from cold sources take tens of seconds on a loaded machine.
 t.setTimeout(360_000);
-const ports = portsFrom(16200);
+// Clear of npm-start-embedded (16100–16108, and its second relay at 16205: start.mjs puts relay i on RELAY_PORT + 100 i),
+// which tap may run at the same time.
+const ports = portsFrom(16400);
 const asRoot = process.getuid?.() === 0;
 const USER = 'nobody';
 
