@@ -67,9 +67,10 @@ interface SessionForSettlement extends Record<RateField, number> {
 }
 
 /**
- * Settles one ended session in one transaction: session row locked, then settlements row (its primary key
- * makes a second settler a no-op), wallet charged and reservation released, one `charge` ledger row, and
- * the session made terminal with its final usage. A session already settled is answered as it was.
+ * Settles one ended session in one transaction of four round trips (BEGIN, the lock, the usage, one write)
+ * and its COMMIT: session row locked, then one statement writes the settlements row (its primary key makes a
+ * second settler a no-op), charges the wallet and releases the reservation, adds one `charge` ledger row, and
+ * makes the session terminal with its final usage. A session already settled is answered as it was.
  */
 export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; input: { sessionId: string } }): Promise<SettleOutcome> {
   const { sessionId } = input;
@@ -93,7 +94,9 @@ export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; inp
     }
     if (!s.end_requested_at || !s.terminal_status) return { outcome: 'not_requested' };
 
-    const usage = await attachmentUsage(sql, sessionId);
+    // A statement of its own, after the lock: a fold holds the session row until it commits, and a statement
+    // sees only what was committed when it began, so the lock's statement could miss the fold it waited for.
+    const { usage, routes } = await attachmentTotals(sql, sessionId);
     const plan = planSettlement({
       rate: rateFromRow(s),
       usage,
@@ -101,57 +104,64 @@ export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; inp
       reservedCents: s.reserved_cents,
       terminalStatus: s.terminal_status,
     });
-
     const counters = USAGE_COUNTERS.map((c) => usage[c]);
-    const routes = await attachmentRoutes(sql, sessionId);
-    const inserted = await sql.query(
-      `INSERT INTO settlements (session_id, status, billed_cents, ${USAGE_COUNTERS.join(', ')}, routes)
-       VALUES ($1, $2, $3, ${USAGE_COUNTERS.map((_, i) => `$${i + 4}`).join(', ')}, $${USAGE_COUNTERS.length + 4}::jsonb)
-       ON CONFLICT (session_id) DO NOTHING
-       RETURNING session_id`,
-      [sessionId, plan.status, plan.billedCents, ...counters, routes === null ? null : JSON.stringify(routes)],
-    );
-    // Both rows are written in this one transaction under the session lock, so this cannot happen.
-    if (inserted.rowCount !== 1) throw new AppError('internal_error', 'settlements row exists for an unsettled session');
-
-    await sql.query(
-      `UPDATE wallets SET balance_cents = balance_cents - $2, reserved_cents = reserved_cents - $3, updated_at = now()
-        WHERE id = $1`,
-      [s.wallet_id, plan.billedCents, plan.releaseCents],
-    );
-    await sql.query(`INSERT INTO ledger_entries (wallet_id, kind, amount_cents, session_id) VALUES ($1, 'charge', $2, $3)`, [
-      s.wallet_id,
-      plan.billedCents,
+    const written = await sql.query<{ settled_at: Date | null }>(SETTLE_WRITE_SQL, [
       sessionId,
+      plan.status,
+      plan.billedCents,
+      s.wallet_id,
+      plan.releaseCents,
+      routes === null ? null : JSON.stringify(routes),
+      ...counters,
     ]);
-    const updated = await sql.query<{ settled_at: Date }>(
-      `UPDATE voice_sessions
-          SET status = $3, terminal_status = $3, settled_at = now(), reserved_cents = 0, billed_cents = $2,
-              last_activity_at = ${sessionActivitySql('voice_sessions')},
-              ${USAGE_COUNTERS.map((c, i) => `${c} = $${i + 4}`).join(', ')}
-        WHERE id = $1
-        RETURNING settled_at`,
-      [sessionId, plan.billedCents, plan.status, ...counters],
-    );
-    const settledAt = updated.rows[0]?.settled_at;
-    if (!settledAt) throw new AppError('internal_error', 'settled session row vanished');
+    // The settlements row is written under the session lock, so a conflict (no row) cannot happen.
+    const settledAt = written.rows[0]?.settled_at;
+    if (!settledAt) throw new AppError('internal_error', 'settlements row exists for an unsettled session');
     const settlement = { sessionId, status: plan.status, billedCents: plan.billedCents, settledAt };
     return { outcome: 'settled', settlement, usage, endRequestedAt: s.end_requested_at };
   });
 }
 
-/** The session's usage by route (its attachments' splits summed); null when any attachment's is unknown. */
-async function attachmentRoutes(sql: Sql, sessionId: string): Promise<CheckpointRoute[] | null> {
-  const { rows } = await sql.query<{ routes: CheckpointRoute[] | null }>(
-    `SELECT a.routes FROM session_attachments a WHERE a.session_id = $1 ORDER BY a.started_at, a.id`,
+const COUNTER_PARAMS = USAGE_COUNTERS.map((_, i) => `$${i + 7}`);
+
+/**
+ * The settlement's writes in one statement: $1 session, $2 status, $3 billed cents, $4 wallet, $5 cents
+ * released, $6 routes (jsonb or null), $7.. the usage counters. The wallet, ledger and session writes run
+ * only if the settlements row was inserted; one row back, with the session's `settled_at` (null if not).
+ */
+const SETTLE_WRITE_SQL = `
+  WITH settlement AS (
+    INSERT INTO settlements (session_id, status, billed_cents, ${USAGE_COUNTERS.join(', ')}, routes)
+    VALUES ($1::text, $2::text, $3::int8, ${COUNTER_PARAMS.join(', ')}, $6::jsonb)
+    ON CONFLICT (session_id) DO NOTHING
+    RETURNING session_id
+  ), wallet AS (
+    UPDATE wallets SET balance_cents = balance_cents - $3, reserved_cents = reserved_cents - $5, updated_at = now()
+     WHERE id = $4 AND EXISTS (SELECT 1 FROM settlement)
+  ), ledger AS (
+    INSERT INTO ledger_entries (wallet_id, kind, amount_cents, session_id)
+    SELECT $4::text, 'charge', $3::int8, session_id FROM settlement
+  ), session AS (
+    UPDATE voice_sessions
+       SET status = $2, terminal_status = $2, settled_at = now(), reserved_cents = 0, billed_cents = $3,
+           last_activity_at = ${sessionActivitySql('voice_sessions')},
+           ${USAGE_COUNTERS.map((c, i) => `${c} = ${COUNTER_PARAMS[i]}`).join(', ')}
+     WHERE id = $1 AND EXISTS (SELECT 1 FROM settlement)
+    RETURNING settled_at
+  )
+  SELECT (SELECT settled_at FROM session) AS settled_at`;
+
+/**
+ * The session's usage (its attachments' counters summed) and its usage by route (their splits summed; null
+ * when any attachment's is unknown), in one read.
+ */
+async function attachmentTotals(sql: Sql, sessionId: string): Promise<{ usage: Usage; routes: CheckpointRoute[] | null }> {
+  const { rows } = await sql.query<Usage & { routes: (CheckpointRoute[] | null)[] | null }>(
+    `SELECT ${usageSums('a')}, json_agg(a.routes ORDER BY a.started_at, a.id) AS routes
+       FROM session_attachments a WHERE a.session_id = $1`,
     [sessionId],
   );
-  return usageByRoute(rows.map((r) => r.routes));
-}
-
-async function attachmentUsage(sql: Sql, sessionId: string): Promise<Usage> {
-  const { rows } = await sql.query<Usage>(`SELECT ${usageSums('a')} FROM session_attachments a WHERE a.session_id = $1`, [sessionId]);
   const u = rows[0];
   if (!u) throw new AppError('internal_error', 'usage sum returned no row');
-  return usageFromRow(u);
+  return { usage: usageFromRow(u), routes: usageByRoute(u.routes ?? []) };
 }
