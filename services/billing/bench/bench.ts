@@ -346,15 +346,17 @@ if (PARTS.includes('a')) {
 // BENCH_BASELINE_DIR: the services/billing directory of another checkout (e.g. before a change), run on the
 // same traffic in the same run (parts c and b), so the figures compare as a ratio on this noisy machine.
 const baselineDir = process.env.BENCH_BASELINE_DIR;
+// BENCH_BASELINE_VERSION: the checkpoint version the baseline folds; 3 (default) for a build before version 4.
+const BASELINE_VERSION = arg('BASELINE_VERSION', 3) === 4 ? 4 : 3;
 const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor((xs.length - 1) / 2)] ?? NaN;
 if (PARTS.includes('c')) {
   const need = RATE_SESSIONS * RATE_CHECKPOINTS_PER_SECOND;
-  // The baseline folds version 3 (a build before version 4 reads no other); this build each version asked for.
+  // The baseline folds BENCH_BASELINE_VERSION; this build each version asked for.
   const runs: [string, { cwd?: string; intervalMs: number; bare?: boolean; version?: 3 | 4 }][] = CHECKPOINT_VERSIONS.map((version) => [
     CHECKPOINT_VERSIONS.length > 1 ? `this build, checkpoints v${version}` : 'this build',
     { intervalMs: 250, version },
   ]);
-  if (baselineDir) runs.unshift(['baseline', { cwd: baselineDir, intervalMs: 250, version: 3 }]);
+  if (baselineDir) runs.unshift(['baseline', { cwd: baselineDir, intervalMs: 250, version: BASELINE_VERSION }]);
   // BENCH_BARE=0 leaves out the bare consumer (the NATS ceiling of the same run).
   if (process.env.BENCH_BARE !== '0') runs.unshift(['bare consumer (acks only)', { intervalMs: 250, bare: true }]);
   // BENCH_ROUNDS: the runs again, every other round in reverse order (a machine whose load drifts favours
@@ -387,17 +389,24 @@ if (PARTS.includes('c')) {
 if (PARTS.includes('b')) {
   const builds: [string, string | undefined, 3 | 4][] = baselineDir
     ? [
-        ['baseline (checkpoints v3)', baselineDir, 3],
+        [`baseline (checkpoints v${BASELINE_VERSION})`, baselineDir, BASELINE_VERSION],
         ['this build', undefined, 4],
       ]
     : [['this build', undefined, 4]];
-  for (const [label, cwd, version] of builds) {
-    const b = await latency(cwd, version);
-    console.log(
-      `(b) ${label}, end -> settled: ${b.ends} ends at ${ENDS_PER_SECOND}/s with ${LIVE_SESSIONS} live sessions ` +
-        `(${fmt(b.checkpointsPerSecond)} checkpoints/s): p50 ${fmt(b.p50, 1)} ms, p99 ${fmt(b.p99, 1)} ms, max ${fmt(b.max, 1)} ms ` +
-        `(target p99 <= 250 ms); ledger invariant violations: ${b.invariants}`,
-    );
+  // BENCH_ROUNDS as at part (c): every other round in reverse order (A B B A ...).
+  const p99s = new Map<string, number[]>();
+  for (let round = 1; round <= arg('ROUNDS', 1); round++) {
+    for (const [label, cwd, version] of round % 2 === 1 ? builds : [...builds].reverse()) {
+      const b = await latency(cwd, version);
+      p99s.set(label, [...(p99s.get(label) ?? []), b.p99]);
+      console.log(
+        `(b) round ${round}, ${label}, end -> settled: ${b.ends} ends at ${ENDS_PER_SECOND}/s with ${LIVE_SESSIONS} live sessions ` +
+          `(${fmt(b.checkpointsPerSecond)} checkpoints/s): p50 ${fmt(b.p50, 1)} ms, p99 ${fmt(b.p99, 1)} ms, max ${fmt(b.max, 1)} ms ` +
+          `(target p99 <= 50 ms); ledger invariant violations: ${b.invariants}`,
+      );
+    }
   }
+  for (const [label, xs] of p99s)
+    if (xs.length > 1) console.log(`(b) ${label}: p99 of each round ${xs.map((x) => fmt(x, 1)).join(', ')} ms`);
 }
 process.exit(0);

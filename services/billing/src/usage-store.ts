@@ -45,7 +45,24 @@ const UPSERT_ATTACHMENTS_SQL = `
          last_audio_at = CASE WHEN EXCLUDED.audio_in_ms + EXCLUDED.audio_out_ms > a.audio_in_ms + a.audio_out_ms
                               THEN greatest(a.last_audio_at, EXCLUDED.last_audio_at) ELSE a.last_audio_at END
    WHERE a.seq < EXCLUDED.seq AND a.session_id = EXCLUDED.session_id
-  RETURNING a.session_id, a.final`;
+  RETURNING a.id, a.session_id, a.final`;
+
+/**
+ * The upsert, and with each row it wrote whether that row's session is now ready to settle: its end
+ * requested, unsettled, and every attachment final. The statement sees the attachments as they were before
+ * its own writes (and, under the session locks, as no other transaction can change them), so a row counts
+ * as written where the upsert wrote it and as read elsewhere.
+ */
+const UPSERT_AND_READY_SQL = `
+  WITH written AS (${UPSERT_ATTACHMENTS_SQL})
+  SELECT w.session_id, w.final,
+         w.final AND EXISTS (SELECT 1 FROM voice_sessions s
+                              WHERE s.id = w.session_id AND s.settled_at IS NULL AND s.end_requested_at IS NOT NULL)
+                 AND NOT EXISTS (SELECT 1 FROM written o WHERE o.session_id = w.session_id AND NOT o.final)
+                 AND NOT EXISTS (SELECT 1 FROM session_attachments a
+                                  WHERE a.session_id = w.session_id AND NOT a.final
+                                    AND NOT EXISTS (SELECT 1 FROM written o WHERE o.id = a.id)) AS ready
+    FROM written w`;
 
 /**
  * Writes the newest checkpoint of each attachment (already folded in memory) in one transaction:
@@ -89,20 +106,10 @@ export async function storeCheckpoints({
     if (late.length > 0) await measureUnbilled(sql, late, result.unbilledAudioMs);
     if (live.length === 0) return result;
 
-    const written = await sql.query<{ session_id: string; final: boolean }>(UPSERT_ATTACHMENTS_SQL, [upsertParameter(live)]);
+    const written = await sql.query<{ session_id: string; final: boolean; ready: boolean }>(UPSERT_AND_READY_SQL, [upsertParameter(live)]);
     result.advanced = written.rows.length;
     if (written.rows.length < live.length) await findForeign(sql, live, result.foreignAttachments);
-
-    const finalSessions = [...new Set(written.rows.filter((w) => w.final).map((w) => w.session_id))];
-    if (finalSessions.length > 0) {
-      const ready = await sql.query<{ id: string }>(
-        `SELECT s.id FROM voice_sessions s
-          WHERE s.id = ANY($1::text[]) AND s.settled_at IS NULL AND s.end_requested_at IS NOT NULL
-            AND NOT EXISTS (SELECT 1 FROM session_attachments a WHERE a.session_id = s.id AND NOT a.final)`,
-        [finalSessions],
-      );
-      result.readyToSettle = ready.rows.map((r) => r.id);
-    }
+    result.readyToSettle = [...new Set(written.rows.filter((w) => w.ready).map((w) => w.session_id))];
     return result;
   });
 }
