@@ -75,15 +75,8 @@ interface SessionForSettlement extends Record<RateField, number> {
 export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; input: { sessionId: string } }): Promise<SettleOutcome> {
   const { sessionId } = input;
   return withTransaction(ctx, async (sql) => {
-    const { rows } = await sql.query<SessionForSettlement>(
-      `SELECT s.wallet_id, s.status, s.terminal_status, s.end_requested_at, s.settled_at,
-              s.preauthorized_cents, s.reserved_cents, s.billed_cents,
-              ${rateColumns('r')}
-         FROM voice_sessions s JOIN rate_snapshots r ON r.id = s.rate_snapshot_id
-        WHERE s.id = $1
-          FOR UPDATE OF s`,
-      [sessionId],
-    );
+    // Named statements: prepared once per connection, not planned again for every settlement.
+    const { rows } = await sql.query<SessionForSettlement>({ name: 'billing_settle_lock', text: SETTLE_LOCK_SQL, values: [sessionId] });
     const s = rows[0];
     if (!s) return { outcome: 'not_found' };
     if (s.settled_at) {
@@ -105,15 +98,19 @@ export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; inp
       terminalStatus: s.terminal_status,
     });
     const counters = USAGE_COUNTERS.map((c) => usage[c]);
-    const written = await sql.query<{ settled_at: Date | null }>(SETTLE_WRITE_SQL, [
-      sessionId,
-      plan.status,
-      plan.billedCents,
-      s.wallet_id,
-      plan.releaseCents,
-      routes === null ? null : JSON.stringify(routes),
-      ...counters,
-    ]);
+    const written = await sql.query<{ settled_at: Date | null }>({
+      name: 'billing_settle_write',
+      text: SETTLE_WRITE_SQL,
+      values: [
+        sessionId,
+        plan.status,
+        plan.billedCents,
+        s.wallet_id,
+        plan.releaseCents,
+        routes === null ? null : JSON.stringify(routes),
+        ...counters,
+      ],
+    });
     // The settlements row is written under the session lock, so a conflict (no row) cannot happen.
     const settledAt = written.rows[0]?.settled_at;
     if (!settledAt) throw new AppError('internal_error', 'settlements row exists for an unsettled session');
@@ -121,6 +118,14 @@ export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; inp
     return { outcome: 'settled', settlement, usage, endRequestedAt: s.end_requested_at };
   });
 }
+
+const SETTLE_LOCK_SQL = `
+  SELECT s.wallet_id, s.status, s.terminal_status, s.end_requested_at, s.settled_at,
+         s.preauthorized_cents, s.reserved_cents, s.billed_cents,
+         ${rateColumns('r')}
+    FROM voice_sessions s JOIN rate_snapshots r ON r.id = s.rate_snapshot_id
+   WHERE s.id = $1
+     FOR UPDATE OF s`;
 
 const COUNTER_PARAMS = USAGE_COUNTERS.map((_, i) => `$${i + 7}`);
 
@@ -156,11 +161,12 @@ const SETTLE_WRITE_SQL = `
  * when any attachment's is unknown), in one read.
  */
 async function attachmentTotals(sql: Sql, sessionId: string): Promise<{ usage: Usage; routes: CheckpointRoute[] | null }> {
-  const { rows } = await sql.query<Usage & { routes: (CheckpointRoute[] | null)[] | null }>(
-    `SELECT ${usageSums('a')}, json_agg(a.routes ORDER BY a.started_at, a.id) AS routes
-       FROM session_attachments a WHERE a.session_id = $1`,
-    [sessionId],
-  );
+  const { rows } = await sql.query<Usage & { routes: (CheckpointRoute[] | null)[] | null }>({
+    name: 'billing_settle_totals',
+    text: `SELECT ${usageSums('a')}, json_agg(a.routes ORDER BY a.started_at, a.id) AS routes
+             FROM session_attachments a WHERE a.session_id = $1`,
+    values: [sessionId],
+  });
   const u = rows[0];
   if (!u) throw new AppError('internal_error', 'usage sum returned no row');
   return { usage: usageFromRow(u), routes: usageByRoute(u.routes ?? []) };

@@ -91,10 +91,11 @@ export async function storeCheckpoints({
   return withTransaction(ctx, async (sql) => {
     // Settlement's FOR UPDATE waits for this transaction, so a fold and a settlement never interleave. NO KEY
     // UPDATE, not SHARE: two replicas folding one session take turns (no shared multixact lock).
-    const locked = await sql.query<SessionLockRow>(
-      `SELECT id, settled_at IS NOT NULL AS settled FROM voice_sessions WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE`,
-      [sessionIds],
-    );
+    const locked = await sql.query<SessionLockRow>({
+      name: 'billing_fold_lock',
+      text: `SELECT id, settled_at IS NOT NULL AS settled FROM voice_sessions WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE`,
+      values: [sessionIds],
+    });
     const found = new Map(locked.rows.map((r) => [r.id, r.settled]));
     for (const id of sessionIds) {
       const settled = found.get(id);
@@ -106,7 +107,11 @@ export async function storeCheckpoints({
     if (late.length > 0) await measureUnbilled(sql, late, result.unbilledAudioMs);
     if (live.length === 0) return result;
 
-    const written = await sql.query<{ session_id: string; final: boolean; ready: boolean }>(UPSERT_AND_READY_SQL, [upsertParameter(live)]);
+    const written = await sql.query<{ session_id: string; final: boolean; ready: boolean }>({
+      name: 'billing_fold_upsert',
+      text: UPSERT_AND_READY_SQL,
+      values: [upsertParameter(live)],
+    });
     result.advanced = written.rows.length;
     if (written.rows.length < live.length) await findForeign(sql, live, result.foreignAttachments);
     result.readyToSettle = [...new Set(written.rows.filter((w) => w.ready).map((w) => w.session_id))];
