@@ -158,7 +158,8 @@ export class MeteredConnection implements MeteredUpstream {
       return;
     }
     this.heldBytes += audio.bytes;
-    this.held.push((c) => this.forwardAudio(c, audio));
+    const kept = audio.owned(); // kept past its frame's handler (see Audio.owned)
+    this.held.push((c) => this.forwardAudio(c, kept));
   }
 
   commit(): void {
