@@ -10,8 +10,9 @@
 //   --prime=10 (BENCH_PRIME: seconds of unmeasured load through the relay and the proxy, at the first N, before
 //   the first measured run, so that every N measures optimized code rather than the JIT's warm-up; 0 = none)
 // BENCH_RELAY_NODE_ARGS and BENCH_PROXY_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") and
-// BENCH_DEBUG=1 for investigations; BENCH_STDOUT_DIR=<dir> also writes each server's stdout (V8's
-// --trace-opt/--trace-deopt lines among the logs) to <dir>/<script>-<pid>.out.
+// BENCH_DEBUG=1 for investigations (it also prints each run's measured window and pids, in CLOCK_MONOTONIC
+// seconds as `perf record -k CLOCK_MONOTONIC` stamps samples); BENCH_STDOUT_DIR=<dir> also writes each server's
+// stdout (V8's --trace-opt/--trace-deopt lines among the logs) to <dir>/<script>-<pid>.out.
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, readFileSync } from 'node:fs';
@@ -141,6 +142,8 @@ interface Conn {
 
 const DELTA_TYPE = Buffer.from('"response.output_audio.delta"');
 const now = () => performance.now();
+/** CLOCK_MONOTONIC in seconds, the clock of `perf record -k CLOCK_MONOTONIC` (perf script's times). */
+const monotonicSeconds = () => Number(process.hrtime.bigint()) / 1e9;
 
 /** One connection's protocol: how to open it and what says it is ready. */
 interface Dial {
@@ -350,21 +353,35 @@ interface LoadResult {
   cpuUsPerFrame: number | null;
   /** Share of that CPU spent in the kernel. */
   systemShare: number | null;
+  /** Main-thread sleeps (event-loop turns that waited) per frame. */
+  sleepsPerFrame: number | null;
   p50: number;
   p99: number;
   lost: number;
 }
 
-/** CPU seconds (user + system) of several processes, and the system part. */
-function cpuOf(pids: number[]): { total: number; system: number } {
+/**
+ * Times the main thread of a process blocked (voluntary context switches): an event loop sleeps in epoll
+ * when nothing is ready, so this counts its turns that waited for I/O. At N = 50 a frame's CPU depends on how
+ * many frames a turn carries (docs/benchmarks.md, 2026-11-27, the unprimed N = 50), which this shows.
+ */
+function mainThreadSleeps(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
+  return Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? NaN);
+}
+
+/** CPU seconds (user + system) of several processes, the system part, and their main threads' sleeps. */
+function cpuOf(pids: number[]): { total: number; system: number; sleeps: number } {
   let total = 0;
   let system = 0;
+  let sleeps = 0;
   for (const pid of pids) {
     const c = cpuTimes(pid);
     total += c.user + c.system;
     system += c.system;
+    sleeps += mainThreadSleeps(pid);
   }
-  return { total, system };
+  return { total, system, sleeps };
 }
 
 async function runLoad(
@@ -389,9 +406,14 @@ async function runLoad(
   const cpu0 = cpuOf(pids);
   await Promise.all(gens.map((g) => g.record()));
   const t0 = now();
+  const mono0 = monotonicSeconds();
   await sleep(timing.measure * 1000);
   const cpu1 = cpuOf(pids);
   const elapsed = (now() - t0) / 1000;
+  if (env.BENCH_DEBUG) {
+    const window = { mode, sessions, pids, from: mono0, to: monotonicSeconds() };
+    process.stderr.write(`${JSON.stringify({ bench_window: window })}\n`);
+  }
   const results = await Promise.all(gens.map((g) => g.stop()));
   const frames = results.reduce((s, r) => s + r.frames, 0);
   const all = new Float64Array(results.reduce((s, r) => s + r.latencies.length, 0));
@@ -408,6 +430,7 @@ async function runLoad(
     framesPerSecond: frames / elapsed,
     cpuUsPerFrame: pids.length ? (cpu * 1e6) / frames : null,
     systemShare: pids.length ? (cpu1.system - cpu0.system) / cpu : null,
+    sleepsPerFrame: pids.length ? (cpu1.sleeps - cpu0.sleeps) / frames : null,
     p50: percentile(all, 50),
     p99: percentile(all, 99),
     lost: results.reduce((s, r) => s + r.lost, 0),
@@ -495,6 +518,7 @@ function medianOf(runs: LoadResult[]): LoadResult {
     framesPerSecond: median(runs.map((r) => r.framesPerSecond)),
     cpuUsPerFrame: first.cpuUsPerFrame === null ? null : median(runs.map((r) => r.cpuUsPerFrame ?? NaN)),
     systemShare: first.systemShare === null ? null : median(runs.map((r) => r.systemShare ?? NaN)),
+    sleepsPerFrame: first.sleepsPerFrame === null ? null : median(runs.map((r) => r.sleepsPerFrame ?? NaN)),
     p50: median(runs.map((r) => r.p50)),
     p99: median(runs.map((r) => r.p99)),
     lost: runs.reduce((s, r) => s + r.lost, 0),
@@ -502,7 +526,7 @@ function medianOf(runs: LoadResult[]): LoadResult {
 }
 
 function fmtRun(r: LoadResult): string {
-  return `${r.cpuUsPerFrame?.toFixed(1)} us/frame (${((r.systemShare ?? 0) * 100).toFixed(0)}% system), p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(2)} ms, ${r.framesPerSecond.toFixed(0)} frames/s, lost ${r.lost}`;
+  return `${r.cpuUsPerFrame?.toFixed(1)} us/frame (${((r.systemShare ?? 0) * 100).toFixed(0)}% system, ${r.sleepsPerFrame?.toFixed(2)} sleeps), p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(2)} ms, ${r.framesPerSecond.toFixed(0)} frames/s, lost ${r.lost}`;
 }
 
 function sleep(ms: number): Promise<void> {
