@@ -1,0 +1,53 @@
+// The store side of part (c), without NATS: one fold transaction (storeCheckpoints) of a batch holding one new
+// checkpoint of each of N live attachments, beside a transaction that only takes its session locks and one
+// that only reads the same rows, and the store's sort and JSON parameter alone; wall ms of each, seq 1..7 (seq 1 inserts the rows' first counters).
+//   NODE_OPTIONS=--conditions=@s2s/source npx tsx services/billing/bench/fold-tx.ts [attachments=10000]
+import { loadavg } from 'node:os';
+import { withTransaction } from '@s2s/db';
+import { createTestDatabase } from '@s2s/db/testing';
+import { sortedForStore, storeCheckpoints, upsertParameter } from '../src/usage-store.js';
+import { attach, checkpoint, createOwner, createTestSession } from '../test/fixtures.js';
+
+const N = Number(process.argv[2] ?? 10_000);
+const testDb = await createTestDatabase();
+const db = testDb.db;
+const owner = await createOwner(db, 1_000_000_000);
+await db.pool.query('UPDATE api_keys SET max_live_sessions = $2, max_creates_per_minute = $2 WHERE id = $1', [
+  owner.key.keyId,
+  2_147_483_647,
+]);
+const live: { id: string; attachmentId: string }[] = [];
+for (let i = 0; i < N; i += 50) {
+  const chunk = Array.from({ length: Math.min(50, N - i) }, async () => {
+    const s = await createTestSession(db, owner);
+    return { id: s.id, attachmentId: await attach(db, s.id, 'bench-relay') };
+  });
+  live.push(...(await Promise.all(chunk)));
+}
+const ids = live.map((s) => s.id).sort();
+const timed = async (fn: () => Promise<unknown>) => {
+  const t0 = performance.now();
+  await fn();
+  return (performance.now() - t0).toFixed(0);
+};
+for (let seq = 1; seq <= 7; seq++) {
+  const usage = { audio_in_ms: 1000 * seq, audio_out_ms: 800 * seq, input_audio_tokens: 10 * seq, output_audio_tokens: 16 * seq };
+  const batch = live.map((s) => checkpoint(s.id, s.attachmentId, seq, usage));
+  const locks = await timed(() =>
+    withTransaction({ db }, (sql) =>
+      sql.query('SELECT id FROM voice_sessions WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE', [ids]),
+    ),
+  );
+  const reads = await timed(() =>
+    withTransaction({ db }, (sql) => sql.query('SELECT id FROM voice_sessions WHERE id = ANY($1::text[]) ORDER BY id', [ids])),
+  );
+  // Its JavaScript part: the sort and the upsert's JSON parameter.
+  const js = await timed(async () => upsertParameter(sortedForStore(batch)));
+  const store = await timed(() => storeCheckpoints({ ctx: { db }, input: { newest: batch } }));
+  console.log(
+    `seq ${seq}, ${N} attachments: locks only ${locks} ms, the same rows read ${reads} ms, storeCheckpoints ${store} ms (its sort and JSON ${js} ms)`,
+  );
+}
+console.log(`load ${loadavg()[0]!.toFixed(1)}`);
+await testDb.drop();
+process.exit(0);
