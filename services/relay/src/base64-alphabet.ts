@@ -93,18 +93,10 @@ interface Simd {
   valid: (n: number) => number;
 }
 
-/** The part of the WebAssembly global used here (the project's TypeScript libs do not declare it). */
-interface WasmApi {
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object) => { exports: Record<string, unknown> };
-}
-
 function instantiate(): Simd | null {
-  const wasm = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-  if (wasm === undefined) return null;
   try {
-    const { exports } = new wasm.Instance(new wasm.Module(moduleBytes()));
-    const { memory, valid } = exports as { memory: { buffer: ArrayBuffer }; valid: (n: number) => number };
+    const { exports } = new WebAssembly.Instance(new WebAssembly.Module(moduleBytes()));
+    const { memory, valid } = exports as { memory: WebAssembly.Memory; valid: (n: number) => number };
     return { memory: new Uint8Array(memory.buffer), valid };
   } catch {
     return null; // no WebAssembly SIMD here
