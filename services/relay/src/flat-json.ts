@@ -7,15 +7,11 @@
 export class FlatShape {
   private readonly keys: Buffer[];
   private readonly consts: (readonly string[] | undefined)[];
-  /** After a read that found the long member: the offset after its last byte (see the constructor). */
-  longEnd = -1;
 
   /**
    * `keys`: the members read, in result order; others are skipped when simple. `long`: the index of the
-   * one member that may be long (base64), a string answered as where its bytes are: its slot holds the
-   * offset of its first byte and `longEnd` the offset after its last (no string is made). Its bytes are not
-   * checked here: the caller checks them strictly (escapes, control and non-ASCII bytes are never base64)
-   * and parses the frame again if they fail; a long member that is not a string answers false.
+   * one member that may be long (base64); its bytes are not checked here: the caller checks it strictly
+   * (escapes, control and non-ASCII bytes are never base64) and parses the frame again if it fails.
    * `closed`: a member not in `keys` answers false (the event's schema refuses unknown members).
    * `consts`: per key, the values expected (an event's `type`): one that matches is answered as that very
    * string, with no string made per frame.
@@ -38,7 +34,6 @@ export class FlatShape {
   read(buf: Buffer, out: (string | number | undefined)[], memo?: (string | number | undefined)[]): boolean {
     const n = buf.length;
     for (let k = 0; k < this.keys.length; k++) out[k] = undefined;
-    this.longEnd = -1;
     if (n < 2 || buf[0] !== 0x7b || buf[n - 1] !== 0x7d) return false;
     let i = 1;
     if (n === 2) return true;
@@ -53,10 +48,7 @@ export class FlatShape {
       if (buf[v] === 0x22) {
         const end = slot === this.long ? buf.indexOf(0x22, v + 1) : plainEnd(buf, v + 1);
         if (end < 0) return false;
-        if (slot === this.long) {
-          out[slot] = v + 1;
-          this.longEnd = end;
-        } else if (slot >= 0) out[slot] = this.text(buf, v + 1, end, slot, memo);
+        if (slot >= 0) out[slot] = slot === this.long ? buf.toString('latin1', v + 1, end) : this.text(buf, v + 1, end, slot, memo);
         i = end + 1;
       } else {
         // A non-negative integer without a leading zero, small enough to be exact.
@@ -64,7 +56,7 @@ export class FlatShape {
         const start = v;
         while (v < n && buf[v]! >= 0x30 && buf[v]! <= 0x39) x = x * 10 + (buf[v++]! - 0x30);
         const digits = v - start;
-        if (digits === 0 || digits > 15 || (digits > 1 && buf[start] === 0x30) || slot === this.long) return false;
+        if (digits === 0 || digits > 15 || (digits > 1 && buf[start] === 0x30)) return false;
         if (slot >= 0) out[slot] = x;
         i = v;
       }

@@ -68,8 +68,7 @@ export class UpstreamLink {
       this.open(false);
     }
     if (this.pending.length >= MAX_PENDING) return this.deps.overflow(e);
-    // Kept past its frame's handler: audio copied out of the frame (see Audio.owned).
-    this.pending.push(e.type === 'audio.append' ? { ...e, audio: e.audio.owned() } : e);
+    this.pending.push(e);
   }
 
   /** The attachment finishes: nothing more goes upstream, and an open under way is aborted. */

@@ -1,4 +1,4 @@
-import { Audio, checkBase64, checkBase64Bytes, isWavHeaderBase64, isWavHeaderBase64Bytes } from '../audio.js';
+import { Audio, checkBase64, isWavHeaderBase64 } from '../audio.js';
 import { FlatShape } from '../flat-json.js';
 
 /** Why an `input_audio_buffer.append` frame is not raw aligned PCM16LE (all answer `invalid_audio_format`). */
@@ -26,30 +26,18 @@ export function decodePcmFrame(audio: string): Audio | AudioFrameProblem {
   return Audio.ofCheckedBase64(audio, bytes);
 }
 
-/** decodePcmFrame on the base64 bytes `frame[from..to)` (no string): the Audio keeps them as a view. */
-export function decodePcmFrameBytes(frame: Buffer, from: number, to: number): Audio | AudioFrameProblem {
-  if (to === from) return 'empty';
-  const bytes = checkBase64Bytes(frame, from, to);
-  if (bytes < 0) return 'not_base64';
-  if (bytes === 0) return 'empty';
-  if ((bytes & 1) !== 0) return 'odd_length';
-  if (isWavHeaderBase64Bytes(frame, from, to)) return 'wav_header';
-  return Audio.ofCheckedBase64Bytes(frame, from, to, bytes);
-}
-
 const APPEND = new FlatShape(['type', 'event_id', 'audio'], 2, true, { 0: ['input_audio_buffer.append'] });
 const appendSlots: (string | number | undefined)[] = [];
 
 /**
  * The append fast path of every dialect: a compact `input_audio_buffer.append` (type, audio, optional
- * string event_id, nothing else) whose audio passes decodePcmFrame, read without JSON.parse and without
- * making the audio a string. null for anything else, which the codec parses whole (refusals included), so
- * both paths agree on every frame.
+ * string event_id, nothing else) whose audio passes decodePcmFrame, read without JSON.parse. null for
+ * anything else, which the codec parses whole (refusals included), so both paths agree on every frame.
  */
 export function readCompactAppend(data: Buffer): { eventId: string | undefined; audio: Audio } | null {
   if (!APPEND.read(data, appendSlots)) return null;
-  const [type, eventId, audioAt] = appendSlots;
-  if (type !== 'input_audio_buffer.append' || typeof audioAt !== 'number' || typeof eventId === 'number') return null;
-  const checked = decodePcmFrameBytes(data, audioAt, APPEND.longEnd);
+  const [type, eventId, audio] = appendSlots;
+  if (type !== 'input_audio_buffer.append' || typeof audio !== 'string' || typeof eventId === 'number') return null;
+  const checked = decodePcmFrame(audio);
   return typeof checked === 'string' ? null : { eventId, audio: checked };
 }

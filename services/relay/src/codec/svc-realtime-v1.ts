@@ -498,7 +498,7 @@ const AUDIO_MEMBER = asciiBytes('","audio":"');
  * opening the audio's string), the base64 and `"}`. Ids are the gateway's (EventIds: ASCII, no escaping).
  */
 export function audioDeltaFrame(head: Buffer, eventId: string, member: Buffer, audio: Audio): Buffer {
-  const out = frameBuffer(head.length + eventId.length + member.length + audio.base64Length + 2);
+  const out = frameBuffer(head.length + eventId.length + member.length + audio.base64.length + 2);
   out.set(head, 0);
   let at = writeAscii(out, head.length, eventId);
   out.set(member, at);

@@ -158,8 +158,7 @@ export class MeteredConnection implements MeteredUpstream {
       return;
     }
     this.heldBytes += audio.bytes;
-    const kept = audio.owned(); // kept past its frame's handler (see Audio.owned)
-    this.held.push((c) => this.forwardAudio(c, kept));
+    this.held.push((c) => this.forwardAudio(c, audio));
   }
 
   commit(): void {

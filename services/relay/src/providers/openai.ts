@@ -9,7 +9,7 @@ import type {
   OutputAudioBufferClearEvent,
   ResponseCancelEvent,
 } from 'openai/resources/realtime/realtime';
-import { Audio, checkBase64Bytes } from '../audio.js';
+import { Audio, checkBase64 } from '../audio.js';
 import { FlatShape } from '../flat-json.js';
 import { asciiBytes, frameBuffer } from '../frame-bytes.js';
 import type { NewItem, ResponseOptions, SessionSettings } from '../agent-model.js';
@@ -202,7 +202,8 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
     if (this.phase !== 'open' || audio.bytes === 0) return;
     this.uncommittedBytes += audio.bytes;
     // Built by hand: this is the hot path, and base64 needs no JSON escaping. The client's base64 as it came.
-    const out = frameBuffer(APPEND_HEAD.length + audio.base64Length + 2);
+    const b64 = audio.base64;
+    const out = frameBuffer(APPEND_HEAD.length + b64.length + 2);
     out.set(APPEND_HEAD, 0);
     const end = audio.writeBase64To(out, APPEND_HEAD.length);
     out[end] = 0x22; // "
@@ -278,7 +279,7 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
 
   /**
    * An output audio delta in compact JSON with strict base64 is read from the bytes (no JSON.parse, the
-   * base64 carried as is, as bytes); anything else, or any doubt, is parsed whole. Both read the same members.
+   * base64 carried as is); anything else, or any doubt, is parsed whole. Both read the same members.
    */
   protected override onFrame(data: WebSocket.RawData): void {
     if (!Buffer.isBuffer(data) || !DELTA.read(data, deltaSlots, this.deltaMemo)) return super.onFrame(data);
@@ -286,16 +287,14 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
     if (
       (type !== 'response.output_audio.delta' && type !== 'response.audio.delta') ||
       typeof responseId !== 'string' ||
-      typeof delta !== 'number' ||
+      typeof delta !== 'string' ||
       (itemId !== undefined && typeof itemId !== 'string')
     )
       return super.onFrame(data);
-    const deltaEnd = DELTA.longEnd;
-    const bytes = checkBase64Bytes(data, delta, deltaEnd);
+    const bytes = checkBase64(delta);
     if (bytes < 0) return super.onFrame(data);
     if (this.pendingError) this.flushError(false);
-    const audio = Audio.ofCheckedBase64Bytes(data, delta, deltaEnd, bytes);
-    this.onAudioDelta(str(responseId), str(itemId), num(outputIndex), num(contentIndex), audio);
+    this.onAudioDelta(str(responseId), str(itemId), num(outputIndex), num(contentIndex), Audio.ofCheckedBase64(delta, bytes));
   }
 
   protected onMessage(msg: Record<string, unknown> | null): void {

@@ -14,10 +14,7 @@ const pcm = fc
   .map((b) => Buffer.from(b));
 
 const step = fc.oneof(
-  {
-    weight: 10,
-    arbitrary: fc.record({ pcm, form: fc.constantFrom('pcm', 'text', 'bytes'), keep: fc.constantFrom(0, 960, 96_000, 200_000, 1_440_000) }),
-  },
+  { weight: 10, arbitrary: fc.record({ pcm, base64: fc.boolean(), keep: fc.constantFrom(0, 960, 96_000, 200_000, 1_440_000) }) },
   { weight: 1, arbitrary: fc.constant('clear' as const) },
 );
 
@@ -28,41 +25,30 @@ function contents(store: RetainedAudio): Buffer {
   return Buffer.concat(chunks.map((c) => c.pcm));
 }
 
-t.test(
-  'the store holds exactly the newest bytes appended, whatever the frame sizes, forms (PCM, base64 text or bytes) and bounds',
-  async (t) => {
-    fc.assert(
-      fc.property(fc.array(step, { maxLength: 60 }), (steps) => {
-        const pool = new SlabPool();
-        const store = new RetainedAudio(pool);
-        let reference = Buffer.alloc(0);
-        for (const s of steps) {
-          if (s === 'clear') {
-            store.clear();
-            reference = Buffer.alloc(0);
-            continue;
-          }
-          // The three forms an append comes in: PCM, base64 text, base64 bytes of a frame (reused afterwards).
-          const frame = Buffer.from(`"${s.pcm.toString('base64')}"`, 'latin1');
-          const audio =
-            s.form === 'pcm'
-              ? Audio.ofPcm(s.pcm)
-              : s.form === 'text'
-                ? Audio.ofCheckedBase64(s.pcm.toString('base64'), s.pcm.length)
-                : Audio.ofCheckedBase64Bytes(frame, 1, frame.length - 1, s.pcm.length);
-          store.append(audio, s.keep);
-          frame.fill(0x2f);
-          reference = Buffer.concat([reference, s.pcm]);
-          reference = reference.subarray(Math.max(0, reference.length - s.keep));
-          if (store.bytes !== reference.length || !contents(store).equals(reference)) return false;
+t.test('the store holds exactly the newest bytes appended, whatever the frame sizes, forms and bounds', async (t) => {
+  fc.assert(
+    fc.property(fc.array(step, { maxLength: 60 }), (steps) => {
+      const pool = new SlabPool();
+      const store = new RetainedAudio(pool);
+      let reference = Buffer.alloc(0);
+      for (const s of steps) {
+        if (s === 'clear') {
+          store.clear();
+          reference = Buffer.alloc(0);
+          continue;
         }
-        return true;
-      }),
-      { numRuns: 100 },
-    );
-    t.pass('100 generated sequences');
-  },
-);
+        const audio = s.base64 ? Audio.ofCheckedBase64(s.pcm.toString('base64'), s.pcm.length) : Audio.ofPcm(s.pcm);
+        store.append(audio, s.keep);
+        reference = Buffer.concat([reference, s.pcm]);
+        reference = reference.subarray(Math.max(0, reference.length - s.keep));
+        if (store.bytes !== reference.length || !contents(store).equals(reference)) return false;
+      }
+      return true;
+    }),
+    { numRuns: 100 },
+  );
+  t.pass('100 generated sequences');
+});
 
 t.test('slabs go back to the pool when let go, and the pool keeps no more than its bound', async (t) => {
   const pool = new SlabPool(3 * SLAB_BYTES);
