@@ -60,7 +60,8 @@ class Tracked implements CheckpointTicket {
 
   constructor(
     readonly source: MeteredSource,
-    readonly slice: number,
+    /** The slice whose tick visits it; an early publish moves it (Checkpointer.flushEarly). */
+    public slice: number,
     relayId: string,
     bus: Bus,
   ) {
@@ -208,9 +209,24 @@ export class Checkpointer {
   private readonly flushEarly = (): void => {
     this.earlyScheduled = false;
     const now = this.now();
-    for (const t of this.early) this.visit(this.slices[t.slice] as Set<Tracked>, t, now);
+    // The slice that ticked last ticks next an interval from now. An attachment published here is visited
+    // then, not on its own slice's tick up to an interval sooner: while audio streams that tick came a frame
+    // or two after the early publish and published again (7.7 checkpoints a second an attachment instead of
+    // about 4). Every change is still published within an interval and a tick, audio by the early rule above.
+    const next = (this.tick + SLICES - 1) % SLICES;
+    for (const t of this.early) {
+      const seq = t.seq;
+      this.visit(this.slices[t.slice] as Set<Tracked>, t, now);
+      if (t.seq !== seq) this.moveTo(t, next);
+    }
     this.early.clear();
   };
+
+  private moveTo(t: Tracked, slice: number): void {
+    if (t.slice === slice) return;
+    if ((this.slices[t.slice] as Set<Tracked>).delete(t)) (this.slices[slice] as Set<Tracked>).add(t);
+    t.slice = slice;
+  }
 
   /** One tick: a checkpoint for every attachment of the current slice whose counters changed. */
   flush(): void {

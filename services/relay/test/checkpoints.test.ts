@@ -294,3 +294,44 @@ t.test("a checkpoint's JSON is what JSON.stringify of its version 4 message give
     t.equal(sent, JSON.stringify(expected), `split ${i}`);
   }
 });
+
+t.test('while audio streams, an early checkpoint stands for its tick: about four a second, each change within an interval', async (t) => {
+  const { bus, sent } = fakeBus(() => false);
+  let now = 10_000;
+  const c = new Checkpointer({ bus, relayId: 'r1', logger: testLogger(), intervalMs: 250, now: () => now });
+  const usage = { current: { ...ZERO_USAGE } };
+  const ticket = c.track(source(usage));
+  const published = () => (sent.at(-1) as UsageCheckpoint | undefined) ?? { ...ZERO_USAGE, seq: 0 };
+  let streamed = 0;
+  let tokenAt = -1;
+  // Two seconds of 20 ms frames in, each answered by 20 ms out 5 ms later, then a token count alone; 5 ms steps, a tick
+  // every 25 ms (10 per interval), the end of each step's event-loop turn.
+  for (let ms = 5; ms <= 2500; ms += 5) {
+    now += 5;
+    const change = (u: Partial<typeof usage.current>) => {
+      usage.current = { ...usage.current, ...u };
+      c.markDirty(ticket, usage.current);
+    };
+    if (ms <= 2000 && ms % 20 === 0) change({ audio_in_ms: usage.current.audio_in_ms + 20 });
+    if (ms <= 1985 && ms % 20 === 5) change({ audio_out_ms: usage.current.audio_out_ms + 20 });
+    if (ms === 2010) {
+      streamed = sent.length;
+      change({ output_audio_tokens: 7 });
+      tokenAt = ms;
+    }
+    if (ms % 25 === 0) c.flush();
+    await tick();
+    const p = published();
+    if (usage.current.audio_in_ms - p.audio_in_ms > 250 || usage.current.audio_out_ms - p.audio_out_ms > 250) {
+      t.fail(`at ${ms} ms more than 250 ms unpublished: ${JSON.stringify(p)}`);
+    }
+    if (tokenAt >= 0 && p.output_audio_tokens === 7) {
+      t.ok(ms - tokenAt <= 275, `the token count is published ${ms - tokenAt} ms after it (at most an interval and a tick)`);
+      tokenAt = -1;
+    }
+  }
+  t.equal(tokenAt, -1, 'the token count was published');
+  t.match(published(), { audio_in_ms: 2000, audio_out_ms: 2000, output_audio_tokens: 7 }, 'everything published in the end');
+  t.ok(streamed <= 10, `${streamed} checkpoints in 2 s of streaming (with a tick a frame after each early one: 15-16)`);
+  t.ok(streamed >= 8, 'at least one every 250 ms');
+});
