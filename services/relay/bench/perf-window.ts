@@ -149,10 +149,34 @@ for (let i = 0; i < args.length; i += 3) profiles.push(profile(args[i] as string
 const perFrame = (p: Profile, n: number | undefined) => (((n ?? 0) * SAMPLE_US) / p.frames).toFixed(2).padStart(8);
 const row = (label: string, cells: string[]) => console.log(`${label.padEnd(56)}${cells.join(' ')}`);
 
-row(
-  'µs per frame',
-  profiles.map((_, i) => `#${i + 1}`.padStart(8)),
-);
+const header = profiles.map((_, i) => `#${i + 1}`.padStart(8));
+/** The categories in a few groups (ws's Receiver and Sender and Node's stream code inline into each other differently per process). */
+const GROUPS: [string, RegExp][] = [
+  ['kernel: sends (write, writev)', /^kernel: (write|writev)$/],
+  ['kernel: read', /^kernel: read$/],
+  ['kernel: epoll_pwait', /^kernel: epoll_pwait$/],
+  ["kernel: other (faults, irqs, futex, perf's own)", /^kernel: /],
+  ['JS: ws, Node streams and net, other Node', /^JS: (ws|node)/],
+  ['JS: relay and workspace packages', /^JS: (relay|workspace)/],
+  ['JS: nats', /^JS: nats/],
+  ['V8 builtins and runtime', /^V8 (builtins|runtime)/],
+  ['V8 API, node C++, libuv', /^(V8 API|node C\+\+|libuv)/],
+  ['malloc, Buffers, copies, strings, UTF-8', /malloc|Buffer|memcpy|string|base64|UTF-8|JSON/],
+  ['GC', /^GC$/],
+  ['JIT', /^JIT/],
+  ['microtasks, timers', /microtasks|timers/],
+];
+const groupOf = (cat: string) => GROUPS.find(([, re]) => re.test(cat))?.[0] ?? 'other';
+row('grouped, all threads (µs per frame)', header);
+for (const g of [...GROUPS.map(([name]) => name), 'other']) {
+  const n = (p: Profile) => [...p.main, ...p.other].filter(([c]) => groupOf(c) === g).reduce((sum, [, k]) => sum + k, 0);
+  if (profiles.some((p) => n(p) > 0))
+    row(
+      `  ${g}`,
+      profiles.map((p) => perFrame(p, n(p))),
+    );
+}
+row('µs per frame', header);
 row(
   'total',
   profiles.map((p) => perFrame(p, p.mainTotal + p.otherTotal)),
