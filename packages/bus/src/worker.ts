@@ -54,6 +54,13 @@ export interface WorkerOptions<V extends { kind: string }> extends RetryPolicy {
   deadLetter(msg: WorkerMsg, reason: string): Promise<void>;
   /** Messages handled per batch (at most; a batch is whatever has arrived, up to this). */
   batchSize: number;
+  /**
+   * How long a batch waits for more messages, counted from the arrival of its oldest (default 0: none). A
+   * batch starts as soon as it is full, an `urgent` message is in the buffer, or the worker stops.
+   */
+  lingerMs?: number;
+  /** A decoded message that must not wait out `lingerMs` (e.g. one another process waits for). */
+  urgent?(value: V): boolean;
   /** The consumer's ack wait: an outage hold marks messages in progress well within it. */
   ackWaitMs: number;
   /** The store (or another dependency) is down: hold the messages in hand and try again, nothing is retried. */
@@ -117,6 +124,13 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
   const inContext = opts.inMessageContext ?? (<T>(_msg: WorkerMsg, fn: () => Promise<T>) => fn());
   const buffer: Arrived<V>[] = [];
   let wake: (() => void) | undefined;
+  // Lingering (opts.lingerMs): when the buffer's oldest message arrived, whether an urgent one is in it, and
+  // how to end the wait early. Only an arrival that ends the wait wakes the loop (not one per message).
+  const lingerMs = opts.lingerMs ?? 0;
+  const urgent = opts.urgent;
+  let oldestArrivalAt = 0;
+  let urgentBuffered = false;
+  let endLinger: (() => void) | undefined;
   let loop: Promise<void> | undefined;
   let stopping = false;
 
@@ -318,7 +332,23 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
         for (const a of buffer.splice(0)) a.msg.nak();
         return;
       }
+      if (lingerMs > 0 && !urgentBuffered && buffer.length < opts.batchSize) {
+        const wait = oldestArrivalAt + lingerMs - performance.now();
+        if (wait > 0) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, wait);
+            endLinger = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          endLinger = undefined;
+          continue;
+        }
+      }
       const batch = buffer.splice(0, opts.batchSize);
+      // What stays behind arrived after the oldest of this batch: it waits at most lingerMs from that.
+      urgentBuffered = urgent !== undefined && buffer.some((a) => a.value !== undefined && urgent(a.value));
       try {
         await processBatch(batch);
       } catch (err) {
@@ -332,8 +362,12 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
     stats,
     async start() {
       await opts.source.start((msg) => {
-        buffer.push(arrived(msg));
-        wake?.();
+        const a = arrived(msg);
+        if (buffer.length === 0) oldestArrivalAt = performance.now();
+        buffer.push(a);
+        if (urgent !== undefined && a.value !== undefined && urgent(a.value)) urgentBuffered = true;
+        if (wake) wake();
+        else if (endLinger && (urgentBuffered || buffer.length >= opts.batchSize)) endLinger();
       });
       loop = run();
     },
@@ -342,6 +376,7 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
       stopping = true;
       await opts.source.stop().catch(() => undefined);
       wake?.();
+      endLinger?.();
       await loop;
       // Whatever is committed and not yet acknowledged goes out now, before the caller closes the connection.
       ackUpTo(Infinity);

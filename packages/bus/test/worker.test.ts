@@ -395,3 +395,71 @@ t.test('the acks of a big batch go out in slices after its handler; stop sends w
     'every message acknowledged exactly once by the time stop returns',
   );
 });
+
+t.test('lingering: a batch waits for more messages until it is full, an urgent message arrives, or the worker stops', async (t) => {
+  const batches: number[][] = [];
+  const { source, worker } = setup(
+    {
+      num: {
+        batch: async (items) => {
+          batches.push(items.map((i) => i.value.n));
+          return items.map(() => ({ kind: 'ack' as const }));
+        },
+      },
+      word: okWords,
+    },
+    // Far longer than the test: only a full batch, an urgent message or stop can end the wait.
+    { batchSize: 4, lingerMs: 600_000, urgent: (v) => v.kind === 'num' && v.n < 0 },
+  );
+  await worker.start();
+  const turns = () => new Promise((r) => setTimeout(r, 5));
+  const first = [new FakeMsg('s', '1', 1), new FakeMsg('s', '2', 2)];
+  for (const m of first) {
+    source.deliver(m);
+    await turns();
+  }
+  t.same(batches, [], 'nothing handled while the window is open');
+  const urgent = new FakeMsg('s', '-3', 3);
+  source.deliver(urgent);
+  await until(() => urgent.answers.length > 0);
+  t.same(batches, [[1, 2, -3]], 'an urgent message takes what waited with it, in one batch');
+  const full = Array.from({ length: 4 }, (_, i) => new FakeMsg('s', String(10 + i), 10 + i));
+  for (const m of full) {
+    source.deliver(m);
+    await turns();
+  }
+  await until(() => full.every((m) => m.answers.length > 0));
+  t.same(batches[1], [10, 11, 12, 13], 'a full batch does not wait');
+  const left = [new FakeMsg('s', '20', 20), new FakeMsg('s', '21', 21)];
+  source.deliver(...left);
+  await turns();
+  await worker.stop();
+  t.equal(batches.length, 2);
+  t.ok(
+    left.every((m) => m.answers.length === 1 && 'nak' in (m.answers[0] as Answer)),
+    'stopping hands back what lingered, unhandled and unacknowledged',
+  );
+  t.ok([...first, urgent, ...full].every((m) => m.answers.length === 1 && 'ack' in (m.answers[0] as Answer)), 'each handled message acked once');
+});
+
+t.test('lingering: an urgent message left behind by a full batch still starts the next one at once', async (t) => {
+  const batches: number[][] = [];
+  const { source, worker } = setup(
+    {
+      num: {
+        batch: async (items) => {
+          batches.push(items.map((i) => i.value.n));
+          return items.map(() => ({ kind: 'ack' as const }));
+        },
+      },
+      word: okWords,
+    },
+    { batchSize: 2, lingerMs: 600_000, urgent: (v) => v.kind === 'num' && v.n < 0 },
+  );
+  await worker.start();
+  const msgs = [new FakeMsg('s', '1', 1), new FakeMsg('s', '2', 2), new FakeMsg('s', '-3', 3)];
+  source.deliver(...msgs);
+  await until(() => msgs.every((m) => m.answers.length > 0));
+  await worker.stop();
+  t.same(batches, [[1, 2], [-3]]);
+});

@@ -167,6 +167,10 @@ export function createBillingConsumer(deps: BillingDeps): BillingConsumer {
     },
     deadLetter: deadLetterTo(bus, bus.subjects.deadLetter, 'Billing'),
     batchSize: config.BATCH_SIZE,
+    // A batch gathers FOLD_WINDOW_MS of checkpoints (one row write per attachment carries all of them), but
+    // what settlement waits for, an end request or a final checkpoint, starts its batch at once.
+    lingerMs: foldWindowMs(config),
+    urgent: (w) => w.kind === 'end' || w.checkpoint.final,
     ackWaitMs: config.ACK_WAIT_MS,
     maxDeliver: config.MAX_DELIVER,
     nakBaseMs: config.NAK_BASE_MS,
@@ -189,6 +193,11 @@ export function createBillingConsumer(deps: BillingDeps): BillingConsumer {
       busLink.stop();
     },
   };
+}
+
+/** The fold window in use: FOLD_WINDOW_MS, within a quarter of the ack wait (messages wait it out unacknowledged). */
+export function foldWindowMs(config: Pick<BillingConfig, 'FOLD_WINDOW_MS' | 'ACK_WAIT_MS'>): number {
+  return Math.min(config.FOLD_WINDOW_MS, Math.floor(config.ACK_WAIT_MS / 4));
 }
 
 /** Each session's trace as its newest checkpoint in the batch carries it (the relay's attachment span). */
