@@ -56,7 +56,8 @@ export interface WorkerOptions<V extends { kind: string }> extends RetryPolicy {
   batchSize: number;
   /**
    * How long a batch waits for more messages, counted from the arrival of its oldest (default 0: none). A
-   * batch starts as soon as it is full, an `urgent` message is in the buffer, or the worker stops.
+   * batch starts as soon as it is full, an `urgent` message is in the buffer, the batch before it was full
+   * (a backlog being caught up), or the worker stops.
    */
   lingerMs?: number;
   /** A decoded message that must not wait out `lingerMs` (e.g. one another process waits for). */
@@ -130,6 +131,8 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
   const urgent = opts.urgent;
   let oldestArrivalAt = 0;
   let urgentBuffered = false;
+  // A full batch means a backlog: the next one does not wait (nothing is gained, the backlog only grows).
+  let lastBatchFull = false;
   let endLinger: (() => void) | undefined;
   let loop: Promise<void> | undefined;
   let stopping = false;
@@ -332,7 +335,7 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
         for (const a of buffer.splice(0)) a.msg.nak();
         return;
       }
-      if (lingerMs > 0 && !urgentBuffered && buffer.length < opts.batchSize) {
+      if (lingerMs > 0 && !urgentBuffered && !lastBatchFull && buffer.length < opts.batchSize) {
         const wait = oldestArrivalAt + lingerMs - performance.now();
         if (wait > 0) {
           await new Promise<void>((resolve) => {
@@ -347,6 +350,7 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
         }
       }
       const batch = buffer.splice(0, opts.batchSize);
+      lastBatchFull = batch.length === opts.batchSize;
       // What stays behind arrived after the oldest of this batch: it waits at most lingerMs from that.
       urgentBuffered = urgent !== undefined && buffer.some((a) => a.value !== undefined && urgent(a.value));
       try {

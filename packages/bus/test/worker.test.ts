@@ -430,16 +430,23 @@ t.test('lingering: a batch waits for more messages until it is full, an urgent m
   }
   await until(() => full.every((m) => m.answers.length > 0));
   t.same(batches[1], [10, 11, 12, 13], 'a full batch does not wait');
-  const left = [new FakeMsg('s', '20', 20), new FakeMsg('s', '21', 21)];
+  const backlog = [new FakeMsg('s', '20', 20)];
+  source.deliver(...backlog);
+  await until(() => backlog.every((m) => m.answers.length > 0));
+  t.same(batches[2], [20], 'nor does the batch after a full one (a backlog)');
+  const left = [new FakeMsg('s', '30', 30), new FakeMsg('s', '31', 31)];
   source.deliver(...left);
   await turns();
   await worker.stop();
-  t.equal(batches.length, 2);
+  t.equal(batches.length, 3);
   t.ok(
     left.every((m) => m.answers.length === 1 && 'nak' in (m.answers[0] as Answer)),
     'stopping hands back what lingered, unhandled and unacknowledged',
   );
-  t.ok([...first, urgent, ...full].every((m) => m.answers.length === 1 && 'ack' in (m.answers[0] as Answer)), 'each handled message acked once');
+  t.ok(
+    [...first, urgent, ...full, ...backlog].every((m) => m.answers.length === 1 && 'ack' in (m.answers[0] as Answer)),
+    'each handled message acked once',
+  );
 });
 
 t.test('lingering: an urgent message left behind by a full batch still starts the next one at once', async (t) => {

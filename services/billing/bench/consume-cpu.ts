@@ -15,7 +15,7 @@ import { usageOf } from '@s2s/core';
 import { billingDecoder } from '../src/consumer.js';
 import { foldCheckpoints } from '../src/fold.js';
 import { newCounters } from '../src/handlers/context.js';
-import { sortedForStore, upsertParameter } from '../src/usage-store.js';
+import { sortedForStore, upsertParameters } from '../src/usage-store.js';
 
 const ROUNDS = Number(process.argv[2] ?? 6);
 const ATTACHMENTS = 10_000;
@@ -96,7 +96,7 @@ async function pass(create: Create, wire: { subject: string; data: Uint8Array }[
       checkpoint: {
         batch: async (items: Item<{ kind: 'checkpoint'; checkpoint: UsageCheckpoint }>[]) => {
           const newest = foldCheckpoints(items.map((i) => i.value.checkpoint));
-          const parameter = upsertParameter(sortedForStore(newest.values()));
+          const parameter = upsertParameters(sortedForStore(newest.values()));
           if (parameter.length === 0) throw new Error('no parameter');
           folded += items.length;
           await new Promise((r) => setTimeout(r, STORE_MS));

@@ -1,6 +1,6 @@
 // The CPU of billing's fold without its database (docs/benchmarks.md, "2026-11-27"): 200,000 checkpoints of
 // 10,000 live attachments (part c's traffic) decoded as the consumer decodes them (decodeMessage), folded
-// in batches of 50,000 (foldCheckpoints) and turned into the upsert's JSON parameter; process.cpuUsage per
+// in batches of 50,000 (foldCheckpoints) and turned into the upsert's parameters; process.cpuUsage per
 // checkpoint, versions 3 and 4 interleaved in one process. BENCH_BASE_DIR=<a checkout before version 4>
 // adds its decodeMessage and fold on the version 3 payloads (its parameter: JSON.stringify of the batch).
 //   node --conditions=@s2s/source --import tsx services/billing/bench/fold-cpu.ts [rounds=6]
@@ -9,7 +9,7 @@ import { decodeMessage } from '@s2s/bus';
 import { compactRoutes, type UsageCheckpoint } from '@s2s/contract';
 import { usageOf } from '@s2s/core';
 import { foldCheckpoints } from '../src/fold.js';
-import { upsertParameter } from '../src/usage-store.js';
+import { upsertParameters } from '../src/usage-store.js';
 
 const ROUNDS = Number(process.argv[2] ?? 6);
 const ATTACHMENTS = 10_000;
@@ -58,12 +58,12 @@ interface Variant {
   data: Uint8Array[];
   decode: Decode;
   fold: Fold;
-  parameter: (live: UsageCheckpoint[]) => string;
+  parameter: (live: UsageCheckpoint[]) => { length: number };
 }
 
 const variants: Variant[] = [
-  { label: 'this build, checkpoints v3', data: payloads(3), decode: decodeMessage, fold: foldCheckpoints, parameter: upsertParameter },
-  { label: 'this build, checkpoints v4', data: payloads(4), decode: decodeMessage, fold: foldCheckpoints, parameter: upsertParameter },
+  { label: 'this build, checkpoints v3', data: payloads(3), decode: decodeMessage, fold: foldCheckpoints, parameter: upsertParameters },
+  { label: 'this build, checkpoints v4', data: payloads(4), decode: decodeMessage, fold: foldCheckpoints, parameter: upsertParameters },
 ];
 const baseDir = process.env.BENCH_BASE_DIR;
 if (baseDir) {

@@ -5,7 +5,7 @@
 import { loadavg } from 'node:os';
 import { withTransaction } from '@s2s/db';
 import { createTestDatabase } from '@s2s/db/testing';
-import { sortedForStore, storeCheckpoints, upsertParameter } from '../src/usage-store.js';
+import { sortedForStore, storeCheckpoints, upsertParameters } from '../src/usage-store.js';
 import { attach, checkpoint, createOwner, createTestSession } from '../test/fixtures.js';
 
 const N = Number(process.argv[2] ?? 10_000);
@@ -42,7 +42,7 @@ for (let seq = 1; seq <= 7; seq++) {
     withTransaction({ db }, (sql) => sql.query('SELECT id FROM voice_sessions WHERE id = ANY($1::text[]) ORDER BY id', [ids])),
   );
   // Its JavaScript part: the sort and the upsert's JSON parameter.
-  const js = await timed(async () => upsertParameter(sortedForStore(batch)));
+  const js = await timed(async () => upsertParameters(sortedForStore(batch)));
   const store = await timed(() => storeCheckpoints({ ctx: { db }, input: { newest: batch } }));
   console.log(
     `seq ${seq}, ${N} attachments: locks only ${locks} ms, the same rows read ${reads} ms, storeCheckpoints ${store} ms (its sort and JSON ${js} ms)`,

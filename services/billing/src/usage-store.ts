@@ -26,19 +26,34 @@ interface SessionLockRow {
 const COUNTERS = USAGE_COUNTERS.join(', ');
 
 /**
- * $1: the checkpoints as a JSON array (one native JSON.stringify; unknown keys are ignored; `routes` kept as
- * jsonb, null when the split is unknown). A row only moves
- * to a higher `seq` of its own session. `last_audio_at` (the session's activity, see @s2s/sessions'
- * sessionActivitySql) moves to the checkpoint's emission time, never past now(), when it shows new audio: the
- * attachment row is rewritten anyway (a HOT update), where moving voice_sessions.last_activity_at wrote a
- * new session tuple and its index entries for every live session on every fold.
+ * One parameter per column, row i of each the i-th checkpoint: the text columns as text[] (node-postgres
+ * quotes each element, so any id is carried as it is), the numbers and flags as one comma-joined string each
+ * (`string_to_array`, nothing in them to quote), `routes` as one JSON array whose i-th element is row i's
+ * (JSON null: the split unknown, stored as NULL). About half the database time of the same rows through
+ * `json_to_recordset`, whose per-object parse was most of the upsert (docs/benchmarks.md, session 13).
+ * A row only moves to a higher `seq` of its own session. `last_audio_at` (the session's activity, see
+ * @s2s/sessions' sessionActivitySql) moves to the checkpoint's emission time, never past now(), when it shows
+ * new audio: the attachment row is rewritten anyway (a HOT update), where moving
+ * voice_sessions.last_activity_at wrote a new session tuple and its index entries for every live session on
+ * every fold.
  */
+const NUMBER_COLUMNS = ['seq', 'final', ...USAGE_COUNTERS, 'emitted_at'] as const;
+const NUMBER_TYPES: Record<(typeof NUMBER_COLUMNS)[number], string> = {
+  seq: 'int4',
+  final: 'bool',
+  ...(Object.fromEntries(USAGE_COUNTERS.map((k) => [k, 'int8'])) as Record<(typeof USAGE_COUNTERS)[number], string>),
+  emitted_at: 'int8',
+};
 const UPSERT_ATTACHMENTS_SQL = `
   INSERT INTO session_attachments AS a (id, session_id, relay_id, seq, final, ${COUNTERS}, routes, last_audio_at)
-  SELECT attachment_id, session_id, relay_id, seq, final, ${COUNTERS}, routes,
-         CASE WHEN audio_in_ms + audio_out_ms > 0 THEN least(now(), to_timestamp(emitted_at / 1000.0)) END
-    FROM json_to_recordset($1::json)
-      AS t(attachment_id text, session_id text, relay_id text, seq int4, final bool, ${USAGE_COUNTERS.map((k) => `${k} int8`).join(', ')}, routes jsonb, emitted_at int8)
+  SELECT t.attachment_id, t.session_id, t.relay_id, t.seq, t.final, ${USAGE_COUNTERS.map((k) => `t.${k}`).join(', ')},
+         nullif(r.routes, 'null'::jsonb),
+         CASE WHEN t.audio_in_ms + t.audio_out_ms > 0 THEN least(now(), to_timestamp(t.emitted_at / 1000.0)) END
+    FROM unnest($1::text[], $2::text[], $3::text[],
+                ${NUMBER_COLUMNS.map((k, i) => `string_to_array($${4 + i}, ',')::${NUMBER_TYPES[k]}[]`).join(', ')})
+           WITH ORDINALITY AS t(attachment_id, session_id, relay_id, ${NUMBER_COLUMNS.join(', ')}, n)
+    JOIN jsonb_array_elements($${4 + NUMBER_COLUMNS.length}::jsonb) WITH ORDINALITY AS r(routes, n) ON r.n = t.n
+   ORDER BY t.n
   ON CONFLICT (id) DO UPDATE
      SET seq = EXCLUDED.seq, final = EXCLUDED.final, updated_at = now(), routes = EXCLUDED.routes,
          ${USAGE_COUNTERS.map((k) => `${k} = EXCLUDED.${k}`).join(', ')},
@@ -110,7 +125,7 @@ export async function storeCheckpoints({
     const written = await sql.query<{ session_id: string; final: boolean; ready: boolean }>({
       name: 'billing_fold_upsert',
       text: UPSERT_AND_READY_SQL,
-      values: [upsertParameter(live)],
+      values: upsertParameters(live),
     });
     result.advanced = written.rows.length;
     if (written.rows.length < live.length) await findForeign(sql, live, result.foreignAttachments);
@@ -125,12 +140,19 @@ export function sortedForStore(newest: Iterable<UsageCheckpoint>): UsageCheckpoi
 }
 
 /**
- * The upsert's JSON parameter. Version 4 routes are arrays (a single route without its counters): stored as
- * objects, as every reader of session_attachments.routes (settlement, the session resource) takes them. Only
- * each batch's newest checkpoint of an attachment comes here.
+ * The upsert's parameters (UPSERT_ATTACHMENTS_SQL), row i from live[i]. Version 4 routes are arrays (a single
+ * route without its counters): stored as objects, as every reader of session_attachments.routes (settlement,
+ * the session resource) takes them. Only each batch's newest checkpoint of an attachment comes here.
  */
-export function upsertParameter(live: readonly UsageCheckpoint[]): string {
-  return JSON.stringify(live.map((c) => (c.routes === null ? c : { ...c, routes: checkpointRoutes(c) })));
+export function upsertParameters(live: readonly UsageCheckpoint[]): (string | string[])[] {
+  return [
+    live.map((c) => c.attachment_id),
+    live.map((c) => c.session_id),
+    live.map((c) => c.relay_id),
+    // Validated integers (and booleans): their decimal text has no comma.
+    ...NUMBER_COLUMNS.map((k) => live.map((c) => c[k]).join(',')),
+    JSON.stringify(live.map(checkpointRoutes)),
+  ];
 }
 
 async function measureUnbilled(sql: Sql, late: UsageCheckpoint[], out: Map<string, number>): Promise<void> {

@@ -35,3 +35,55 @@ t.test('a session is ready to settle once its end is requested and every attachm
     'both finals in one batch: ready once',
   );
 });
+
+// The upsert carries each column as its own parameter, row i of each from the batch's i-th checkpoint: a row
+// must get its own ids, counters, flag and routes, whatever characters its ids hold, inserted or updated.
+t.test('every stored row gets its own checkpoint: ids with separators and quotes, routes set or unknown', async (t) => {
+  const h = await harness(t);
+  const owner = await createOwner(h.db);
+  const odd = ['att,1', 'att"2', 'att{3}', 'att\\4', 'att 5\t', "att'6", 'NULL'];
+  const cases = [];
+  for (const [i, id] of odd.entries()) {
+    const s = await createTestSession(h.db, owner);
+    // Every other attachment has its row already (an update); the rest are inserted by the fold.
+    if (i % 2 === 0) await h.db.pool.query(`INSERT INTO session_attachments (id, session_id, relay_id) VALUES ($1, $2, 'r')`, [id, s.id]);
+    const counters = {
+      audio_in_ms: 1000 + i,
+      audio_out_ms: 2000 + i,
+      input_audio_tokens: 3 + i,
+      output_audio_tokens: 40 + i,
+      transcribed_ms: 7 * i,
+    };
+    const routes = i % 3 === 0 ? null : [{ provider: `p,${i}`, provider_model: `m"${i}`, ...counters }];
+    const c = { ...checkpoint(s.id, id, i + 1, counters, i === 3, routes as never), relay_id: `relay,"${i}"` };
+    cases.push({ c, routes, relay: i % 2 === 0 ? 'r' : c.relay_id });
+  }
+  const stored = await storeCheckpoints({ ctx: { db: h.db }, input: { newest: cases.map((x) => x.c) } });
+  t.equal(stored.advanced, odd.length);
+  const { rows } = await h.db.pool.query(
+    `SELECT id, session_id, relay_id, seq, final, audio_in_ms::int, audio_out_ms::int, input_audio_tokens::int,
+            output_audio_tokens::int, transcribed_ms::int, routes, last_audio_at IS NOT NULL AS audio_at
+       FROM session_attachments`,
+  );
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  for (const { c, routes, relay } of cases) {
+    t.same(
+      byId.get(c.attachment_id),
+      {
+        id: c.attachment_id,
+        session_id: c.session_id,
+        relay_id: relay, // an update keeps the row's relay
+        seq: c.seq,
+        final: c.final,
+        audio_in_ms: c.audio_in_ms,
+        audio_out_ms: c.audio_out_ms,
+        input_audio_tokens: c.input_audio_tokens,
+        output_audio_tokens: c.output_audio_tokens,
+        transcribed_ms: c.transcribed_ms,
+        routes: routes === null ? null : routes.map((r) => ({ ...r, input_text_tokens: 0, cached_input_tokens: 0, output_text_tokens: 0 })),
+        audio_at: true,
+      },
+      c.attachment_id,
+    );
+  }
+});
