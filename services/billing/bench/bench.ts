@@ -232,6 +232,15 @@ function processCpuSeconds(pid: number | undefined): number {
   }
 }
 
+/**
+ * CPU seconds so far of the PostgreSQL backends connected to this run's database (billing's pool and the
+ * bench's own, which does the same in every build); a backend that closed in between is not counted.
+ */
+async function databaseCpuSeconds(env: Env): Promise<number> {
+  const { rows } = await env.db.db.pool.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`);
+  return rows.reduce((sum, r) => sum + (processCpuSeconds(r.pid) || 0), 0);
+}
+
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 }
@@ -247,6 +256,8 @@ async function latency(
   max: number;
   checkpointsPerSecond: number;
   invariants: number;
+  billingCpuUs: number;
+  databaseCpuUs: number;
 }> {
   const env = await environment();
   const child = billingProcess(env, {}, cwd);
@@ -290,6 +301,8 @@ async function latency(
     const latencies: number[] = [];
     const pending: Promise<void>[] = [];
     const checkpointsAtStart = published;
+    const billingCpuAtStart = processCpuSeconds(child.pid);
+    const databaseCpuAtStart = await databaseCpuSeconds(env);
     const started = performance.now();
     for (let i = 0; i < ENDS_PER_SECOND * LATENCY_SECONDS; i++) {
       await sleep(Math.max(0, started + (i * 1000) / ENDS_PER_SECOND - performance.now()));
@@ -312,6 +325,9 @@ async function latency(
     }
     await Promise.all(pending);
     const elapsed = (performance.now() - started) / 1000;
+    const checkpoints = published - checkpointsAtStart;
+    const billingCpuUs = ((processCpuSeconds(child.pid) - billingCpuAtStart) * 1e6) / checkpoints;
+    const databaseCpuUs = (((await databaseCpuSeconds(env)) - databaseCpuAtStart) * 1e6) / checkpoints;
     for (const r of relays.values()) clearTimeout(r.timer);
     stopSub.unsubscribe();
     settledSub.unsubscribe();
@@ -323,8 +339,10 @@ async function latency(
       p50: percentile(latencies, 50),
       p99: percentile(latencies, 99),
       max: latencies[latencies.length - 1] ?? NaN,
-      checkpointsPerSecond: (published - checkpointsAtStart) / elapsed,
+      checkpointsPerSecond: checkpoints / elapsed,
       invariants,
+      billingCpuUs,
+      databaseCpuUs,
     };
   } finally {
     for (const r of relays.values()) clearTimeout(r.timer);
@@ -402,7 +420,8 @@ if (PARTS.includes('b')) {
       console.log(
         `(b) round ${round}, ${label}, end -> settled: ${b.ends} ends at ${ENDS_PER_SECOND}/s with ${LIVE_SESSIONS} live sessions ` +
           `(${fmt(b.checkpointsPerSecond)} checkpoints/s): p50 ${fmt(b.p50, 1)} ms, p99 ${fmt(b.p99, 1)} ms, max ${fmt(b.max, 1)} ms ` +
-          `(target p99 <= 50 ms); ledger invariant violations: ${b.invariants}`,
+          `(target p99 <= 50 ms); ledger invariant violations: ${b.invariants}; CPU per checkpoint: billing ${fmt(b.billingCpuUs, 1)} µs, ` +
+          `its database's backends ${fmt(b.databaseCpuUs, 1)} µs`,
       );
     }
   }

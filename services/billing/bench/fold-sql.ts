@@ -1,4 +1,4 @@
-// The fold transaction's statements one by one, without NATS: N live attachments (one new checkpoint each per
+// The fold transaction's statements one by one (and the json_to_recordset upsert billing used before session 13), without NATS: N live attachments (one new checkpoint each per
 // round, seq 1..ROUNDS), each variant in its own transaction, variants alternated per round; wall ms.
 //   NODE_OPTIONS=--conditions=@s2s/source npx tsx services/billing/bench/fold-sql.ts [attachments=10000] [rounds=8]
 import { loadavg } from 'node:os';
@@ -6,7 +6,7 @@ import { withTransaction } from '@s2s/db';
 import { createTestDatabase } from '@s2s/db/testing';
 import { USAGE_COUNTERS } from '@s2s/core';
 import { checkpointRoutes, type UsageCheckpoint } from '@s2s/contract';
-import { sortedForStore, storeCheckpoints, upsertParameters } from '../src/usage-store.js';
+import { sortedForStore, storeCheckpoints, UPSERT_ATTACHMENTS_SQL, upsertParameters } from '../src/usage-store.js';
 import { attach, checkpoint, createOwner, createTestSession } from '../test/fixtures.js';
 
 const N = Number(process.argv[2] ?? 10_000);
@@ -41,44 +41,6 @@ const UPSERT_JSON_ONLY = `
                               THEN greatest(a.last_audio_at, EXCLUDED.last_audio_at) ELSE a.last_audio_at END
    WHERE a.seq < EXCLUDED.seq AND a.session_id = EXCLUDED.session_id
   RETURNING a.id, a.session_id, a.final`;
-// The same write from one text parameter per column (split by string_to_array), routes as one JSON array.
-const UPSERT_COLUMNS = `
-  INSERT INTO session_attachments AS a (id, session_id, relay_id, seq, final, ${C}, routes, last_audio_at)
-  SELECT t.id, t.session_id, t.relay_id, t.seq, t.final, ${USAGE_COUNTERS.map((k) => `t.${k}`).join(', ')}, r.routes,
-         CASE WHEN t.audio_in_ms + t.audio_out_ms > 0 THEN least(now(), to_timestamp(t.emitted_at / 1000.0)) END
-    FROM unnest(string_to_array($1, ','), string_to_array($2, ','), string_to_array($3, ','), string_to_array($4, ',')::int4[],
-                string_to_array($5, ',')::bool[], ${USAGE_COUNTERS.map((_, i) => `string_to_array($${6 + i}, ',')::int8[]`).join(', ')},
-                string_to_array($${6 + USAGE_COUNTERS.length}, ',')::int8[])
-           WITH ORDINALITY AS t(id, session_id, relay_id, seq, final, ${C}, emitted_at, n)
-    LEFT JOIN jsonb_array_elements($${7 + USAGE_COUNTERS.length}::jsonb) WITH ORDINALITY AS r(routes, n) ON r.n = t.n
-  ON CONFLICT (id) DO UPDATE
-     SET seq = EXCLUDED.seq, final = EXCLUDED.final, updated_at = now(), routes = EXCLUDED.routes,
-         ${USAGE_COUNTERS.map((k) => `${k} = EXCLUDED.${k}`).join(', ')},
-         last_audio_at = CASE WHEN EXCLUDED.audio_in_ms + EXCLUDED.audio_out_ms > a.audio_in_ms + a.audio_out_ms
-                              THEN greatest(a.last_audio_at, EXCLUDED.last_audio_at) ELSE a.last_audio_at END
-   WHERE a.seq < EXCLUDED.seq AND a.session_id = EXCLUDED.session_id
-  RETURNING a.id, a.session_id, a.final`;
-const columnValues = (cs: ReturnType<typeof batchOf>) => [
-  cs.map((c) => c.attachment_id).join(','),
-  cs.map((c) => c.session_id).join(','),
-  cs.map((c) => c.relay_id).join(','),
-  cs.map((c) => c.seq).join(','),
-  cs.map((c) => c.final).join(','),
-  ...USAGE_COUNTERS.map((k) => cs.map((c) => c[k]).join(',')),
-  cs.map((c) => c.emitted_at).join(','),
-  JSON.stringify(cs.map((c) => c.routes)),
-];
-const UPSERT_ARRAYS = UPSERT_COLUMNS.replace(
-  "unnest(string_to_array($1, ','), string_to_array($2, ','), string_to_array($3, ',')",
-  'unnest($1::text[], $2::text[], $3::text[]',
-);
-const arrayValues = (cs: ReturnType<typeof batchOf>) => {
-  const v = columnValues(cs);
-  v[0] = cs.map((c) => c.attachment_id) as never;
-  v[1] = cs.map((c) => c.session_id) as never;
-  v[2] = cs.map((c) => c.relay_id) as never;
-  return v;
-};
 const PARSE_ONLY = `SELECT count(*) FROM json_to_recordset($1::json)
       AS t(attachment_id text, session_id text, relay_id text, seq int4, final bool, ${USAGE_COUNTERS.map((k) => `${k} int8`).join(', ')}, routes jsonb, emitted_at int8)`;
 /** The JSON parameter of the json_to_recordset upsert (billing's before session 13). */
@@ -115,15 +77,11 @@ const variants: Record<string, () => Promise<unknown>> = {
     ),
   'json parse only (no write)': () =>
     db.pool.query({ name: 'bench_parse', text: PARSE_ONLY, values: [upsertParameter(sortedForStore(batchOf()))] }),
-  'columns upsert only (no locks, no readiness)': () =>
+  'column upsert only (no locks, no readiness)': () =>
     withTransaction({ db }, (sql) =>
-      sql.query({ name: 'bench_columns', text: UPSERT_COLUMNS, values: columnValues(sortedForStore(batchOf())) }),
+      sql.query({ name: 'bench_columns', text: UPSERT_ATTACHMENTS_SQL, values: upsertParameters(sortedForStore(batchOf())) }),
     ),
-  'arrays upsert only (text[] for text columns)': () =>
-    withTransaction({ db }, (sql) =>
-      sql.query({ name: 'bench_arrays', text: UPSERT_ARRAYS, values: arrayValues(sortedForStore(batchOf())) }),
-    ),
-  'sort + column parameters (JS)': async () => columnValues(sortedForStore(batchOf())),
+  'sort + column parameters (JS)': async () => upsertParameters(sortedForStore(batchOf())),
   'sort + JSON parameter (JS)': async () => upsertParameter(sortedForStore(batchOf())),
 };
 for (let r = 1; r <= ROUNDS; r++) {
@@ -135,7 +93,11 @@ for (const [k, xs] of results)
   console.log(
     `${k}: median ${med(xs).toFixed(0)} ms (${xs.map((x) => x.toFixed(0)).join(' ')}), ${((med(xs) * 1000) / N).toFixed(1)} µs/row`,
   );
-const explain = await db.pool.query(`EXPLAIN (ANALYZE, BUFFERS, WAL) ${UPSERT_JSON_ONLY}`, [upsertParameter(sortedForStore(batchOf()))]);
+// The column upsert's plan as a named statement gets it after five executions: generic (no parameter values).
+const client = await db.pool.connect();
+await client.query('SET plan_cache_mode = force_generic_plan');
+const explain = await client.query(`EXPLAIN (ANALYZE, BUFFERS) ${UPSERT_ATTACHMENTS_SQL}`, upsertParameters(sortedForStore(batchOf())));
+client.release();
 console.log(explain.rows.map((r) => r['QUERY PLAN']).join('\n'));
 const st = await db.pool.query(`SELECT n_tup_upd, n_tup_hot_upd, n_tup_ins FROM pg_stat_user_tables WHERE relname = 'session_attachments'`);
 console.log(JSON.stringify(st.rows[0]));

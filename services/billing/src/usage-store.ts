@@ -29,7 +29,8 @@ const COUNTERS = USAGE_COUNTERS.join(', ');
  * One parameter per column, row i of each the i-th checkpoint: the text columns as text[] (node-postgres
  * quotes each element, so any id is carried as it is), the numbers and flags as one comma-joined string each
  * (`string_to_array`, nothing in them to quote), `routes` as one JSON array whose i-th element is row i's
- * (JSON null: the split unknown, stored as NULL). About half the database time of the same rows through
+ * (JSON null: the split unknown, stored as NULL); unnest zips the arrays, so no join can reorder or multiply rows
+ * whatever the plan. About half the database time of the same rows through
  * `json_to_recordset`, whose per-object parse was most of the upsert (docs/benchmarks.md, session 13).
  * A row only moves to a higher `seq` of its own session. `last_audio_at` (the session's activity, see
  * @s2s/sessions' sessionActivitySql) moves to the checkpoint's emission time, never past now(), when it shows
@@ -44,23 +45,21 @@ const NUMBER_TYPES: Record<(typeof NUMBER_COLUMNS)[number], string> = {
   ...(Object.fromEntries(USAGE_COUNTERS.map((k) => [k, 'int8'])) as Record<(typeof USAGE_COUNTERS)[number], string>),
   emitted_at: 'int8',
 };
-const UPSERT_ATTACHMENTS_SQL = `
+export const UPSERT_ATTACHMENTS_SQL = `
   INSERT INTO session_attachments AS a (id, session_id, relay_id, seq, final, ${COUNTERS}, routes, last_audio_at)
   SELECT t.attachment_id, t.session_id, t.relay_id, t.seq, t.final, ${USAGE_COUNTERS.map((k) => `t.${k}`).join(', ')},
-         nullif(r.routes, 'null'::jsonb),
+         nullif(t.routes, 'null'::jsonb),
          CASE WHEN t.audio_in_ms + t.audio_out_ms > 0 THEN least(now(), to_timestamp(t.emitted_at / 1000.0)) END
     FROM unnest($1::text[], $2::text[], $3::text[],
-                ${NUMBER_COLUMNS.map((k, i) => `string_to_array($${4 + i}, ',')::${NUMBER_TYPES[k]}[]`).join(', ')})
-           WITH ORDINALITY AS t(attachment_id, session_id, relay_id, ${NUMBER_COLUMNS.join(', ')}, n)
-    JOIN jsonb_array_elements($${4 + NUMBER_COLUMNS.length}::jsonb) WITH ORDINALITY AS r(routes, n) ON r.n = t.n
-   ORDER BY t.n
+                ${NUMBER_COLUMNS.map((k, i) => `string_to_array($${4 + i}, ',')::${NUMBER_TYPES[k]}[]`).join(', ')},
+                ARRAY(SELECT e FROM jsonb_array_elements($${4 + NUMBER_COLUMNS.length}::jsonb) WITH ORDINALITY AS r(e, n) ORDER BY n))
+           AS t(attachment_id, session_id, relay_id, ${NUMBER_COLUMNS.join(', ')}, routes)
   ON CONFLICT (id) DO UPDATE
      SET seq = EXCLUDED.seq, final = EXCLUDED.final, updated_at = now(), routes = EXCLUDED.routes,
          ${USAGE_COUNTERS.map((k) => `${k} = EXCLUDED.${k}`).join(', ')},
          last_audio_at = CASE WHEN EXCLUDED.audio_in_ms + EXCLUDED.audio_out_ms > a.audio_in_ms + a.audio_out_ms
                               THEN greatest(a.last_audio_at, EXCLUDED.last_audio_at) ELSE a.last_audio_at END
-   WHERE a.seq < EXCLUDED.seq AND a.session_id = EXCLUDED.session_id
-  RETURNING a.id, a.session_id, a.final`;
+   WHERE a.seq < EXCLUDED.seq AND a.session_id = EXCLUDED.session_id`;
 
 /**
  * The upsert, and with each row it wrote whether that row's session is now ready to settle: its end
@@ -69,7 +68,7 @@ const UPSERT_ATTACHMENTS_SQL = `
  * as written where the upsert wrote it and as read elsewhere.
  */
 const UPSERT_AND_READY_SQL = `
-  WITH written AS (${UPSERT_ATTACHMENTS_SQL})
+  WITH written AS (${UPSERT_ATTACHMENTS_SQL} RETURNING a.id, a.session_id, a.final)
   SELECT w.session_id, w.final,
          w.final AND EXISTS (SELECT 1 FROM voice_sessions s
                               WHERE s.id = w.session_id AND s.settled_at IS NULL AND s.end_requested_at IS NOT NULL)
@@ -122,14 +121,22 @@ export async function storeCheckpoints({
     if (late.length > 0) await measureUnbilled(sql, late, result.unbilledAudioMs);
     if (live.length === 0) return result;
 
-    const written = await sql.query<{ session_id: string; final: boolean; ready: boolean }>({
-      name: 'billing_fold_upsert',
-      text: UPSERT_AND_READY_SQL,
-      values: upsertParameters(live),
-    });
-    result.advanced = written.rows.length;
-    if (written.rows.length < live.length) await findForeign(sql, live, result.foreignAttachments);
-    result.readyToSettle = [...new Set(written.rows.filter((w) => w.ready).map((w) => w.session_id))];
+    const values = upsertParameters(live);
+    if (live.some((c) => c.final)) {
+      const written = await sql.query<{ session_id: string; final: boolean; ready: boolean }>({
+        name: 'billing_fold_upsert_ready',
+        text: UPSERT_AND_READY_SQL,
+        values,
+      });
+      result.advanced = written.rows.length;
+      result.readyToSettle = [...new Set(written.rows.filter((w) => w.ready).map((w) => w.session_id))];
+    } else {
+      // No final in the batch: no session can become ready (a row it writes is not final), so the upsert
+      // alone, its rows counted, nothing returned.
+      const written = await sql.query({ name: 'billing_fold_upsert', text: UPSERT_ATTACHMENTS_SQL, values });
+      result.advanced = written.rowCount ?? 0;
+    }
+    if (result.advanced < live.length) await findForeign(sql, live, result.foreignAttachments);
     return result;
   });
 }
