@@ -64,8 +64,9 @@ export const UPSERT_ATTACHMENTS_SQL = `
 /**
  * The upsert, and with each row it wrote whether that row's session is now ready to settle: its end
  * requested, unsettled, and every attachment final. The statement sees the attachments as they were before
- * its own writes (and, under the session locks, as no other transaction can change them), so a row counts
- * as written where the upsert wrote it and as read elsewhere.
+ * its own writes (the batch's non-final rows, written by the statement before it, included; and, under the
+ * session locks, as no other transaction can change them), so a row counts as written where the upsert wrote
+ * it and as read elsewhere.
  */
 const UPSERT_AND_READY_SQL = `
   WITH written AS (${UPSERT_ATTACHMENTS_SQL} RETURNING a.id, a.session_id, a.final)
@@ -121,20 +122,23 @@ export async function storeCheckpoints({
     if (late.length > 0) await measureUnbilled(sql, late, result.unbilledAudioMs);
     if (live.length === 0) return result;
 
-    const values = upsertParameters(live);
-    if (live.some((c) => c.final)) {
+    // The batch's final checkpoints (few: a session's last) are written by the statement that also tells which
+    // sessions they make ready; the others (most) by the plain upsert, first, so that the readiness statement
+    // reads them as stored. A batch without a final makes no session ready (a row it writes is not final).
+    const finals = live.filter((c) => c.final);
+    const others = finals.length === 0 ? live : live.filter((c) => !c.final);
+    if (others.length > 0) {
+      const written = await sql.query({ name: 'billing_fold_upsert', text: UPSERT_ATTACHMENTS_SQL, values: upsertParameters(others) });
+      result.advanced += written.rowCount ?? 0;
+    }
+    if (finals.length > 0) {
       const written = await sql.query<{ session_id: string; final: boolean; ready: boolean }>({
         name: 'billing_fold_upsert_ready',
         text: UPSERT_AND_READY_SQL,
-        values,
+        values: upsertParameters(finals),
       });
-      result.advanced = written.rows.length;
+      result.advanced += written.rows.length;
       result.readyToSettle = [...new Set(written.rows.filter((w) => w.ready).map((w) => w.session_id))];
-    } else {
-      // No final in the batch: no session can become ready (a row it writes is not final), so the upsert
-      // alone, its rows counted, nothing returned.
-      const written = await sql.query({ name: 'billing_fold_upsert', text: UPSERT_ATTACHMENTS_SQL, values });
-      result.advanced = written.rowCount ?? 0;
     }
     if (result.advanced < live.length) await findForeign(sql, live, result.foreignAttachments);
     return result;

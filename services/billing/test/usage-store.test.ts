@@ -34,6 +34,26 @@ t.test('a session is ready to settle once its end is requested and every attachm
     [other.id],
     'both finals in one batch: ready once',
   );
+
+  // A final and other sessions' non-final checkpoints in one batch (written by two statements).
+  const third = await createTestSession(h.db, owner);
+  const c1 = await attach(h.db, third.id);
+  const c2 = await attach(h.db, third.id, 'relay-2');
+  const fourth = await createTestSession(h.db, owner);
+  const d1 = await attach(h.db, fourth.id);
+  await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: third.id, cause: 'client_closed' } });
+  await requestEnd({ ctx: { db: h.db, bus: h.bus }, input: { sessionId: fourth.id, cause: 'client_closed' } });
+  t.same(
+    await store(checkpoint(third.id, c1, 1, { audio_in_ms: 10 }, true), checkpoint(fourth.id, d1, 1, { audio_in_ms: 10 }, false)),
+    [],
+    'c2 not final (read), d1 not final (written)',
+  );
+  t.same(
+    await store(checkpoint(third.id, c2, 1, { audio_in_ms: 10 }, true), checkpoint(fourth.id, d1, 2, { audio_in_ms: 20 }, false)),
+    [third.id],
+    'a final completing one session beside another one still streaming',
+  );
+  t.same(await store(checkpoint(fourth.id, d1, 3, { audio_in_ms: 30 }, true)), [fourth.id]);
 });
 
 // The upsert carries each column as its own parameter, row i of each from the batch's i-th checkpoint: a row
