@@ -1,6 +1,8 @@
 // The fold transaction's statements one by one (and the json_to_recordset upsert billing used before session 13), without NATS: N live attachments (one new checkpoint each per
 // round, seq 1..ROUNDS), each variant in its own transaction, variants alternated per round; wall ms.
+// BENCH_BASE_DIR=<another checkout> adds its storeCheckpoints, alternated with this one's on the same rows.
 //   NODE_OPTIONS=--conditions=@s2s/source npx tsx services/billing/bench/fold-sql.ts [attachments=10000] [rounds=8]
+import { pathToFileURL } from 'node:url';
 import { loadavg } from 'node:os';
 import { withTransaction } from '@s2s/db';
 import { createTestDatabase } from '@s2s/db/testing';
@@ -84,6 +86,13 @@ const variants: Record<string, () => Promise<unknown>> = {
   'sort + column parameters (JS)': async () => upsertParameters(sortedForStore(batchOf())),
   'sort + JSON parameter (JS)': async () => upsertParameter(sortedForStore(batchOf())),
 };
+const baseDir = process.env.BENCH_BASE_DIR;
+if (baseDir) {
+  const base = (await import(pathToFileURL(`${baseDir}/services/billing/src/usage-store.ts`).href)) as {
+    storeCheckpoints: typeof storeCheckpoints;
+  };
+  variants['storeCheckpoints of BENCH_BASE_DIR'] = () => base.storeCheckpoints({ ctx: { db }, input: { newest: batchOf() } });
+}
 for (let r = 1; r <= ROUNDS; r++) {
   const names = Object.keys(variants);
   for (const name of r % 2 ? names : names.reverse()) note(name, await timed(variants[name] as () => Promise<unknown>));
