@@ -128,12 +128,12 @@ export async function storeCheckpoints({
     const finals = live.filter((c) => c.final);
     const others = finals.length === 0 ? live : live.filter((c) => !c.final);
     if (others.length > 0) {
-      const written = await sql.query({ name: 'billing_fold_upsert', text: UPSERT_ATTACHMENTS_SQL, values: upsertParameters(others) });
+      const written = await sql.query({ name: 'billing_fold_columns', text: UPSERT_ATTACHMENTS_SQL, values: upsertParameters(others) });
       result.advanced += written.rowCount ?? 0;
     }
     if (finals.length > 0) {
       const written = await sql.query<{ session_id: string; final: boolean; ready: boolean }>({
-        name: 'billing_fold_upsert_ready',
+        name: 'billing_fold_columns_ready',
         text: UPSERT_AND_READY_SQL,
         values: upsertParameters(finals),
       });
