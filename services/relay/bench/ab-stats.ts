@@ -1,0 +1,207 @@
+// Pure parts of bench/ab.ts: reading one bench.ts run's table, and the statistics of two trees' runs (ratio of
+// geometric means with a Welch t interval on the logs, and a seeded percentile bootstrap as a cross-check).
+
+/** One N of one bench.ts run (ROUNDS=1, so the row is that run's own figures). */
+export interface RunRow {
+  n: number;
+  cpuRelay: number;
+  cpuBare: number;
+  /** CPU µs per frame, relay ÷ bare pass-through, of the same run. */
+  ratio: number;
+  fpsRelay: number;
+  fpsBare: number;
+  fpsRatio: number;
+  lostRelay: number;
+  lostBare: number;
+}
+
+/** One bench.ts run as ab.ts writes it to its JSONL file. */
+export interface RunRecord {
+  side: 'a' | 'b';
+  dir: string;
+  commit: string;
+  /** The BENCH_ variables of the run, `K=V` sorted and space-joined: runs are pooled per procedure. */
+  procedure: string;
+  startedAt: string;
+  endedAt: string;
+  /** 1-minute load averages when the run got the lock and when it ended. */
+  loadStart: number;
+  loadEnd: number;
+  rows: RunRow[];
+}
+
+const num = (s: string | undefined): number => (s === undefined || s === 'n/a' ? NaN : Number(s.replace(/,/g, '')));
+
+/** The table rows of bench.ts's stdout: `| N | fps relay / bare (r) | cpu relay / bare (r) | … | lost relay / bare |`. */
+export function parseBenchOutput(text: string): RunRow[] {
+  const rows: RunRow[] = [];
+  for (const line of text.split('\n')) {
+    if (!/^\| \d+ \|/.test(line)) continue;
+    const cells = line
+      .split('|')
+      .slice(1, -1)
+      .map((c) => c.trim());
+    const pair = (cell: string | undefined) => {
+      const m = /^([\d.,]+|n\/a) \/ ([\d.,]+|n\/a)/.exec(cell ?? '');
+      return m ? [num(m[1]), num(m[2])] : [NaN, NaN];
+    };
+    const [fpsRelay, fpsBare] = pair(cells[1]) as [number, number];
+    const [cpuRelay, cpuBare] = pair(cells[2]) as [number, number];
+    const [lostRelay, lostBare] = pair(cells[cells.length - 1]) as [number, number];
+    rows.push({
+      n: Number(cells[0]),
+      cpuRelay,
+      cpuBare,
+      ratio: cpuRelay / cpuBare,
+      fpsRelay,
+      fpsBare,
+      fpsRatio: fpsRelay / fpsBare,
+      lostRelay,
+      lostBare,
+    });
+  }
+  return rows;
+}
+
+/** A run fell behind when the relay carried under 98 % of the pass-through's frames/s or lost frames. */
+export const fellBehind = (r: RunRow): boolean => !(r.fpsRatio >= 0.98) || r.lostRelay > 0;
+
+export const mean = (xs: readonly number[]): number => xs.reduce((s, x) => s + x, 0) / xs.length;
+
+/** Sample standard deviation (n − 1). */
+export function sd(xs: readonly number[]): number {
+  const m = mean(xs);
+  return Math.sqrt(xs.reduce((s, x) => s + (x - m) ** 2, 0) / (xs.length - 1));
+}
+
+// ln Γ by Lanczos (g = 7, 9 terms), good to ~1e-15 for x > 0.
+const LANCZOS = [
+  0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059, 12.507343278686905,
+  -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7,
+];
+function lnGamma(x: number): number {
+  if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - lnGamma(1 - x);
+  x -= 1;
+  let a = LANCZOS[0]!;
+  const t = x + 7.5;
+  for (let i = 1; i < 9; i++) a += LANCZOS[i]! / (x + i);
+  return 0.5 * Math.log(2 * Math.PI) + (x + 0.5) * Math.log(t) - t + Math.log(a);
+}
+
+// Continued fraction of the regularized incomplete beta (modified Lentz).
+function betaContinuedFraction(a: number, b: number, x: number): number {
+  const tiny = 1e-300;
+  let c = 1;
+  let d = 1 - ((a + b) * x) / (a + 1);
+  d = 1 / (Math.abs(d) < tiny ? tiny : d);
+  let h = d;
+  for (let m = 1; m <= 300; m++) {
+    for (const aa of [
+      (m * (b - m) * x) / ((a + 2 * m - 1) * (a + 2 * m)),
+      (-(a + m) * (a + b + m) * x) / ((a + 2 * m) * (a + 2 * m + 1)),
+    ]) {
+      d = 1 + aa * d;
+      d = 1 / (Math.abs(d) < tiny ? tiny : d);
+      c = 1 + aa / c;
+      if (Math.abs(c) < tiny) c = tiny;
+      h *= d * c;
+    }
+    if (Math.abs(d * c - 1) < 1e-15) break;
+  }
+  return h;
+}
+
+/** Regularized incomplete beta I_x(a, b). */
+export function incompleteBeta(x: number, a: number, b: number): number {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const front = Math.exp(lnGamma(a + b) - lnGamma(a) - lnGamma(b) + a * Math.log(x) + b * Math.log(1 - x));
+  return x < (a + 1) / (a + b + 2) ? (front * betaContinuedFraction(a, b, x)) / a : 1 - (front * betaContinuedFraction(b, a, 1 - x)) / b;
+}
+
+/** Student t CDF with `df` (real, > 0) degrees of freedom. */
+export function tCdf(t: number, df: number): number {
+  const tail = 0.5 * incompleteBeta(df / (df + t * t), df / 2, 0.5);
+  return t >= 0 ? 1 - tail : tail;
+}
+
+/** Student t quantile (p in (0, 1)), by bisection on the CDF. */
+export function tQuantile(p: number, df: number): number {
+  if (p === 0.5) return 0;
+  if (p < 0.5) return -tQuantile(1 - p, df);
+  let lo = 0;
+  let hi = 1;
+  while (tCdf(hi, df) < p) hi *= 2;
+  for (let i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
+    const mid = (lo + hi) / 2;
+    if (tCdf(mid, df) < p) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
+}
+
+export interface Interval {
+  estimate: number;
+  low: number;
+  high: number;
+}
+
+export interface WelchResult extends Interval {
+  df: number;
+  /** Standard error of the difference of the log means. */
+  se: number;
+}
+
+/**
+ * Ratio of geometric means b ÷ a with a `level` confidence interval: Welch's t interval on the difference of the
+ * mean logs, exponentiated. Needs two or more values on each side.
+ */
+export function welchRatio(a: readonly number[], b: readonly number[], level = 0.95): WelchResult {
+  const la = a.map(Math.log);
+  const lb = b.map(Math.log);
+  const va = sd(la) ** 2 / la.length;
+  const vb = sd(lb) ** 2 / lb.length;
+  const diff = mean(lb) - mean(la);
+  const se = Math.sqrt(va + vb);
+  const df = (va + vb) ** 2 / (va ** 2 / (la.length - 1) + vb ** 2 / (lb.length - 1));
+  const q = tQuantile(1 - (1 - level) / 2, df);
+  return { estimate: Math.exp(diff), low: Math.exp(diff - q * se), high: Math.exp(diff + q * se), df, se };
+}
+
+/** mulberry32: a small seeded PRNG, so that a bootstrap prints the same interval for the same runs. */
+export function seededRandom(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Percentile bootstrap of the ratio of geometric means b ÷ a, each side resampled with replacement. */
+export function bootstrapRatio(a: readonly number[], b: readonly number[], { level = 0.95, resamples = 10000, seed = 1 } = {}): Interval {
+  const la = a.map(Math.log);
+  const lb = b.map(Math.log);
+  const rnd = seededRandom(seed);
+  const resampledMean = (xs: number[]) => {
+    let s = 0;
+    for (let i = 0; i < xs.length; i++) s += xs[Math.floor(rnd() * xs.length)]!;
+    return s / xs.length;
+  };
+  const diffs = Float64Array.from({ length: resamples }, () => resampledMean(lb) - resampledMean(la)).sort();
+  const at = (p: number) => diffs[Math.min(resamples - 1, Math.max(0, Math.round(p * (resamples - 1))))]!;
+  return {
+    estimate: Math.exp(mean(lb) - mean(la)),
+    low: Math.exp(at((1 - level) / 2)),
+    high: Math.exp(at(1 - (1 - level) / 2)),
+  };
+}
+
+/** The bound is shown met when the interval's upper end is ≤ `bound`, missed when its lower end is above it. */
+export function verdict(ci: Interval, bound = 1.05): 'met' | 'missed' | 'not resolved' {
+  if (ci.high <= bound) return 'met';
+  if (ci.low > bound) return 'missed';
+  return 'not resolved';
+}
