@@ -68,8 +68,9 @@ export const fellBehind = (r: RunRow): boolean => !(r.fpsRatio >= 0.98) || r.los
 
 export const mean = (xs: readonly number[]): number => xs.reduce((s, x) => s + x, 0) / xs.length;
 
-/** Sample standard deviation (n − 1). */
+/** Sample standard deviation (n − 1); NaN under two values. */
 export function sd(xs: readonly number[]): number {
+  if (xs.length < 2) return NaN;
   const m = mean(xs);
   return Math.sqrt(xs.reduce((s, x) => s + (x - m) ** 2, 0) / (xs.length - 1));
 }

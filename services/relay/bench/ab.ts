@@ -98,7 +98,8 @@ function report(records: RunRecord[]): string {
       const summarize = (label: string, keep: (row: (typeof runs)[number]['row']) => boolean) => {
         const a = runs.filter((x) => x.r.side === 'a' && keep(x.row)).map((x) => x.row.ratio);
         const b = runs.filter((x) => x.r.side === 'b' && keep(x.row)).map((x) => x.row.ratio);
-        const side = (xs: number[]) => `n ${xs.length}, mean ${f3(mean(xs))}, SD ${f3(sd(xs))}`;
+        const side = (xs: number[]) =>
+          `n ${xs.length}, mean ${f3(mean(xs))}, SD ${f3(sd(xs))}, geometric mean ${f3(Math.exp(mean(xs.map(Math.log))))}`;
         lines.push(`${label}: A ${side(a)}; B ${side(b)}`);
         if (a.length < 2 || b.length < 2) return lines.push('  (fewer than 2 runs on a side: no interval)');
         const w = welchRatio(a, b);

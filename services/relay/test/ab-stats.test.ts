@@ -1,5 +1,5 @@
 import t from 'tap';
-import { bootstrapRatio, fellBehind, parseBenchOutput, tCdf, tQuantile, verdict, welchRatio } from '../bench/ab-stats.js';
+import { bootstrapRatio, fellBehind, parseBenchOutput, sd, tCdf, tQuantile, verdict, welchRatio } from '../bench/ab-stats.js';
 
 // Reference values from SciPy 1.17 (scipy.stats.t and ttest_ind(..., equal_var=False).confidence_interval()).
 t.test('Student t quantiles and CDF match SciPy', async (t) => {
@@ -38,6 +38,11 @@ t.test('the bootstrap is seeded, brackets its estimate and is exact on constant 
   const w = welchRatio(a, b);
   t.ok(one.low > w.low && one.high < w.high, `${one.low}–${one.high} inside ${w.low}–${w.high}`);
   t.same(bootstrapRatio([1.2, 1.2, 1.2], [1.5, 1.5]), { estimate: 1.25, low: 1.25, high: 1.25 });
+});
+
+t.test('the SD needs two values', async (t) => {
+  t.ok(Number.isNaN(sd([1.4])));
+  t.ok(Math.abs(sd([1, 2, 3, 4]) - Math.sqrt(5 / 3)) < 1e-12);
 });
 
 t.test('verdict against the bound', async (t) => {
