@@ -26,10 +26,11 @@ export const BillingEnv = CommonEnv.extend({
   BATCH_SIZE: envInt(50_000, { min: 1, max: 100_000 }),
   // How long a batch waits for more checkpoints, from the arrival of its oldest message, before it is folded
   // (unless it is full): one row write per attachment then carries this window's checkpoints. An end request
-  // or a final checkpoint is folded at once (settlement waits for it). The bound on how stale the stored usage
-  // and activity of a live session is (docs/billing.md, "Fold window"); 0 folds whatever has arrived. At most
-  // a quarter of ACK_WAIT_MS is used: a message waits out the window unacknowledged.
-  FOLD_WINDOW_MS: envInt(1000, { min: 0, max: 5000 }),
+  // or a final checkpoint is folded at once (settlement waits for it). It adds to how stale the stored usage
+  // and activity of a live session may be (docs/billing.md, "Fold window"). Off by default (0: fold whatever
+  // has arrived): a live session's usage is then as fresh as its last checkpoint plus one fold. At most a
+  // quarter of ACK_WAIT_MS is used: a message waits out the window unacknowledged.
+  FOLD_WINDOW_MS: envInt(0, { min: 0, max: 5000 }),
   // First retry delay of a message whose processing failed; doubles per delivery up to NAK_MAX_MS.
   NAK_BASE_MS: envInt(500, { min: 1, max: 60_000 }),
   NAK_MAX_MS: envInt(30_000, { min: 1, max: 600_000 }),

@@ -6,11 +6,12 @@
 // Runs where the relay fell behind (frames/s under 0.98 × the pass-through's, or frames lost) are reported and
 // the result is given with and without them.
 // Usage: cd services/relay && BENCH_SESSIONS=… npx tsx bench/ab.ts --a=<tree> --b=<tree> --runs=K
-//   [--out=runs.jsonl] [--pool=f1.jsonl,f2.jsonl] [--lock=/work/.bench.lock] [--bound=1.05]
+//   [--out=runs.jsonl] [--pool=f1.jsonl,f2.jsonl] [--lock=<file>, default <tmpdir>/s2s-bench.lock] [--bound=1.05]
 // Every BENCH_ variable of the environment goes to bench.ts. --runs=0 with --pool only reports.
 import { execFileSync, spawn } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { bootstrapRatio, fellBehind, mean, parseBenchOutput, sd, verdict, welchRatio, type RunRecord } from './ab-stats.js';
 
@@ -19,7 +20,8 @@ const { values: opt } = parseArgs({
 });
 const RUNS = Number(opt.runs ?? 0);
 const BOUND = Number(opt.bound ?? 1.05);
-const LOCK = opt.lock ?? '/work/.bench.lock';
+// The lock every benchmark of a shared machine takes (one at a time); by default one per machine in its temp dir.
+const LOCK = opt.lock ?? join(tmpdir(), 's2s-bench.lock');
 const OUT = resolve(opt.out ?? `ab-${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`);
 const POOL = (opt.pool ?? '').split(',').filter(Boolean);
 const procedure = Object.keys(process.env)
