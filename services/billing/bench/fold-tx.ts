@@ -4,27 +4,12 @@
 //   NODE_OPTIONS=--conditions=@s2s/source npx tsx services/billing/bench/fold-tx.ts [attachments=10000]
 import { loadavg } from 'node:os';
 import { withTransaction } from '@s2s/db';
-import { createTestDatabase } from '@s2s/db/testing';
 import { sortedForStore, storeCheckpoints, upsertParameters } from '../src/usage-store.js';
-import { attach, checkpoint, createOwner, createTestSession } from '../test/fixtures.js';
+import { checkpoint } from '../test/fixtures.js';
+import { liveAttachments } from './live-attachments.js';
 
 const N = Number(process.argv[2] ?? 10_000);
-const testDb = await createTestDatabase();
-const db = testDb.db;
-const owner = await createOwner(db, 1_000_000_000);
-await db.pool.query('UPDATE api_keys SET max_live_sessions = $2, max_creates_per_minute = $2 WHERE id = $1', [
-  owner.key.keyId,
-  2_147_483_647,
-]);
-const live: { id: string; attachmentId: string }[] = [];
-for (let i = 0; i < N; i += 50) {
-  const chunk = Array.from({ length: Math.min(50, N - i) }, async () => {
-    const s = await createTestSession(db, owner);
-    return { id: s.id, attachmentId: await attach(db, s.id, 'bench-relay') };
-  });
-  live.push(...(await Promise.all(chunk)));
-}
-const ids = live.map((s) => s.id).sort();
+const { testDb, db, live, ids } = await liveAttachments(N);
 const timed = async (fn: () => Promise<unknown>) => {
   const t0 = performance.now();
   await fn();
