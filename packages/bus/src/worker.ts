@@ -128,7 +128,8 @@ export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>)
   // Lingering (opts.lingerMs): when the buffer's oldest message arrived, whether an urgent one is in it, and
   // how to end the wait early. Only an arrival that ends the wait wakes the loop (not one per message).
   const lingerMs = opts.lingerMs ?? 0;
-  const urgent = opts.urgent;
+  // Only a worker that lingers asks: without a window nothing waits, and every arrival would pay the call.
+  const urgent = lingerMs > 0 ? opts.urgent : undefined;
   let oldestArrivalAt = 0;
   let urgentBuffered = false;
   // A full batch means a backlog: the next one does not wait (nothing is gained, the backlog only grows).

@@ -396,18 +396,23 @@ t.test('the acks of a big batch go out in slices after its handler; stop sends w
   );
 });
 
+/** Handlers that record each `num` batch's values and ack every item. */
+function recordingBatches(batches: number[][]): Parameters<typeof setup>[0] {
+  return {
+    num: {
+      batch: async (items) => {
+        batches.push(items.map((i) => i.value.n));
+        return items.map(() => ({ kind: 'ack' as const }));
+      },
+    },
+    word: okWords,
+  };
+}
+
 t.test('lingering: a batch waits for more messages until it is full, an urgent message arrives, or the worker stops', async (t) => {
   const batches: number[][] = [];
   const { source, worker } = setup(
-    {
-      num: {
-        batch: async (items) => {
-          batches.push(items.map((i) => i.value.n));
-          return items.map(() => ({ kind: 'ack' as const }));
-        },
-      },
-      word: okWords,
-    },
+    recordingBatches(batches),
     // Far longer than the test: only a full batch, an urgent message or stop can end the wait.
     { batchSize: 4, lingerMs: 600_000, urgent: (v) => v.kind === 'num' && v.n < 0 },
   );
@@ -451,18 +456,11 @@ t.test('lingering: a batch waits for more messages until it is full, an urgent m
 
 t.test('lingering: an urgent message left behind by a full batch still starts the next one at once', async (t) => {
   const batches: number[][] = [];
-  const { source, worker } = setup(
-    {
-      num: {
-        batch: async (items) => {
-          batches.push(items.map((i) => i.value.n));
-          return items.map(() => ({ kind: 'ack' as const }));
-        },
-      },
-      word: okWords,
-    },
-    { batchSize: 2, lingerMs: 600_000, urgent: (v) => v.kind === 'num' && v.n < 0 },
-  );
+  const { source, worker } = setup(recordingBatches(batches), {
+    batchSize: 2,
+    lingerMs: 600_000,
+    urgent: (v) => v.kind === 'num' && v.n < 0,
+  });
   await worker.start();
   const msgs = [new FakeMsg('s', '1', 1), new FakeMsg('s', '2', 2), new FakeMsg('s', '-3', 3)];
   source.deliver(...msgs);
