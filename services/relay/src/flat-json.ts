@@ -28,15 +28,22 @@ export class FlatShape {
 
   /**
    * Fills `out` (one slot per key, undefined when absent); false when the frame is not such an object.
-   * `memo` (one per source of frames, e.g. per connection): the string values of its previous frame, reused
-   * when the same bytes come again (a response's ids repeat on every delta of it).
+   * `memo` (one per source of frames, e.g. per connection): what its previous frames had (see FlatMemo).
    */
-  read(buf: Buffer, out: (string | number | undefined)[], memo?: (string | number | undefined)[]): boolean {
+  read(buf: Buffer, out: (string | number | undefined)[], memo?: FlatMemo): boolean {
     const n = buf.length;
     for (let k = 0; k < this.keys.length; k++) out[k] = undefined;
     if (n < 2 || buf[0] !== 0x7b || buf[n - 1] !== 0x7d) return false;
     let i = 1;
     if (n === 2) return true;
+    if (memo !== undefined && memo.headLength > 0 && memo.headLength < n && memo.sameHead(buf)) {
+      // The same bytes up to the long value as a frame read before: the scan is where it was then.
+      for (let k = 0; k < this.keys.length; k++) out[k] = memo.headSlots[k];
+      i = this.longValue(buf, memo.headLength, out);
+      if (i < 0) return false;
+      if (buf[i] !== 0x2c) return i === n - 1;
+      i++;
+    }
     for (;;) {
       if (buf[i] !== 0x22) return false;
       const keyEnd = plainEnd(buf, i + 1);
@@ -46,10 +53,16 @@ export class FlatShape {
       if (slot >= 0 && out[slot] !== undefined) return false; // a repeated member: JSON.parse keeps the last
       let v = keyEnd + 2;
       if (buf[v] === 0x22) {
-        const end = slot === this.long ? buf.indexOf(0x22, v + 1) : plainEnd(buf, v + 1);
-        if (end < 0) return false;
-        if (slot >= 0) out[slot] = slot === this.long ? buf.toString('latin1', v + 1, end) : this.text(buf, v + 1, end, slot, memo);
-        i = end + 1;
+        if (slot === this.long) {
+          memo?.noteHead(buf, v + 1, out);
+          i = this.longValue(buf, v + 1, out);
+          if (i < 0) return false;
+        } else {
+          const end = plainEnd(buf, v + 1);
+          if (end < 0) return false;
+          if (slot >= 0) out[slot] = this.text(buf, v + 1, end, slot, memo?.values);
+          i = end + 1;
+        }
       } else {
         // A non-negative integer without a leading zero, small enough to be exact.
         let x = 0;
@@ -66,6 +79,14 @@ export class FlatShape {
       }
       return i === n - 1;
     }
+  }
+
+  /** The long member's string value starting at `start` (after its quote): the offset after its closing quote, or -1. */
+  private longValue(buf: Buffer, start: number, out: (string | number | undefined)[]): number {
+    const end = buf.indexOf(0x22, start);
+    if (end < 0) return -1;
+    out[this.long] = buf.toString('latin1', start, end);
+    return end + 1;
   }
 
   /** A short string member: a known constant, the memo's previous value, or a new string. */
@@ -110,4 +131,47 @@ function plainEnd(buf: Buffer, start: number): number {
     if (c < 0x20 || c > 0x7e || c === 0x5c) return -1;
   }
   return -1;
+}
+
+/** Bytes of a head kept (longer heads are not memoized). */
+const MAX_HEAD = 256;
+
+/**
+ * What FlatShape.read keeps of one source's frames: the string values of its previous frame (reused when the
+ * same bytes come again: a response's ids repeat on every delta of it) and the bytes of a frame up to its long
+ * value's opening quote, with the members read from them. A frame starting with exactly those bytes is read
+ * from the long value on: the scan is a function of the bytes before it, so its members and state are the same.
+ */
+export class FlatMemo {
+  readonly values: (string | number | undefined)[] = [];
+  readonly headSlots: (string | number | undefined)[] = [];
+  headLength = 0;
+  private readonly head = Buffer.alloc(MAX_HEAD);
+  /** Heads noted since the last frame that matched one: a source whose heads never repeat stops being noted. */
+  private misses = 0;
+
+  sameHead(buf: Buffer): boolean {
+    const head = this.head;
+    for (let j = this.headLength - 1; j >= 0; j--) {
+      if (buf[j] !== head[j]) {
+        this.misses++;
+        return false;
+      }
+    }
+    this.misses = 0;
+    return true;
+  }
+
+  /** The bytes before `length` of `buf` read into `out` (the long value starts at `length`). */
+  noteHead(buf: Buffer, length: number, out: readonly (string | number | undefined)[]): void {
+    // A source whose heads differ on every frame (an event id first) is noted again only now and then.
+    if (length > MAX_HEAD) {
+      this.headLength = 0;
+      return;
+    }
+    if (this.misses > 2 && (this.misses & 63) !== 0) return;
+    buf.copy(this.head, 0, 0, length);
+    this.headLength = length;
+    for (let k = 0; k < out.length; k++) this.headSlots[k] = out[k];
+  }
 }

@@ -6,7 +6,7 @@ import { REFERENCE_TOKENS } from '@s2s/core';
 import { Audio, checkBase64 } from '../src/audio.js';
 import { decodePcmFrame, readCompactAppend, type AudioFrameProblem } from '../src/codec/pcm-frame.js';
 import { isAppendShape, SvcRealtimeV1Codec, validEventId } from '../src/codec/svc-realtime-v1.js';
-import { FlatShape } from '../src/flat-json.js';
+import { FlatMemo, FlatShape } from '../src/flat-json.js';
 import { UsageMeter } from '../src/providers/base.js';
 
 const STRICT = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -193,7 +193,7 @@ t.test('FlatShape reads exactly what JSON.parse reads, or declines (property)', 
   const closed = new FlatShape(keys, 2, true);
   // Known values of `type` answered as constants, and one memo across every frame (hits and misses alike).
   const consts = new FlatShape(keys, 2, false, { 0: ['a', '', 'input_audio_buffer.append'] });
-  const memo: (string | number | undefined)[] = [];
+  const memo = new FlatMemo();
   const value = fc.oneof(
     fc.constantFrom('a', '', 'b', 'input_audio_buffer.append', 'e1'),
     // Near misses of the constants and of a memo's previous value (matched where they stand).
@@ -257,6 +257,60 @@ t.test('FlatShape reads exactly what JSON.parse reads, or declines (property)', 
     }),
     { numRuns: 20_000 },
   );
+});
+
+t.test('FlatShape with a memo reads every frame as without one, heads repeated or not (property)', async (t) => {
+  const keys = ['type', 'response_id', 'n', 'delta'];
+  const shapes = [new FlatShape(keys, 3, false, { 0: ['d'] }), new FlatShape(keys, 3, true, { 0: ['d'] })];
+  // Heads up to the long value's quote: repeated, one byte apart, prefixes of one another, members repeated.
+  const head = fc.constantFrom(
+    '{"type":"d","response_id":"r1","n":0,"delta":"',
+    '{"type":"d","response_id":"r2","n":0,"delta":"',
+    '{"type":"d","response_id":"r1","n":1,"delta":"',
+    '{"type":"d","response_id":"r1","n":10,"delta":"',
+    '{"type":"e","response_id":"r1","delta":"',
+    '{"type":"d","x":"r1","n":0,"delta":"',
+    '{"event_id":"e1","type":"d","delta":"',
+    '{"event_id":"e2","type":"d","delta":"',
+    '{"delta":"',
+    '{"n":0,"delta":"',
+    '{"x":0,"delta":"',
+    '{"n":0,"n":1,"delta":"',
+    '{"type":"d","type":"d","delta":"',
+    '{"type":"d","response_id":"r1\\u0041","delta":"',
+    '{"type":"d" ,"delta":"',
+  );
+  const value = fc.oneof(fc.constantFrom('AQID', 'AQ==', '', 'A\\"', '\u00e9'), fc.base64String({ maxLength: 12 }));
+  const tail = fc.constantFrom('"}', '","event_id":"e9"}', '","n":5}', '","type":"d"}', '","delta":"AQID"}', '"', '"x}', '","n":01}', '"}}', '",}');
+  // A frame: a head (mostly one of the sequence's two), its long value and a tail; or a head cut short.
+  const frame = (heads: [string, string]) =>
+    fc.oneof(
+      fc.tuple(fc.nat(4), head, value, tail).map(([k, h, v, x]) => (k < 2 ? heads[k]! : k === 2 ? heads[0] : h) + v + x),
+      fc.tuple(head, fc.nat(60)).map(([h, k]) => h.slice(0, k % (h.length + 1))),
+    );
+  const sequence = fc.tuple(head, head).chain((heads) => fc.array(frame(heads), { minLength: 1, maxLength: 12 }));
+  let hits = 0;
+  fc.assert(
+    fc.property(sequence, (texts) => {
+      const memos = shapes.map(() => new FlatMemo());
+      for (const m of memos) {
+        const same = m.sameHead.bind(m);
+        m.sameHead = (buf) => (same(buf) ? (hits++, true) : false);
+      }
+      const a: (string | number | undefined)[] = [];
+      const b: (string | number | undefined)[] = [];
+      for (const text of texts) {
+        for (const [k, s] of shapes.entries()) {
+          const buf = Buffer.from(text, 'latin1');
+          if (s.read(buf, a, memos[k]) !== s.read(buf, b)) return false;
+          for (let i = 0; i < keys.length; i++) if (a[i] !== b[i]) return false;
+        }
+      }
+      return true;
+    }),
+    { numRuns: 5_000 },
+  );
+  t.ok(hits > 2000, `frames read from a remembered head: ${hits}`);
 });
 
 t.test('the compact append path gives what the full path gives, on every frame it takes (property)', async () => {

@@ -1,5 +1,5 @@
 import { Audio, checkBase64, isWavHeaderBase64 } from '../audio.js';
-import { FlatShape } from '../flat-json.js';
+import { FlatMemo, FlatShape } from '../flat-json.js';
 
 /** Why an `input_audio_buffer.append` frame is not raw aligned PCM16LE (all answer `invalid_audio_format`). */
 export type AudioFrameProblem = 'not_base64' | 'empty' | 'odd_length' | 'wav_header';
@@ -28,6 +28,8 @@ export function decodePcmFrame(audio: string): Audio | AudioFrameProblem {
 
 const APPEND = new FlatShape(['type', 'event_id', 'audio'], 2, true, { 0: ['input_audio_buffer.append'] });
 const appendSlots: (string | number | undefined)[] = [];
+/** One for every client of the process: clients of one kind send the same bytes before the audio. */
+const appendMemo = new FlatMemo();
 
 /**
  * The append fast path of every dialect: a compact `input_audio_buffer.append` (type, audio, optional
@@ -35,7 +37,7 @@ const appendSlots: (string | number | undefined)[] = [];
  * anything else, which the codec parses whole (refusals included), so both paths agree on every frame.
  */
 export function readCompactAppend(data: Buffer): { eventId: string | undefined; audio: Audio } | null {
-  if (!APPEND.read(data, appendSlots)) return null;
+  if (!APPEND.read(data, appendSlots, appendMemo)) return null;
   const [type, eventId, audio] = appendSlots;
   if (type !== 'input_audio_buffer.append' || typeof audio !== 'string' || typeof eventId === 'number') return null;
   const checked = decodePcmFrame(audio);

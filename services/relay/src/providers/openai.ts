@@ -10,7 +10,7 @@ import type {
   ResponseCancelEvent,
 } from 'openai/resources/realtime/realtime';
 import { Audio, checkBase64 } from '../audio.js';
-import { FlatShape } from '../flat-json.js';
+import { FlatMemo, FlatShape } from '../flat-json.js';
 import { asciiBytes, frameBuffer } from '../frame-bytes.js';
 import type { NewItem, ResponseOptions, SessionSettings } from '../agent-model.js';
 import { UpstreamError } from './errors.js';
@@ -174,7 +174,7 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
   private replay: ConversationItemCreateEvent[] = [];
   private replayLast: string | null = null;
   /** The previous delta's members: its ids repeat on every delta of a response (see FlatShape.read). */
-  private readonly deltaMemo: (string | number | undefined)[] = [];
+  private readonly deltaMemo = new FlatMemo();
 
   configure(config: UpstreamSessionConfig, signal: AbortSignal): Promise<void> {
     const { providerModel: _model, history = [], ...settings } = config;
