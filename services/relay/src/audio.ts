@@ -47,7 +47,7 @@ export class Audio {
   writeTo(target: Buffer, offset: number): void {
     if (this.buf) this.buf.copy(target, offset);
     // The strict check of this very text just decoded it (an append is checked, then retained): copied, not decoded again.
-    else if (this.b64 === scratchHolds) SCRATCH.copy(target, offset, 0, this.bytes);
+    else if (this.b64 === scratchHolds) target.set(scratchBytes(this.bytes), offset);
     else target.write(this.b64 as string, offset, 'base64');
   }
 
@@ -58,6 +58,12 @@ export class Audio {
 
 /** Decoding target of checkBase64: one per process, reused by every frame (frames are far smaller). */
 const SCRATCH = Buffer.allocUnsafe(64 * 1024);
+/** The first bytes of SCRATCH as a view, kept while frames keep their size (Buffer#copy makes one per call). */
+let scratchView = SCRATCH.subarray(0, 0);
+function scratchBytes(n: number): Buffer {
+  if (scratchView.length !== n) scratchView = SCRATCH.subarray(0, n);
+  return scratchView;
+}
 /** The text whose decoded bytes SCRATCH holds: the last one checkBase64 decoded there and found strict. */
 let scratchHolds: string | null = null;
 

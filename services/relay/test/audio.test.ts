@@ -281,7 +281,18 @@ t.test('FlatShape with a memo reads every frame as without one, heads repeated o
     '{"type":"d" ,"delta":"',
   );
   const value = fc.oneof(fc.constantFrom('AQID', 'AQ==', '', 'A\\"', '\u00e9'), fc.base64String({ maxLength: 12 }));
-  const tail = fc.constantFrom('"}', '","event_id":"e9"}', '","n":5}', '","type":"d"}', '","delta":"AQID"}', '"', '"x}', '","n":01}', '"}}', '",}');
+  const tail = fc.constantFrom(
+    '"}',
+    '","event_id":"e9"}',
+    '","n":5}',
+    '","type":"d"}',
+    '","delta":"AQID"}',
+    '"',
+    '"x}',
+    '","n":01}',
+    '"}}',
+    '",}',
+  );
   // A frame: a head (mostly one of the sequence's two), its long value and a tail; or a head cut short.
   const frame = (heads: [string, string]) =>
     fc.oneof(

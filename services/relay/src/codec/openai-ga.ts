@@ -217,7 +217,7 @@ export class OpenAIGaCodec implements ClientCodec {
     switch (e.type) {
       case 'response.audio.delta':
         // svc's head (the same members); OpenAI's audio member is `delta`. Written as bytes, no escaping needed.
-        return audioDeltaFrame(this.heads.of(e.place), this.ids.next(), DELTA_MEMBER, e.audio);
+        return audioDeltaFrame(this.heads.of(e.place), this.ids, DELTA_MEMBER, e.audio);
       case 'session.created': {
         const session: GaSessionObject = { ...gaSessionView(this.who, e.settings), expires_at: e.session.expires_at };
         return JSON.stringify({ type: 'session.created', event_id: this.ids.next(), session } satisfies SessionCreatedEvent);

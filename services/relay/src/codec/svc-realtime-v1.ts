@@ -400,10 +400,41 @@ export function place(p: OutputPlace): { response_id: string; item_id: string; o
  */
 export class EventIds {
   private readonly prefix = `evt_${randomBase62(10)}`;
+  private readonly prefixBytes = asciiBytes(this.prefix);
   private n = 0;
   next(): string {
     return this.prefix + (this.n++).toString(36);
   }
+
+  /** The length of the id next() would answer now. */
+  nextLength(): number {
+    return this.prefix.length + base36Digits(this.n);
+  }
+
+  /** Writes the id next() would answer (nextLength() bytes) at `at` and moves on, as next() does; the offset after it. */
+  writeNext(out: Buffer, at: number): number {
+    out.set(this.prefixBytes, at);
+    let x = this.n++;
+    const end = at + this.prefixBytes.length + base36Digits(x);
+    for (let k = end - 1; k >= at + this.prefixBytes.length; k--) {
+      out[k] = BASE36[x % 36]!;
+      x = Math.floor(x / 36);
+    }
+    return end;
+  }
+}
+
+/** Number#toString(36)'s digits, as bytes. */
+const BASE36 = asciiBytes('0123456789abcdefghijklmnopqrstuvwxyz');
+
+/** How many digits `x` (a non-negative integer) has in base 36. */
+function base36Digits(x: number): number {
+  let d = 1;
+  while (x >= 36) {
+    x = Math.floor(x / 36);
+    d++;
+  }
+  return d;
 }
 
 // Server events. JSON.stringify for the rare ones; the output delta is written as bytes (its id and base64
@@ -497,10 +528,12 @@ const AUDIO_MEMBER = asciiBytes('","audio":"');
  * One output delta as bytes: `head` (up to the event id's quote), the event id, `member` (closing the id and
  * opening the audio's string), the base64 and `"}`. Ids are the gateway's (EventIds: ASCII, no escaping).
  */
-export function audioDeltaFrame(head: Buffer, eventId: string, member: Buffer, audio: Audio): Buffer {
-  const out = frameBuffer(head.length + eventId.length + member.length + audio.base64.length + 2);
+export function audioDeltaFrame(head: Buffer, eventId: string | EventIds, member: Buffer, audio: Audio): Buffer {
+  const idLength = typeof eventId === 'string' ? eventId.length : eventId.nextLength();
+  const out = frameBuffer(head.length + idLength + member.length + audio.base64.length + 2);
   out.set(head, 0);
-  let at = writeAscii(out, head.length, eventId);
+  // The codecs hand their EventIds: the id is written as bytes, no string made per delta.
+  let at = typeof eventId === 'string' ? writeAscii(out, head.length, eventId) : eventId.writeNext(out, head.length);
   out.set(member, at);
   at = audio.writeBase64To(out, at + member.length);
   out[at] = 0x22; // "
@@ -524,10 +557,9 @@ export class SvcRealtimeV1Codec implements ClientCodec {
   }
 
   encode(e: InternalServerEvent): string | Buffer {
+    if (e.type === 'response.audio.delta') return audioDeltaFrame(this.heads.of(e.place), this.ids, AUDIO_MEMBER, e.audio);
     const id = this.ids.next();
     switch (e.type) {
-      case 'response.audio.delta':
-        return serverEvents.audioDelta(id, this.heads.of(e.place), e.audio);
       case 'session.created':
         return serverEvents.sessionCreated(id, e.session);
       case 'session.updated':
