@@ -206,3 +206,128 @@ export function verdict(ci: Interval, bound = 1.05): 'met' | 'missed' | 'not res
   if (ci.low > bound) return 'missed';
   return 'not resolved';
 }
+
+// ---- paired runs (bench.ts --compare): both relays and the pass-through in alternated windows of one run ----
+
+export type PairedSide = 'bare' | 'this' | 'other';
+
+/** One measured window of a paired run: one server's CPU per frame under N sessions. */
+export interface PairedWindow {
+  n: number;
+  /** Round of that N (0-based); a round holds one window of each side. */
+  round: number;
+  side: PairedSide;
+  /** CPU µs per frame of that side's server processes. */
+  cpu: number;
+  /** Frames per second the load received back. */
+  fps: number;
+  lost: number;
+}
+
+/** One bench.ts --compare run as it appends itself to its JSONL file (--compare-out). */
+export interface PairedRecord {
+  kind: 'paired';
+  /** The tree whose bench.ts ran (its relay is "this") and the compared tree ("other"). */
+  thisTree: { dir: string; commit: string };
+  otherTree: { dir: string; commit: string };
+  /** The BENCH_ variables and options of the run but the tree and the output file: runs are pooled per procedure. */
+  procedure: string;
+  startedAt: string;
+  endedAt: string;
+  loadStart: number;
+  loadEnd: number;
+  windows: PairedWindow[];
+}
+
+/** The order of the windows of round `r`: palindromic pairs, the relay in the middle alternating every pair,
+ * so that over 4 rounds every side's mean position is the same (a linear drift cancels) and each relay follows
+ * the pass-through and the other relay equally often. */
+export function roundOrder(r: number): PairedSide[] {
+  const middle: PairedSide[] = Math.floor(r / 2) % 2 === 0 ? ['this', 'other'] : ['other', 'this'];
+  const forward: PairedSide[] = ['bare', ...middle];
+  return r % 2 === 0 ? forward : [...forward].reverse();
+}
+
+/** Per round of one N: ln(this ÷ bare), ln(other ÷ bare) and ln(this ÷ other), rounds with all three windows. */
+export function roundLogRatios(
+  windows: readonly PairedWindow[],
+  n: number,
+): { thisBare: number[]; otherBare: number[]; thisOther: number[] } {
+  const byRound = new Map<number, Partial<Record<PairedSide, number>>>();
+  for (const w of windows) {
+    if (w.n !== n) continue;
+    const r = byRound.get(w.round) ?? {};
+    r[w.side] = w.cpu;
+    byRound.set(w.round, r);
+  }
+  const out = { thisBare: [] as number[], otherBare: [] as number[], thisOther: [] as number[] };
+  for (const [, r] of [...byRound].sort((x, y) => x[0] - y[0])) {
+    if (!(r.bare! > 0 && r.this! > 0 && r.other! > 0)) continue;
+    out.thisBare.push(Math.log(r.this! / r.bare!));
+    out.otherBare.push(Math.log(r.other! / r.bare!));
+    out.thisOther.push(Math.log(r.this! / r.other!));
+  }
+  return out;
+}
+
+export interface MeanInterval extends Interval {
+  /** Number of values, degrees of freedom (n − 1), SD of the values (logs) and standard error of their mean. */
+  count: number;
+  df: number;
+  sd: number;
+  se: number;
+}
+
+/** exp of the mean of `logs` with a one-sample t interval on that mean, exponentiated (NaN ends under 2 values). */
+export function expMeanInterval(logs: readonly number[], level = 0.95): MeanInterval {
+  const m = mean(logs);
+  const s = sd(logs);
+  const se = s / Math.sqrt(logs.length);
+  const df = logs.length - 1;
+  const q = df >= 1 ? tQuantile(1 - (1 - level) / 2, df) : NaN;
+  return { estimate: Math.exp(m), low: Math.exp(m - q * se), high: Math.exp(m + q * se), count: logs.length, df, sd: s, se };
+}
+
+export interface PairedSummary {
+  n: number;
+  /** Per run: its rounds' ln(this ÷ other) as a geometric mean with the within-run interval, and both relays ÷ bare. */
+  runs: { thisOther: MeanInterval; thisBare: number; otherBare: number }[];
+  /**
+   * this ÷ other over runs: the run is the unit (its relays' JIT state is shared by its windows), so the
+   * interval is a one-sample t on the runs' mean logs, df = runs − 1. With one run it is that run's
+   * within-run interval (`withinRun` true), which speaks for those two processes only.
+   */
+  pooled: MeanInterval & { withinRun: boolean };
+  /** SD of ln(this ÷ other) per window (round), pooled within runs, and per run (of the runs' means). */
+  sdPerWindow: number;
+  sdPerRun: number;
+  thisBare: number;
+  otherBare: number;
+}
+
+/** Statistics of one N over paired runs of the same trees and procedure. */
+export function pairedSummary(records: readonly PairedRecord[], n: number, level = 0.95): PairedSummary {
+  const runs = records
+    .map((rec) => roundLogRatios(rec.windows, n))
+    .filter((r) => r.thisOther.length > 0)
+    .map((r) => ({
+      thisOther: expMeanInterval(r.thisOther, level),
+      thisBare: Math.exp(mean(r.thisBare)),
+      otherBare: Math.exp(mean(r.otherBare)),
+    }));
+  const runLogs = runs.map((r) => Math.log(r.thisOther.estimate));
+  const pooled = runs.length === 1 ? { ...runs[0]!.thisOther, withinRun: true } : { ...expMeanInterval(runLogs, level), withinRun: false };
+  // Pooled within-run variance: Σ (k − 1) s² / Σ (k − 1) over runs with two or more rounds.
+  const within = runs.filter((r) => r.thisOther.count > 1);
+  const dfSum = within.reduce((s, r) => s + r.thisOther.df, 0);
+  const sdPerWindow = Math.sqrt(within.reduce((s, r) => s + r.thisOther.df * r.thisOther.sd ** 2, 0) / dfSum);
+  return {
+    n,
+    runs,
+    pooled,
+    sdPerWindow,
+    sdPerRun: sd(runLogs),
+    thisBare: Math.exp(mean(runs.map((r) => Math.log(r.thisBare)))),
+    otherBare: Math.exp(mean(runs.map((r) => Math.log(r.otherBare)))),
+  };
+}

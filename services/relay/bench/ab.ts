@@ -8,16 +8,45 @@
 // Usage: cd services/relay && BENCH_SESSIONS=… npx tsx bench/ab.ts --a=<tree> --b=<tree> --runs=K
 //   [--out=runs.jsonl] [--pool=f1.jsonl,f2.jsonl] [--lock=<file>, default <tmpdir>/s2s-bench.lock] [--bound=1.05]
 // Every BENCH_ variable of the environment goes to bench.ts. --runs=0 with --pool only reports.
-import { execFileSync, spawn } from 'node:child_process';
+// --paired: K runs of `bench.ts --compare=<a>` in tree B instead (both relays and the pass-through in alternated
+// windows of each run, B's bench.ts driving), each under the lock; reports B ÷ A per N pooled over the runs of the
+// same trees and procedure, the run being the unit (bench/ab-stats.ts pairedSummary; docs/benchmarks.md, session 14).
+// e.g. npx tsx bench/ab.ts --paired --a=/work/bench-before9 --b=/work/main --runs=6 --lock=/work/.bench.lock
+//   --out=paired.jsonl -- --sessions=50,100,200 --rounds=4 --seconds=3 --warmup=2 --prime=10
+// (what follows `--` goes to bench.ts).
+import { spawn } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { bootstrapRatio, fellBehind, mean, parseBenchOutput, sd, verdict, welchRatio, type RunRecord } from './ab-stats.js';
+import { loadavg, treeCommit } from './tree.js';
+import {
+  bootstrapRatio,
+  fellBehind,
+  mean,
+  pairedSummary,
+  parseBenchOutput,
+  sd,
+  verdict,
+  welchRatio,
+  type PairedRecord,
+  type RunRecord,
+} from './ab-stats.js';
 
-const { values: opt } = parseArgs({
-  options: Object.fromEntries(['a', 'b', 'runs', 'out', 'pool', 'lock', 'bound'].map((k) => [k, { type: 'string' as const }])),
+const { values: opt, positionals: benchArgs } = parseArgs({
+  options: {
+    a: { type: 'string' },
+    b: { type: 'string' },
+    runs: { type: 'string' },
+    out: { type: 'string' },
+    pool: { type: 'string' },
+    lock: { type: 'string' },
+    bound: { type: 'string' },
+    paired: { type: 'boolean' },
+  },
+  allowPositionals: true,
 });
+const PAIRED = opt.paired === true;
 const RUNS = Number(opt.runs ?? 0);
 const BOUND = Number(opt.bound ?? 1.05);
 // The lock every benchmark of a shared machine takes (one at a time); by default one per machine in its temp dir.
@@ -29,13 +58,6 @@ const procedure = Object.keys(process.env)
   .sort()
   .map((k) => `${k}=${process.env[k]}`)
   .join(' ');
-
-const loadavg = () => Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
-const treeCommit = (dir: string) => {
-  const head = execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD']).toString().trim();
-  const dirty = execFileSync('git', ['-C', dir, 'status', '--porcelain', '--untracked-files=no']).toString().trim();
-  return dirty ? `${head}+changes` : head;
-};
 
 /** One bench.ts run in `dir`, under the lock; its stdout and stderr go to ours as they come. */
 function runOnce(side: 'a' | 'b', dir: string): Promise<RunRecord> {
@@ -119,15 +141,84 @@ function report(records: RunRecord[]): string {
   return lines.join('\n');
 }
 
-const readJsonl = (file: string): RunRecord[] =>
+const readJsonl = (file: string): (RunRecord | PairedRecord)[] =>
   existsSync(file)
     ? readFileSync(file, 'utf8')
         .split('\n')
         .filter(Boolean)
-        .map((l) => JSON.parse(l) as RunRecord)
+        .map((l) => JSON.parse(l) as RunRecord | PairedRecord)
     : [];
+const isPaired = (r: RunRecord | PairedRecord): r is PairedRecord => 'kind' in r && r.kind === 'paired';
 
-const records = [...POOL.flatMap((f) => readJsonl(resolve(f))), ...(POOL.map((f) => resolve(f)).includes(OUT) ? [] : readJsonl(OUT))];
+/** One `bench.ts --compare=<a>` run in tree `b`, under the lock, appending its windows to OUT. */
+function runPaired(a: string, b: string): Promise<void> {
+  return new Promise((done, fail) => {
+    const child = spawn('flock', [LOCK, 'npm', 'run', '--silent', 'bench', '--', `--compare=${a}`, `--compare-out=${OUT}`, ...benchArgs], {
+      cwd: `${b}/services/relay`,
+      env: process.env,
+      stdio: ['ignore', process.stderr, 'inherit'],
+    });
+    child.on('error', fail);
+    child.on('close', (code) => (code === 0 ? done() : fail(new Error(`bench.ts --compare in ${b} exited ${code}`))));
+  });
+}
+
+function pairedReport(records: PairedRecord[]): string {
+  const lines: string[] = [];
+  const groups = new Map<string, PairedRecord[]>();
+  for (const r of records) {
+    const key = `B ${r.thisTree.commit}, A ${r.otherTree.commit}; ${r.procedure}`;
+    groups.set(key, [...(groups.get(key) ?? []), r]);
+  }
+  for (const [key, recs] of groups) {
+    lines.push(`## ${key}`, `B (this, its bench.ts ran): ${recs[0]!.thisTree.dir}; A (other): ${recs[0]!.otherTree.dir}`, '');
+    const ns = [...new Set(recs.flatMap((r) => r.windows.map((w) => w.n)))].sort((x, y) => x - y);
+    for (const n of ns) {
+      const s = pairedSummary(recs, n);
+      lines.push(
+        `### N = ${n}`,
+        '',
+        '| # | started | load start/end | rounds | B ÷ bare | A ÷ bare | B ÷ A | 95 % within the run | SD of ln(B ÷ A) per round |',
+        '|---|---|---|---|---|---|---|---|---|',
+      );
+      s.runs.forEach((run, i) => {
+        const r = recs[i]!;
+        lines.push(
+          `| ${i + 1} | ${r.startedAt.slice(11, 19)} | ${f2(r.loadStart)} / ${f2(r.loadEnd)} | ${run.thisOther.count} | ${f3(run.thisBare)} | ` +
+            `${f3(run.otherBare)} | ${f3(run.thisOther.estimate)} | ${f3(run.thisOther.low)}–${f3(run.thisOther.high)} | ${f3(run.thisOther.sd)} |`,
+        );
+      });
+      const p = s.pooled;
+      lines.push(
+        '',
+        `${s.runs.length} run(s): B ÷ bare ${f3(s.thisBare)}, A ÷ bare ${f3(s.otherBare)} (geometric means); ` +
+          `SD of ln(B ÷ A) per round (within runs) ${f3(s.sdPerWindow)}, per run ${f3(s.sdPerRun)}`,
+        `  B ÷ A ${f3(p.estimate)}, 95 % ${p.withinRun ? 'within the one run (t over its rounds)' : `t over runs (df ${p.df})`} ` +
+          `${f3(p.low)}–${f3(p.high)}; bound ${BOUND}: ${p.withinRun ? `${verdict(p, BOUND)} for these two processes only` : verdict(p, BOUND)}`,
+        '',
+      );
+    }
+  }
+  return lines.join('\n');
+}
+
+const loadRecords = () => [
+  ...POOL.flatMap((f) => readJsonl(resolve(f))),
+  ...(POOL.map((f) => resolve(f)).includes(OUT) ? [] : readJsonl(OUT)),
+];
+if (PAIRED) {
+  if (RUNS > 0) {
+    if (!opt.a || !opt.b) throw new Error('--a=<tree> and --b=<tree> are required with --runs');
+    const [a, b] = [resolve(opt.a), resolve(opt.b)];
+    process.stderr.write(
+      `ab: ${RUNS} paired runs, bench.ts of B ${b} (${treeCommit(b)}) against A ${a} (${treeCommit(a)}); runs to ${OUT}\n`,
+    );
+    for (let i = 0; i < RUNS; i++) await runPaired(a, b);
+  }
+  process.stdout.write(`${pairedReport(loadRecords().filter(isPaired))}\n`);
+  process.exit(0);
+}
+const records = loadRecords().filter((r): r is RunRecord => !isPaired(r));
 if (RUNS > 0) {
   if (!opt.a || !opt.b) throw new Error('--a=<tree> and --b=<tree> are required with --runs');
   const dirs = { a: resolve(opt.a), b: resolve(opt.b) };

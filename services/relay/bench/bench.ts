@@ -13,10 +13,20 @@
 // BENCH_DEBUG=1 for investigations (it also prints each run's measured window and pids, in CLOCK_MONOTONIC
 // seconds as `perf record -k CLOCK_MONOTONIC` stamps samples); BENCH_STDOUT_DIR=<dir> also writes each server's
 // stdout (V8's --trace-opt/--trace-deopt lines among the logs) to <dir>/<script>-<pid>.out.
+// Paired comparison with another tree (issue 9's bound; docs/benchmarks.md, session 14, "paired"):
+//   --compare=<tree> (BENCH_COMPARE) also starts that tree's relay (its services/relay/src/main.ts and node_modules,
+//   same database, sessions, simulator and bus prefix), primes both relays alike, then per N runs ROUNDS rounds of
+//   three windows (pass-through, this relay, the other), in palindromic order (bench/ab-stats.ts roundOrder), and
+//   prints per N both relays ÷ bare and this ÷ other with its within-run 95 % interval and per-round SD; no direct
+//   runs and no memory test. --compare-out=<file.jsonl> (BENCH_COMPARE_OUT) appends the run's windows, which
+//   `bench/ab.ts --paired` pools over runs. One run (about 6 min):
+//   flock /work/.bench.lock npm run bench -- --compare=/work/bench-before9 --sessions=50,100,200 --rounds=8
+//     --seconds=3 --warmup=2 --prime=10 --compare-out=paired.jsonl
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, readFileSync } from 'node:fs';
+import { appendFileSync, createWriteStream, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { connectBus } from '@s2s/bus';
@@ -25,17 +35,18 @@ import { BYTES_PER_MS } from '@s2s/core';
 import { createSession } from '@s2s/sessions';
 import { createTestDatabase, createWalletAndKey } from '@s2s/db/testing';
 import WebSocket from 'ws';
+import { mean, pairedSummary, roundOrder, type PairedRecord, type PairedSide, type PairedWindow } from './ab-stats.js';
 import { insertEchoStreamModel } from './fixtures.js';
+import { loadavg, treeCommit } from './tree.js';
 
 const env = process.env;
 const IS_WORKER = env.BENCH_LOAD_WORKER === '1';
 const { values: opt } = parseArgs({
   args: IS_WORKER ? [] : process.argv.slice(2),
   options: Object.fromEntries(
-    ['sessions', 'seconds', 'warmup', 'rounds', 'idle', 'nice', 'workers', 'relays', 'dialect', 'prime'].map((k) => [
-      k,
-      { type: 'string' as const },
-    ]),
+    ['sessions', 'seconds', 'warmup', 'rounds', 'idle', 'nice', 'workers', 'relays', 'dialect', 'prime', 'compare', 'compare-out'].map(
+      (k) => [k, { type: 'string' as const }],
+    ),
   ),
 });
 const SESSIONS = (opt.sessions ?? env.BENCH_SESSIONS ?? '50,100,200').split(',').map(Number);
@@ -53,6 +64,9 @@ const NICE = opt.nice ?? env.BENCH_NICE;
 const WORKERS = Number(opt.workers ?? env.BENCH_WORKERS ?? 0);
 const RELAYS = Math.max(1, Number(opt.relays ?? env.BENCH_RELAYS ?? 1));
 const DIALECT = (opt.dialect ?? env.BENCH_DIALECT ?? 'svc-realtime-v1') === 'openai' ? 'openai' : 'svc-realtime-v1';
+// The tree whose relay this run compares with its own (paired mode), and where the run's windows go.
+const COMPARE = opt.compare ?? env.BENCH_COMPARE;
+const COMPARE_OUT = opt['compare-out'] ?? env.BENCH_COMPARE_OUT;
 // Servers (relays, proxies) on every core but the last; the simulator and the load on the last.
 const CORES = availableParallelism();
 const SERVER_CORES = Array.from({ length: Math.max(1, CORES - 1) }, (_, i) => i);
@@ -78,13 +92,14 @@ function startPinned(
   vars: Record<string, string>,
   portFrom: (line: string) => number | null,
   nodeArgs: string[] = [],
+  cwd = root,
 ): Promise<Proc> {
   // BENCH_NICE (e.g. -10) raises the priority of every benchmark process on a machine shared with other work.
   const nice = NICE ? ['nice', '-n', NICE] : [];
-  const gcHook = ['--expose-gc', '--import', './services/relay/bench/gc-hook.ts'];
+  const gcHook = ['--expose-gc', '--import', `${root}services/relay/bench/gc-hook.ts`];
   const [cmd, ...args] = [...nice, 'taskset', '-c', String(core), process.execPath, ...nodeArgs, '--import', 'tsx', ...gcHook, script];
   const child = spawn(cmd as string, args, {
-    cwd: root,
+    cwd,
     env: { ...env, ...vars },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -533,6 +548,113 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+// ---- paired mode (--compare) ----
+
+interface PairedSetup {
+  startRelay: (k: number, tree?: string) => Promise<Proc>;
+  startProxy: (k: number) => Promise<Proc>;
+  relayDial: (relays: Proc[], first?: number) => (i: number) => Dial;
+  proxyDial: (proxies: Proc[]) => (i: number) => Dial;
+  relayMessage: string;
+  plainMessage: string;
+  procs: ChildProcess[];
+  maxN: number;
+}
+
+/** This tree's relay against `otherTree`'s, with the pass-through, in alternated windows of one run. */
+async function comparePaired(setup: PairedSetup, otherTree: string): Promise<void> {
+  const startedAt = new Date().toISOString().slice(0, 19) + 'Z';
+  const loadStart = loadavg();
+  const servers: Record<PairedSide, Proc[]> = { bare: [], this: [], other: [] };
+  for (let k = 0; k < RELAYS; k++) {
+    servers.this.push(await setup.startRelay(k));
+    servers.other.push(await setup.startRelay(k, `${otherTree}/`));
+    servers.bare.push(await setup.startProxy(k));
+  }
+  const gens = loadGenerators(setup.procs);
+  const dial: Record<PairedSide, (i: number) => Dial> = {
+    bare: setup.proxyDial(servers.bare),
+    this: setup.relayDial(servers.this, 0),
+    other: setup.relayDial(servers.other, setup.maxN),
+  };
+  const message = (side: PairedSide) => (side === 'bare' ? setup.plainMessage : setup.relayMessage);
+  const runWindow = (side: PairedSide, n: number, timing?: { warmup: number; measure: number }, measured = true) =>
+    runLoad(
+      gens,
+      side === 'bare' ? 'baseline' : 'relay',
+      n,
+      dial[side],
+      message(side),
+      measured ? servers[side].map((p) => p.pid) : [],
+      timing,
+    );
+  if (PRIME_SECONDS > 0) {
+    // As the unpaired prime, for both relays alike: a short pass whose sockets close, then a full one.
+    const n = SESSIONS[0] as number;
+    const prime = { warmup: 0, measure: PRIME_SECONDS };
+    for (const side of ['this', 'other'] as const) await runWindow(side, n, { warmup: 0, measure: Math.min(2, PRIME_SECONDS) }, false);
+    for (const side of ['bare', 'this', 'other'] as const) await runWindow(side, n, prime, false);
+  }
+  const windows: PairedWindow[] = [];
+  for (const n of SESSIONS) {
+    for (let round = 0; round < ROUNDS; round++) {
+      const got: string[] = [];
+      for (const side of roundOrder(round)) {
+        const r = await runWindow(side, n);
+        windows.push({ n, round, side, cpu: r.cpuUsPerFrame ?? NaN, fps: r.framesPerSecond, lost: r.lost });
+        got.push(`${side} ${r.cpuUsPerFrame?.toFixed(1)} µs (${r.framesPerSecond.toFixed(0)} frames/s, lost ${r.lost})`);
+      }
+      process.stderr.write(`N=${n} round ${round + 1}: ${got.join(', ')}\n`);
+    }
+  }
+  const record: PairedRecord = {
+    kind: 'paired',
+    thisTree: { dir: root.replace(/\/$/, ''), commit: treeCommit(root) },
+    otherTree: { dir: otherTree, commit: treeCommit(otherTree) },
+    procedure:
+      `sessions=${SESSIONS.join(',')} rounds=${ROUNDS} seconds=${SECONDS} warmup=${WARMUP_SECONDS} prime=${PRIME_SECONDS} ` +
+      `relays=${RELAYS} workers=${WORKERS} dialect=${DIALECT}${NICE ? ` nice=${NICE}` : ''}`,
+    startedAt,
+    endedAt: new Date().toISOString().slice(0, 19) + 'Z',
+    loadStart,
+    loadEnd: loadavg(),
+    windows,
+  };
+  if (COMPARE_OUT) appendFileSync(COMPARE_OUT, `${JSON.stringify(record)}\n`);
+
+  const f = (v: number, d = 3) => (Number.isFinite(v) ? v.toFixed(d) : 'n/a');
+  const lines = [
+    `Paired: this ${record.thisTree.commit} (${record.thisTree.dir}) against other ${record.otherTree.commit} (${otherTree}); ` +
+      `per N ${ROUNDS} rounds of a pass-through, this-relay and other-relay window each (palindromic order), ${SECONDS} s measured ` +
+      `after ${WARMUP_SECONDS} s warm-up per window${PRIME_SECONDS > 0 ? `; both relays and the proxy primed ${PRIME_SECONDS} s at N = ${SESSIONS[0]} first` : ''}; ` +
+      `dialect ${DIALECT}; ${RELAYS} relay(s) per tree and ${RELAYS} proxy(ies) on core(s) ${SERVER_CORES.join(',')}, simulator and load on core ${LOAD_CORE}; ` +
+      `Node ${process.version}${NICE ? `; nice ${NICE}` : ''}; load ${f(loadStart, 2)} → ${f(record.loadEnd, 2)}.`,
+    '',
+    '| N | rounds | CPU µs per frame bare / this / other (geometric means) | this ÷ bare | other ÷ bare | this ÷ other | 95 % within this run | SD of ln(this ÷ other) per round | frames/s ÷ bare, lowest this / other | frames lost bare / this / other |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const n of SESSIONS) {
+    const of = (side: PairedSide) => windows.filter((w) => w.n === n && w.side === side);
+    const geo = (side: PairedSide) => Math.exp(mean(of(side).map((w) => Math.log(w.cpu))));
+    const lowestFps = (side: PairedSide) =>
+      Math.min(...of(side).map((w) => w.fps / (windows.find((b) => b.n === n && b.round === w.round && b.side === 'bare')?.fps ?? NaN)));
+    const lost = (side: PairedSide) => of(side).reduce((s, w) => s + w.lost, 0);
+    const sum = pairedSummary([record], n);
+    const run = sum.runs[0];
+    lines.push(
+      `| N = ${n} | ${run?.thisOther.count ?? 0} | ${f(geo('bare'), 1)} / ${f(geo('this'), 1)} / ${f(geo('other'), 1)} | ${f(sum.thisBare)} | ` +
+        `${f(sum.otherBare)} | **${f(sum.pooled.estimate)}** | ${f(sum.pooled.low)}–${f(sum.pooled.high)} | ${f(sum.sdPerWindow)} | ` +
+        `${f(lowestFps('this'))} / ${f(lowestFps('other'))} | ${lost('bare')} / ${lost('this')} / ${lost('other')} |`,
+    );
+  }
+  lines.push(
+    '',
+    "The within-run interval speaks for this run's two relay processes only; across runs (fresh processes, other JIT states) " +
+      'pool runs with `npx tsx bench/ab.ts --paired --pool=<file.jsonl>`.',
+  );
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
 // ---- main ----
 
 async function main(): Promise<void> {
@@ -551,7 +673,7 @@ async function main(): Promise<void> {
     );
     procs.push(sim.child);
     const simUrl = `ws://127.0.0.1:${sim.port}/v1/realtime`;
-    const startRelay = async (k: number): Promise<Proc> => {
+    const startRelay = async (k: number, tree = root): Promise<Proc> => {
       const p = await startPinned(
         SERVER_CORES[k % SERVER_CORES.length] as number,
         'services/relay/src/main.ts',
@@ -565,6 +687,7 @@ async function main(): Promise<void> {
         },
         jsonPort('relay listening'),
         env.BENCH_RELAY_NODE_ARGS ? env.BENCH_RELAY_NODE_ARGS.split(' ') : [],
+        tree,
       );
       procs.push(p.child);
       return p;
@@ -592,7 +715,8 @@ async function main(): Promise<void> {
     await insertEchoStreamModel(db);
     const maxN = Math.max(...SESSIONS);
     const sessionIds: string[] = [];
-    for (let i = 0; i < Math.max(maxN, IDLE); i++) {
+    // Paired mode: the other tree's relay attaches its own maxN sessions, so that no session is shared.
+    for (let i = 0; i < (COMPARE ? 2 * maxN : Math.max(maxN, IDLE)); i++) {
       const { session } = await createSession({
         ctx: { db },
         input: {
@@ -608,7 +732,7 @@ async function main(): Promise<void> {
     // svc-realtime-v1 attaches the sessions made above; the OpenAI dialect takes the legacy path, which
     // creates a session per socket (before the measured window).
     const relayDial =
-      (relays: Proc[]) =>
+      (relays: Proc[], first = 0) =>
       (i: number): Dial =>
         DIALECT === 'openai'
           ? {
@@ -618,7 +742,7 @@ async function main(): Promise<void> {
               readyType: 'session.created',
             }
           : {
-              url: `ws://127.0.0.1:${relays[i % relays.length]!.port}/v1/realtime?session_id=${sessionIds[i]}`,
+              url: `ws://127.0.0.1:${relays[i % relays.length]!.port}/v1/realtime?session_id=${sessionIds[first + i]}`,
               protocols: [REALTIME_PROTOCOL],
               secret: key.secret,
               readyType: 'conversation.created',
@@ -632,6 +756,14 @@ async function main(): Promise<void> {
         readyType: 'session.created',
       });
     const directDial = (): Dial => ({ url: `${simUrl}?model=echo-stream`, protocols: [], secret: null, readyType: 'session.created' });
+
+    const relayMessage = frameMessage(true);
+    const plainMessage = frameMessage(false);
+    if (COMPARE) {
+      const paired = { startRelay, startProxy, relayDial, proxyDial, relayMessage, plainMessage, procs, maxN };
+      await comparePaired(paired, resolvePath(COMPARE));
+      return;
+    }
 
     // Memory first, each round on a freshly started relay and proxy (issue 13: RSS per idle session cold).
     const mem: { relay: IdleMemory; baseline: IdleMemory }[] = [];
@@ -653,8 +785,6 @@ async function main(): Promise<void> {
       proxies.push(await startProxy(k));
     }
     const gens = loadGenerators(procs);
-    const relayMessage = frameMessage(true);
-    const plainMessage = frameMessage(false);
 
     if (PRIME_SECONDS > 0) {
       // Unmeasured: both servers run the first N's load once, so the JIT has done its work before any figure.
