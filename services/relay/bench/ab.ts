@@ -11,8 +11,8 @@
 // --paired: K runs of `bench.ts --compare=<a>` in tree B instead (both relays and the pass-through in alternated
 // windows of each run, B's bench.ts driving), each under the lock; reports B ÷ A per N pooled over the runs of the
 // same trees and procedure, the run being the unit (bench/ab-stats.ts pairedSummary; docs/benchmarks.md, session 14).
-// e.g. npx tsx bench/ab.ts --paired --a=/work/bench-before9 --b=/work/main --runs=6 --lock=/work/.bench.lock
-//   --out=paired.jsonl -- --sessions=50,100,200 --rounds=4 --seconds=3 --warmup=2 --prime=10
+// e.g. npx tsx bench/ab.ts --paired --a=/work/bench-before9 --b=/work/main --runs=12 --lock=/work/.bench.lock
+//   --out=paired.jsonl -- --sessions=50,100,200 --rounds=2 --seconds=3 --warmup=2 --prime=10 --nice=-10
 // (what follows `--` goes to bench.ts).
 import { spawn } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';

@@ -19,9 +19,10 @@
 //   three windows (pass-through, this relay, the other), in palindromic order (bench/ab-stats.ts roundOrder), and
 //   prints per N both relays ÷ bare and this ÷ other with its within-run 95 % interval and per-round SD; no direct
 //   runs and no memory test. --compare-out=<file.jsonl> (BENCH_COMPARE_OUT) appends the run's windows, which
-//   `bench/ab.ts --paired` pools over runs. One run (about 6 min):
-//   flock /work/.bench.lock npm run bench -- --compare=/work/bench-before9 --sessions=50,100,200 --rounds=8
-//     --seconds=3 --warmup=2 --prime=10 --compare-out=paired.jsonl
+//   `bench/ab.ts --paired` pools over runs (the run is the unit: a fresh relay's JIT state varies per run, so more
+//   runs beat more rounds). One run, about 4.5 min on 2 cores with 4 rounds, about 3 with 2:
+//   flock /work/.bench.lock npm run bench -- --compare=/work/bench-before9 --sessions=50,100,200 --rounds=4
+//     --seconds=3 --warmup=2 --prime=10 --nice=-10 --compare-out=paired.jsonl
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, createWriteStream, readFileSync } from 'node:fs';
