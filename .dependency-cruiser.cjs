@@ -38,6 +38,18 @@ module.exports = {
       to: { dependencyTypes: ['local'], path: '^(packages|services|scripts)/', pathNot: '^$1/$2/' },
     },
     {
+      name: 'bench-through-exports',
+      comment:
+        'The benchmarks (bench/) enter a package or service only through its package.json exports (a service ' +
+        'exposes what a benchmark drives in-process in src/bench-api.ts), never by a path into its src/ or test/.',
+      severity: 'error',
+      from: { path: '^bench/' },
+      to: {
+        path: '^(packages|services|scripts|tests)/',
+        pathNot: ['^(packages|scripts)/[^/]+/src/(index|testing|register|money)\\.ts$', '^services/[^/]+/src/bench-api\\.ts$', '^packages/handoff/[^/]+\\.(mjs|d\\.mts)$'],
+      },
+    },
+    {
       name: 'pure-core',
       comment: 'packages/core is the pure domain: no database, bus, pg, Prisma or NATS.',
       severity: 'error',

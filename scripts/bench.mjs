@@ -1,37 +1,53 @@
 #!/usr/bin/env node
-// `npm run bench`: every service's `bench` script, one after another (they share the 2 cores otherwise).
-// `npm run bench -- --quick`: the continuous check, under two minutes: the relay against the bare pass-through
-// (N = 50, one short round) and the control plane's creates against pgbench running the same statement.
-// Other arguments name the services to run (`npm run bench -- relay`).
+// `npm run bench`: the benchmarks of the bench/ workspace (docs/benchmarks.md), one after another (they share
+// the 2 cores otherwise): billing, control-plane and relay. `npm run bench -- --quick`: the continuous check,
+// under two minutes: the relay against the bare pass-through (N = 50, one short round) and the control plane's
+// creates against pgbench running the same statement. Other arguments name the benchmarks to run, including
+// those left out of the default set (`npm run bench -- edge`, `npm run bench -- control-plane:cpu`).
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const benchDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'bench');
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const only = args.filter((a) => !a.startsWith('--'));
-/** What --quick runs, with the short parameters each service's bench takes. */
-const QUICK = {
+
+/** Each benchmark: its script in bench/, whether `npm run bench` runs it by default, and what --quick runs. */
+const BENCHES = {
+  billing: { script: 'billing/bench.ts', byDefault: true },
+  'control-plane': { script: 'control-plane/bench.ts', byDefault: true, quick: { env: {}, args: ['--quick'] } },
+  'control-plane:cpu': { script: 'control-plane/cpu.ts', byDefault: false },
+  edge: { script: 'edge/bench.ts', byDefault: false },
   relay: {
-    env: { BENCH_SESSIONS: '50', BENCH_ROUNDS: '1', BENCH_SECONDS: '3', BENCH_WARMUP: '1', BENCH_IDLE: '50', BENCH_PRIME: '3' },
-    args: [],
+    dir: '../services/relay',
+    script: 'bench/bench.ts',
+    byDefault: true,
+    quick: {
+      env: { BENCH_SESSIONS: '50', BENCH_ROUNDS: '1', BENCH_SECONDS: '3', BENCH_WARMUP: '1', BENCH_IDLE: '50', BENCH_PRIME: '3' },
+      args: [],
+    },
   },
-  'control-plane': { env: {}, args: ['--quick'] },
 };
+
+const unknown = only.filter((name) => !(name in BENCHES));
+if (unknown.length) {
+  process.stderr.write(`bench: no benchmark named ${unknown.join(', ')}; known: ${Object.keys(BENCHES).join(', ')}\n`);
+  process.exit(2);
+}
+
 const started = Date.now();
 let failed = 0;
-for (const name of readdirSync(join(root, 'services'))) {
-  const manifest = join(root, 'services', name, 'package.json');
-  if (!existsSync(manifest) || (only.length && !only.includes(name))) continue;
-  if (!JSON.parse(readFileSync(manifest, 'utf8')).scripts?.bench) continue;
-  if (quick && !(name in QUICK)) continue;
-  const q = quick ? QUICK[name] : { env: {}, args: [] };
+for (const [name, bench] of Object.entries(BENCHES)) {
+  if (only.length ? !only.includes(name) : !bench.byDefault) continue;
+  if (quick && !bench.quick) continue;
+  const q = quick ? bench.quick : { env: {}, args: [] };
   process.stdout.write(`\n=== ${name}${quick ? ' (quick)' : ''} ===\n`);
-  const r = spawnSync('npm', ['run', '--silent', 'bench', ...(q.args.length ? ['--', ...q.args] : [])], {
-    cwd: join(root, 'services', name),
-    env: { ...process.env, ...q.env },
+  // NODE_OPTIONS, not a flag: the services a benchmark starts as processes resolve the workspace's sources too.
+  const nodeOptions = [process.env.NODE_OPTIONS, '--conditions=@s2s/source'].filter(Boolean).join(' ');
+  const r = spawnSync(process.execPath, ['--import', 'tsx', bench.script, ...q.args], {
+    cwd: join(benchDir, bench.dir ?? '.'),
+    env: { ...process.env, NODE_OPTIONS: nodeOptions, ...q.env },
     stdio: 'inherit',
   });
   if (r.status !== 0) failed++;

@@ -4,23 +4,21 @@
 //      attachment interleaved, so a batch holds few checkpoints of any one attachment;
 //  (b) latency from an end request to the settled message at a steady load of live sessions.
 // BENCH_PARTS (default "a,c,b") picks parts; BENCH_BASELINE_DIR and BENCH_ROUNDS are described at part (c).
-// Each part uses a fresh database and bus prefix. Run: pnpm --filter @s2s/billing bench
+// Each part uses a fresh database and bus prefix. Run: npm run bench -- billing
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { connectBus, pullSource, subscribeMessages, type Bus } from '@s2s/bus';
 import { compactRoutes, type UsageCheckpoint, type UsageCheckpointV3 } from '@s2s/contract';
 import { usageCheckpointMsgId } from '@s2s/core';
 import { requestEnd } from '@s2s/sessions';
 import { createTestDatabase, checkLedgerInvariants, type TestDatabase } from '@s2s/db/testing';
-import { loadConfig } from '../src/config.js';
-import { DURABLE_NAME, ensureBillingConsumer } from '../src/consumer.js';
-import { attach, createOwner, createTestSession } from '../test/fixtures.js';
+import { DURABLE_NAME, ensureBillingConsumer, loadConfig } from '@s2s/billing/bench';
+import { serviceDir } from '../services.js';
+import { attach, createOwner, createTestSession } from './fixtures.js';
 
 const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
-const serviceRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
+const serviceRoot = serviceDir('billing');
 const arg = (name: string, fallback: number) => Number(process.env[`BENCH_${name}`] ?? fallback);
 
 const THROUGHPUT_ATTACHMENTS = arg('ATTACHMENTS', 2000);

@@ -6,16 +6,13 @@
 // collector's (main thread and its helpers), so what the worker keeps per message until its batch is done shows.
 // BENCH_WORKER_BEFORE=<a copy of packages/bus/src/worker.ts, its imports made absolute> runs that worker too,
 // rounds alternated, with the ratio of each round.
-//   node --conditions=@s2s/source --import tsx services/billing/bench/consume-cpu.ts [rounds=6]
+//   node --conditions=@s2s/source --import tsx bench/billing/consume-cpu.ts [rounds=6]
 import { loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { ACK, createWorker, type Item, type WorkerMsg, type WorkerOptions } from '@s2s/bus';
 import { busSubjects, compactRoutes, type UsageCheckpoint } from '@s2s/contract';
 import { usageOf } from '@s2s/core';
-import { billingDecoder } from '../src/consumer.js';
-import { foldCheckpoints } from '../src/fold.js';
-import { newCounters } from '../src/handlers/context.js';
-import { sortedForStore, upsertParameters } from '../src/usage-store.js';
+import { billingDecoder, foldCheckpoints, newCounters, sortedForStore, upsertParameters } from '@s2s/billing/bench';
 
 const ROUNDS = Number(process.argv[2] ?? 6);
 const ATTACHMENTS = 10_000;

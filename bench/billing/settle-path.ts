@@ -3,14 +3,13 @@
 // does. Per session: wall ms of the two, and the round trips to PostgreSQL (queries on the connections,
 // BEGIN and COMMIT included). BENCH_BASE_DIR=<another checkout> runs its usage-store.ts and settle.ts on
 // the same database, in alternated groups (A B B A ...), so the two compare within one run.
-//   NODE_OPTIONS=--conditions=@s2s/source npx tsx services/billing/bench/settle-path.ts [sessions per group=100] [groups=8]
+//   NODE_OPTIONS=--conditions=@s2s/source npx tsx bench/billing/settle-path.ts [sessions per group=100] [groups=8]
 import { loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import type { UsageCheckpoint } from '@s2s/contract';
 import { createTestDatabase, checkLedgerInvariants } from '@s2s/db/testing';
-import { settleSession } from '../src/settle.js';
-import { storeCheckpoints } from '../src/usage-store.js';
-import { attach, checkpoint, createOwner, createTestSession } from '../test/fixtures.js';
+import { settleSession, storeCheckpoints } from '@s2s/billing/bench';
+import { attach, checkpoint, createOwner, createTestSession } from './fixtures.js';
 
 const PER_GROUP = Number(process.argv[2] ?? 100);
 const GROUPS = Number(process.argv[3] ?? 8);

@@ -1,14 +1,14 @@
 // The fold transaction's statements one by one (and the json_to_recordset upsert billing used before session 13), without NATS: N live attachments (one new checkpoint each per
 // round, seq 1..ROUNDS), each variant in its own transaction, variants alternated per round; wall ms.
 // BENCH_BASE_DIR=<another checkout> adds its storeCheckpoints, alternated with this one's on the same rows.
-//   NODE_OPTIONS=--conditions=@s2s/source npx tsx services/billing/bench/fold-sql.ts [attachments=10000] [rounds=8]
+//   NODE_OPTIONS=--conditions=@s2s/source npx tsx bench/billing/fold-sql.ts [attachments=10000] [rounds=8]
 import { pathToFileURL } from 'node:url';
 import { loadavg } from 'node:os';
 import { withTransaction } from '@s2s/db';
 import { USAGE_COUNTERS } from '@s2s/core';
 import { checkpointRoutes, type UsageCheckpoint } from '@s2s/contract';
-import { sortedForStore, storeCheckpoints, UPSERT_ATTACHMENTS_SQL, upsertParameters } from '../src/usage-store.js';
-import { checkpoint } from '../test/fixtures.js';
+import { sortedForStore, storeCheckpoints, UPSERT_ATTACHMENTS_SQL, upsertParameters } from '@s2s/billing/bench';
+import { checkpoint } from './fixtures.js';
 import { liveAttachments } from './live-attachments.js';
 
 const N = Number(process.argv[2] ?? 10_000);

@@ -6,7 +6,7 @@
 // brokers, as scripts/start.mjs does, and the backend serves handed-over connections as a relay does);
 // --proxy measures the edge proxying every frame instead (RELAY_HANDOFF=off: TLS, or an edge run alone).
 // Prints figures; asserts nothing (STYLE.md: benchmarks are scripts). Ports 18400-18401.
-//   node --conditions=@s2s/source --import tsx services/edge/bench/bench.ts [--sockets 100] [--frames 250]
+//   node --conditions=@s2s/source --import tsx bench/edge/bench.ts [--sockets 100] [--frames 250]
 //     [--proxy] [--edge-port P] [--backend-port P]
 //     [--mixed] (each round: half the sockets direct, half through the edge at once, so both see the same load)
 //     [--edge-cpu N] (the edge pinned to CPU N with taskset; run the bench itself under `taskset -c M`)
@@ -17,12 +17,12 @@ import http from 'node:http';
 import { createConnection } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { injectConnection, serveHandoffs } from '@s2s/handoff';
 import { brokerHandoffs } from '@s2s/handoff/broker';
 import WebSocket, { WebSocketServer } from 'ws';
+import { serviceDir } from '../services.js';
 
 const { values } = parseArgs({
   options: {
@@ -58,13 +58,12 @@ async function echoBackend(): Promise<void> {
   process.on('SIGTERM', () => process.exit(0));
 }
 
-const here = dirname(fileURLToPath(import.meta.url));
 const NODE_ARGS = ['--conditions=@s2s/source', '--import', 'tsx'];
 
 function spawnProcess(args: string[], env: Record<string, string>, cpu?: string): ChildProcess {
   const [cmd, argv] = cpu === undefined ? [process.execPath, []] : ['taskset', ['-c', cpu, process.execPath]];
   const stdio: StdioOptions = ['ignore', 'ignore', 'ignore', ...(values.proxy ? [] : ['ipc' as const])];
-  return spawn(cmd, [...argv, ...NODE_ARGS, ...args], { cwd: join(here, '..'), env: { ...process.env, ...env }, stdio });
+  return spawn(cmd, [...argv, ...NODE_ARGS, ...args], { cwd: serviceDir('edge'), env: { ...process.env, ...env }, stdio });
 }
 
 /** CPU time (user + system) of a process so far, in ms, from /proc (taskset execs node in its own pid). */
@@ -139,7 +138,7 @@ if (values.role === 'backend') {
   await echoBackend();
 } else {
   const backendUrl = `http://127.0.0.1:${BACKEND_PORT}`;
-  const backend = spawnProcess(['bench/bench.ts', '--role', 'backend', '--backend-port', String(BACKEND_PORT)], {});
+  const backend = spawnProcess([fileURLToPath(import.meta.url), '--role', 'backend', '--backend-port', String(BACKEND_PORT)], {});
   const edge = spawnProcess(
     ['src/main.ts'],
     {

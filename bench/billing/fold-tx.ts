@@ -1,11 +1,11 @@
 // The store side of part (c), without NATS: one fold transaction (storeCheckpoints) of a batch holding one new
 // checkpoint of each of N live attachments, beside a transaction that only takes its session locks and one
 // that only reads the same rows, and the store's sort and JSON parameter alone; wall ms of each, seq 1..7 (seq 1 inserts the rows' first counters).
-//   NODE_OPTIONS=--conditions=@s2s/source npx tsx services/billing/bench/fold-tx.ts [attachments=10000]
+//   NODE_OPTIONS=--conditions=@s2s/source npx tsx bench/billing/fold-tx.ts [attachments=10000]
 import { loadavg } from 'node:os';
 import { withTransaction } from '@s2s/db';
-import { sortedForStore, storeCheckpoints, upsertParameters } from '../src/usage-store.js';
-import { checkpoint } from '../test/fixtures.js';
+import { sortedForStore, storeCheckpoints, upsertParameters } from '@s2s/billing/bench';
+import { checkpoint } from './fixtures.js';
 import { liveAttachments } from './live-attachments.js';
 
 const N = Number(process.argv[2] ?? 10_000);

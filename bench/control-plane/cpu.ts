@@ -1,4 +1,4 @@
-// `npm run bench:cpu`: CPU time of the control plane's process per request (utime + stime from /proc) at a fixed
+// `npm run bench -- control-plane:cpu`: CPU time of the control plane's process per request (utime + stime from /proc) at a fixed
 // request rate, for `GET /v1/models` and `POST /v1/voice/sessions`, beside the bare express handler. A loaded
 // machine moves this far less than throughput: compare builds A/B with `--builds=<service dir>,<service dir>`
 // (e.g. a detached worktree of main as the first), run interleaved, several rounds.
@@ -10,10 +10,10 @@ import { loadavg } from 'node:os';
 import { connectBus } from '@s2s/bus';
 import { busSubjects } from '@s2s/contract';
 import { createTestDatabase } from '@s2s/db/testing';
-import { constantRate, mintBenchKey, serviceDir, startServer, stop, type Started } from './harness.js';
+import { baselineServer, constantRate, controlPlaneDir, mintBenchKey, startServer, stop, type Started } from './harness.js';
 
 const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-const BUILDS = (flag('builds') ?? serviceDir).split(',').filter(Boolean);
+const BUILDS = (flag('builds') ?? controlPlaneDir).split(',').filter(Boolean);
 const RATE = Number(flag('rate') ?? 800);
 const SECONDS = Number(flag('seconds') ?? 4);
 const WARMUP = Number(flag('warmup') ?? 2);
@@ -43,7 +43,7 @@ const testDb = await createTestDatabase();
 const prefixes: string[] = [];
 const targets: Target[] = [];
 try {
-  targets.push({ name: 'bare express', server: await startServer(['bench/baseline-server.ts'], {}), bare: '/' });
+  targets.push({ name: 'bare express', server: await startServer([baselineServer], {}), bare: '/' });
   for (const [i, build] of BUILDS.entries()) {
     const [dir = '', buildArgs = ''] = build.split('#');
     const nodeArgs = [CP_NODE_ARGS, buildArgs].filter(Boolean).join(' ');

@@ -1,4 +1,4 @@
-// `npm run bench`: creates/s and models/s of the control plane against a fresh real database, with a bare
+// `npm run bench -- control-plane`: creates/s and models/s of the control plane against a fresh real database, with a bare
 // express handler as the baseline, each server in its own process so the load generator has its own loop.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -12,9 +12,8 @@ import { busSubjects } from '@s2s/contract';
 import { hashApiKey } from '@s2s/core';
 import { createTestDatabase } from '@s2s/db/testing';
 import { createStatement } from '@s2s/sessions';
-import { loadConfig } from '../src/config.js';
-import { sessionSettingsOf } from '../src/context.js';
-import { constantRate, mintBenchKey, startServer, stop, type Started } from './harness.js';
+import { loadConfig, sessionSettingsOf } from '@s2s/control-plane/bench';
+import { baselineServer, constantRate, mintBenchKey, startServer, stop, type Started } from './harness.js';
 
 const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 // --quick: the continuous check (`npm run bench -- --quick`): 3 s phases after 1 s warm-ups.
@@ -131,7 +130,7 @@ try {
     ...(TELEMETRY ? {} : { OTEL_SDK_DISABLED: 'true' }),
     ...(CP_NODE_ARGS.length ? { NODE_ARGS: CP_NODE_ARGS.join(' ') } : {}),
   });
-  baseline = await startServer(['bench/baseline-server.ts'], {});
+  baseline = await startServer([baselineServer], {});
   const cpUrl = `http://127.0.0.1:${cp.port}`;
   const key = await mintBenchKey(cpUrl);
 

@@ -2,9 +2,9 @@
 // "billing under perf"): each sample goes to the category of its innermost frame that has one, per thread
 // (the main thread, or V8's helper threads: TurboFan jobs, parallel scavenges, concurrent marking), and is
 // printed as µs per message. Record the process with node's --perf-basic-prof, e.g. for part (c) of bench.ts:
-//   BENCH_NODE_ARGS=--perf-basic-prof ... npx tsx bench/bench.ts & perf record -F 1999 -g -p <pid> -- sleep 40
+//   BENCH_NODE_ARGS=--perf-basic-prof ... npx tsx bench/billing/bench.ts & perf record -F 1999 -g -p <pid> -- sleep 40
 //   perf script -F comm,tid,time,ip,sym > s.txt
-//   node --import tsx bench/perf-shares.ts s.txt <from s> <to s> <messages>   (times as perf script prints them)
+//   node --import tsx bench/billing/perf-shares.ts s.txt <from s> <to s> <messages>   (times as perf script prints them)
 import { readFileSync } from 'node:fs';
 
 const [file, from, to, messages] = process.argv.slice(2);

@@ -3,13 +3,12 @@
 // in batches of 50,000 (foldCheckpoints) and turned into the upsert's parameters; process.cpuUsage per
 // checkpoint, versions 3 and 4 interleaved in one process. BENCH_BASE_DIR=<a checkout before version 4>
 // adds its decodeMessage and fold on the version 3 payloads (its parameter: JSON.stringify of the batch).
-//   node --conditions=@s2s/source --import tsx services/billing/bench/fold-cpu.ts [rounds=6]
+//   node --conditions=@s2s/source --import tsx bench/billing/fold-cpu.ts [rounds=6]
 import { pathToFileURL } from 'node:url';
 import { decodeMessage } from '@s2s/bus';
 import { compactRoutes, type UsageCheckpoint } from '@s2s/contract';
 import { usageOf } from '@s2s/core';
-import { foldCheckpoints } from '../src/fold.js';
-import { upsertParameters } from '../src/usage-store.js';
+import { foldCheckpoints, upsertParameters } from '@s2s/billing/bench';
 
 const ROUNDS = Number(process.argv[2] ?? 6);
 const ATTACHMENTS = 10_000;

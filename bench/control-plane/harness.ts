@@ -3,8 +3,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { serviceDir } from '../services.js';
 
-export const serviceDir = fileURLToPath(new URL('..', import.meta.url));
+/** services/control-plane: the servers run from there, as `npm start` runs them. */
+export const controlPlaneDir = serviceDir('control-plane');
+/** The bare express server the control plane's figures are divided by. */
+export const baselineServer = fileURLToPath(new URL('baseline-server.ts', import.meta.url));
 
 export interface Started {
   child: ChildProcess;
@@ -12,7 +16,7 @@ export interface Started {
 }
 
 /** Spawns a server script (from `cwd`, by default this service's directory) and resolves with the port its first log line with `port` names. */
-export function startServer(args: string[], env: Record<string, string>, cwd: string = serviceDir): Promise<Started> {
+export function startServer(args: string[], env: Record<string, string>, cwd: string = controlPlaneDir): Promise<Started> {
   const child = spawn(process.execPath, [...(env.NODE_ARGS ? env.NODE_ARGS.split(' ') : []), '--import', 'tsx', ...args], {
     cwd,
     env: { ...process.env, ...env },
