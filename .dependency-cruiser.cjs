@@ -46,7 +46,11 @@ module.exports = {
       from: { path: '^bench/' },
       to: {
         path: '^(packages|services|scripts|tests)/',
-        pathNot: ['^(packages|scripts)/[^/]+/src/(index|testing|register|money)\\.ts$', '^services/[^/]+/src/bench-api\\.ts$', '^packages/handoff/[^/]+\\.(mjs|d\\.mts)$'],
+        pathNot: [
+          '^(packages|scripts)/[^/]+/src/(index|testing|register|money)\\.ts$',
+          '^services/[^/]+/src/bench-api\\.ts$',
+          '^packages/handoff/[^/]+\\.(mjs|d\\.mts)$',
+        ],
       },
     },
     {
