@@ -7,6 +7,8 @@ import { ERROR_STATUS, errorTypeForStatus, type ErrorCode, type ErrorResponse } 
 import { AppError, errors, INTERNAL_MESSAGE, isAppError } from '@s2s/core';
 import { isStoreUnavailableError } from '@s2s/db';
 
+export { PROXY_IDLE_MS, SERVER_KEEP_ALIVE_MS } from './keep-alive.js';
+
 /** A fresh id for every request: sent as `X-Request-Id`, in the error body and in every log line. */
 export function newRequestId(): string {
   return `req_${randomUUID().replaceAll('-', '')}`;

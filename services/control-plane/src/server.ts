@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { Express } from 'express';
+import { SERVER_KEEP_ALIVE_MS } from '@s2s/http-errors';
 import { tracedRequests, type Logger } from '@s2s/telemetry';
 import { aheadOfExpress } from './app.js';
 import type { Config } from './config.js';
@@ -14,6 +15,8 @@ export function createHttpServer(app: Express, logger: Logger): Server {
   const ahead = aheadOfExpress(app);
   const server = createServer(tracedRequests(ahead === undefined ? app : (req, res) => ahead(req, res) || app(req, res)));
   answerParserRefusals(server, logger);
+  // The edge keeps idle connections for less time (PROXY_IDLE_MS), so it never reuses one this server is closing.
+  server.keepAliveTimeout = SERVER_KEEP_ALIVE_MS;
   return server;
 }
 

@@ -5,6 +5,7 @@ import { errors, type AppError } from '@s2s/core';
 import { httpErrorAnswer, newRequestId, pathOf, writeRawError } from '@s2s/http-errors';
 import type { Logger } from '@s2s/telemetry';
 import { createProxyServer } from 'http-proxy-3';
+import { backendAgent, forwarder } from './forward.js';
 import { Handoffs, type HandoffChannel } from './handoff.js';
 
 export interface EdgeOptions {
@@ -41,27 +42,28 @@ const HANDOFF_CLOSE_MS = 2000;
 export function createEdge(opts: EdgeOptions): Edge {
   const { logger } = opts;
   // Keep-alive to the backends: a request does not pay a TCP handshake on the loopback.
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const agent = backendAgent();
   const proxy = createProxyServer({ xfwd: true, agent });
   let next = 0;
   const relayIndex = () => next++ % opts.relays.length;
   const relay = () => opts.relays[relayIndex()]!;
   const proxyUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer, i: number) => {
     const target = opts.relays[i]!;
-    proxy.ws(req, socket, head, { target }, (err) => {
+    // An upgraded connection never returns to the pool, so an upgrade takes a fresh one, never a stale pooled one.
+    proxy.ws(req, socket, head, { target, agent: false }, (err) => {
       logger.warn({ err, target }, 'relay did not answer the upgrade');
       writeRawError(socket, errors.serviceUnavailable(err, 'No relay answered; attach again shortly.'), newRequestId());
     });
   };
   const handoffs = opts.handoff && !opts.tls ? new Handoffs(opts.handoff, logger, proxyUpgrade) : null;
 
+  const forward = forwarder(proxy, logger, (err, res, target) => {
+    logger.warn({ err, target }, 'backend did not answer');
+    if (!res.headersSent) sendError(res, errors.serviceUnavailable(err, 'The gateway is starting or restarting; retry shortly.'));
+    else res.destroy();
+  });
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
-    const target = pathOf(req.url) === REALTIME_PATH ? relay() : opts.controlPlane;
-    proxy.web(req, res, { target }, (err) => {
-      logger.warn({ err, target }, 'backend did not answer');
-      if (!res.headersSent) sendError(res, errors.serviceUnavailable(err, 'The gateway is starting or restarting; retry shortly.'));
-      else res.destroy();
-    });
+    forward(req, res, pathOf(req.url) === REALTIME_PATH ? relay() : opts.controlPlane);
   };
   const server = opts.tls ? https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, onRequest) : http.createServer(onRequest);
 
