@@ -50,6 +50,7 @@ export interface Bus {
 }
 
 export interface BusOptions {
+  /** One server, or a cluster's servers comma-separated. */
   url: string;
   prefix: string;
   name?: string;
@@ -60,6 +61,8 @@ export interface BusOptions {
    * would raise on a timeout: worth it for a process that publishes on its hot path.
    */
   noAsyncTraces?: boolean;
+  /** Replicas of the stream when this process creates it, or the least an existing one is raised to (default 1). */
+  streamReplicas?: number;
 }
 
 const DUPLICATE_WINDOW_MS = 120_000;
@@ -69,7 +72,8 @@ const decoder = new TextDecoder();
 /** Connects and makes sure the stream exists (idempotent, safe from several processes at once). */
 export async function connectBus(opts: BusOptions): Promise<Bus> {
   const nc = await connect({
-    servers: opts.url,
+    // A cluster's nodes, comma-separated (`nats://a:4222,nats://b:4222`): the client moves between them.
+    servers: opts.url.split(',').map((u) => u.trim()),
     name: opts.name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
@@ -79,7 +83,7 @@ export async function connectBus(opts: BusOptions): Promise<Bus> {
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
   const subjects = busSubjects(opts.prefix);
-  await ensureStream(jsm, subjects);
+  await ensureStream(jsm, subjects, { replicas: opts.streamReplicas ?? 1 });
   // Made on first use: most processes never publish this way.
   let acked: AckedPublisher | undefined;
   return {
@@ -97,7 +101,13 @@ export async function connectBus(opts: BusOptions): Promise<Bus> {
   };
 }
 
-export async function ensureStream(jsm: JetStreamManager, subjects: BusSubjects): Promise<void> {
+/**
+ * Creates the stream with `replicas` (BUS_STREAM_REPLICAS), or brings an existing one to the gateway's
+ * config (idempotent, safe from several processes at once). An existing stream keeps what an operator set
+ * above `replicas`; one below is raised to it. Durable consumers created without `num_replicas` follow it.
+ */
+export async function ensureStream(jsm: JetStreamManager, subjects: BusSubjects, opts: { replicas?: number } = {}): Promise<void> {
+  const wanted = opts.replicas ?? 1;
   const config = {
     name: subjects.stream,
     subjects: subjects.all,
@@ -107,17 +117,24 @@ export async function ensureStream(jsm: JetStreamManager, subjects: BusSubjects)
     max_age: nanos(7 * 24 * 3600 * 1000),
   };
   try {
-    await jsm.streams.info(subjects.stream);
-    await jsm.streams.update(subjects.stream, config);
+    const info = await jsm.streams.info(subjects.stream);
+    const replicas = streamReplicas(info.config.num_replicas, wanted);
+    // The update merges into the stream's own config: without num_replicas it keeps the current count.
+    await jsm.streams.update(subjects.stream, replicas === info.config.num_replicas ? config : { ...config, num_replicas: replicas });
   } catch (err) {
     if (!isNotFound(err)) throw err;
     try {
-      await jsm.streams.add(config);
+      await jsm.streams.add({ ...config, num_replicas: wanted });
     } catch (addErr) {
       // Another process created it between our info and add.
       if (!(addErr instanceof JetStreamApiError) || addErr.code !== 10058) throw addErr;
     }
   }
+}
+
+/** The replicas an existing stream should have: what it has (an operator's choice), or more if configured. */
+export function streamReplicas(current: number | undefined, wanted: number): number {
+  return Math.max(current || 1, wanted);
 }
 
 function isNotFound(err: unknown): boolean {

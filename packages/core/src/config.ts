@@ -63,13 +63,16 @@ export const CommonEnv = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   // PostgreSQL connection string.
   DATABASE_URL: z.string().url().default(DEFAULT_DATABASE_URL),
-  // NATS server with JetStream.
+  // NATS server with JetStream; a cluster's servers comma-separated (nats://a:4222,nats://b:4222).
   NATS_URL: z.string().default(DEFAULT_NATS_URL),
   // Prefix of every subject and of the stream name; tests use a unique one.
   BUS_PREFIX: z
     .string()
     .regex(/^[a-zA-Z0-9_-]+$/)
     .default('s2s'),
+  // Replicas of the JetStream stream when a service creates it (3 on a three-node NATS cluster). A service
+  // raises an existing stream's replicas to this but never lowers what an operator set (docs/operations.md).
+  BUS_STREAM_REPLICAS: envInt(1, { min: 1, max: 5 }),
   // pino level.
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -81,11 +84,19 @@ export interface CommonConfig {
   databaseUrl: string;
   natsUrl: string;
   busPrefix: string;
+  busStreamReplicas: number;
   logLevel: string;
 }
 
 export function commonConfig(e: CommonEnv): CommonConfig {
-  return { nodeEnv: e.NODE_ENV, databaseUrl: e.DATABASE_URL, natsUrl: e.NATS_URL, busPrefix: e.BUS_PREFIX, logLevel: e.LOG_LEVEL };
+  return {
+    nodeEnv: e.NODE_ENV,
+    databaseUrl: e.DATABASE_URL,
+    natsUrl: e.NATS_URL,
+    busPrefix: e.BUS_PREFIX,
+    busStreamReplicas: e.BUS_STREAM_REPLICAS,
+    logLevel: e.LOG_LEVEL,
+  };
 }
 
 /** Parses `env` with `schema`, or throws one readable error naming every bad variable. */

@@ -5,6 +5,8 @@ import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import pg from 'pg';
 
 /** Fixed ports of the campaign (NATS, PostgreSQL) come from this range only (`--ports` moves it). */
@@ -145,6 +147,8 @@ export class Nats {
     readonly port: number,
     private readonly storeDir: string,
     private readonly logLines: string[],
+    /** More arguments (a cluster node's name and routes). */
+    private readonly extraArgs: string[] = [],
   ) {
     this.url = `nats://127.0.0.1:${port}`;
   }
@@ -157,13 +161,22 @@ export class Nats {
     return nats;
   }
 
+  /** One node of a cluster: its server name, its route port and the routes to the others. */
+  static node(port: number, storeDir: string, name: string, clusterPort: number, routes: number[]): Nats {
+    mkdirSync(storeDir, { recursive: true });
+    const args = ['-n', name, '--cluster_name', 'chaos', '--cluster', `nats://127.0.0.1:${clusterPort}`];
+    args.push('--routes', routes.map((p) => `nats://127.0.0.1:${p}`).join(','));
+    return new Nats(port, storeDir, [], args);
+  }
+
   get running(): boolean {
     return this.child !== null;
   }
 
   async start(): Promise<void> {
     if (this.child) return;
-    const child = spawn(NATS_BIN, ['-js', '-a', '127.0.0.1', '-p', String(this.port), '-sd', this.storeDir], {
+    const args = ['-js', '-a', '127.0.0.1', '-p', String(this.port), '-sd', this.storeDir, ...this.extraArgs];
+    const child = spawn(NATS_BIN, args, {
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -195,6 +208,71 @@ export class Nats {
     if (!child) return;
     this.child = null;
     await stopGroup(child, 'SIGTERM', 10_000);
+  }
+
+  /** SIGKILL: a node that dies outright (its peers hold every acknowledged message of a replicated stream). */
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    this.child = null;
+    killGroup(child, 'SIGKILL');
+    await exited(child);
+  }
+}
+
+/**
+ * A NATS cluster of `size` nodes (routes between all of them, JetStream on each, own ports and store
+ * directories). `url` names every node, so a client moves to another when one goes.
+ */
+export class NatsCluster {
+  private constructor(readonly nodes: Nats[]) {}
+
+  static async create(dir: TempDir, size = 3): Promise<NatsCluster> {
+    const ports = await Promise.all(Array.from({ length: size }, () => freePort()));
+    const clusterPorts = await Promise.all(Array.from({ length: size }, () => freePort()));
+    const nodes = ports.map((port, i) =>
+      Nats.node(port, join(dir.path, `nats-${i}`), `n${i}`, clusterPorts[i]!, clusterPorts.filter((_, j) => j !== i)),
+    );
+    const cluster = new NatsCluster(nodes);
+    await Promise.all(nodes.map((n) => n.start()));
+    if (!(await cluster.jetStreamReady(60_000))) throw new Error('the NATS cluster elected no JetStream leader within 60 s');
+    return cluster;
+  }
+
+  /** True once JetStream answers through the cluster (its meta leader is elected), within `timeoutMs`. */
+  async jetStreamReady(timeoutMs: number): Promise<boolean> {
+    const nc = await connect({ servers: this.nodes.filter((n) => n.running).map((n) => n.url), maxReconnectAttempts: -1 });
+    try {
+      return await waitFor(
+        async () => {
+          try {
+            await (await jetstreamManager(nc, { timeout: 1000 })).getAccountInfo();
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        timeoutMs,
+        250,
+      );
+    } finally {
+      await nc.close();
+    }
+  }
+
+  get url(): string {
+    return this.nodes.map((n) => n.url).join(',');
+  }
+
+  /** The node named `name` (`n0`, `n1`, …: a stream's `cluster.leader`). */
+  byName(name: string): Nats {
+    const node = this.nodes[Number(name.replace(/^n/, ''))];
+    if (!node) throw new Error(`no cluster node ${name}`);
+    return node;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.stop()));
   }
 }
 

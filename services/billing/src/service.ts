@@ -23,7 +23,13 @@ export async function startBilling(
     max: config.DB_POOL_SIZE,
     onPoolError: (err) => logger.warn({ err }, 'idle database connection lost'),
   });
-  const bus = await connectBus({ url: config.NATS_URL, prefix: config.BUS_PREFIX, name: 'billing', waitOnFirstConnect: true });
+  const bus = await connectBus({
+    url: config.NATS_URL,
+    prefix: config.BUS_PREFIX,
+    name: 'billing',
+    waitOnFirstConnect: true,
+    streamReplicas: config.BUS_STREAM_REPLICAS,
+  });
   const consumer = createBillingConsumer({ db, bus, config, logger, ...extras });
   const sweeper = createSweeper({ db, bus, config, logger });
   await consumer.start();

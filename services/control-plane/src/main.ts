@@ -20,7 +20,13 @@ const db = createDb(config.DATABASE_URL, {
   ...(config.DB_STATEMENT_TIMEOUT_MS > 0 ? { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS } : {}),
   onPoolError: (err) => logger.warn({ err }, 'idle database connection failed'),
 });
-const bus = await connectBus({ url: config.NATS_URL, prefix: config.BUS_PREFIX, name: 'control-plane', waitOnFirstConnect: true });
+const bus = await connectBus({
+  url: config.NATS_URL,
+  prefix: config.BUS_PREFIX,
+  name: 'control-plane',
+  waitOnFirstConnect: true,
+  streamReplicas: config.BUS_STREAM_REPLICAS,
+});
 const deps = { config, db, bus, logger, metrics: telemetry.metrics };
 if (config.SEED_CATALOG) {
   const { inserted } = await seedCatalog({ ctx: createContext(deps) });

@@ -22,6 +22,7 @@ const bus = await connectBus({
   name: `relay ${config.relayId}`,
   waitOnFirstConnect: true,
   noAsyncTraces: true,
+  streamReplicas: config.busStreamReplicas,
 });
 const app = buildRelay({ config, db, bus, logger, metrics: telemetry.metrics, providers: createProviderOpener(config, logger) });
 await new Promise<void>((resolve) => app.server.listen(config.port, config.host, resolve));
