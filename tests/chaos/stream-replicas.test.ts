@@ -57,6 +57,9 @@ t.test('a one-replica stream is raised to BUS_STREAM_REPLICAS, and its durable c
   const after = await bus(t, 'repup', 3);
   const info = await after.jsm.streams.info(after.subjects.stream);
   t.equal(info.config.num_replicas, 3, 'raised to 3');
-  const consumer = await ensureDurableConsumer(after.jsm, after.subjects.stream, { durable_name: 'billing', ack_policy: AckPolicy.Explicit });
+  const consumer = await ensureDurableConsumer(after.jsm, after.subjects.stream, {
+    durable_name: 'billing',
+    ack_policy: AckPolicy.Explicit,
+  });
   t.equal(placed(consumer), 3, 'the existing durable consumer follows the stream to three nodes');
 });

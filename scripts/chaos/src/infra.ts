@@ -231,7 +231,13 @@ export class NatsCluster {
     const ports = await Promise.all(Array.from({ length: size }, () => freePort()));
     const clusterPorts = await Promise.all(Array.from({ length: size }, () => freePort()));
     const nodes = ports.map((port, i) =>
-      Nats.node(port, join(dir.path, `nats-${i}`), `n${i}`, clusterPorts[i]!, clusterPorts.filter((_, j) => j !== i)),
+      Nats.node(
+        port,
+        join(dir.path, `nats-${i}`),
+        `n${i}`,
+        clusterPorts[i]!,
+        clusterPorts.filter((_, j) => j !== i),
+      ),
     );
     const cluster = new NatsCluster(nodes);
     await Promise.all(nodes.map((n) => n.start()));
