@@ -104,7 +104,7 @@ export const OpenAiErrorEvent = z.strictObject({
 export const OpenAiSpeechStartedEvent = SpeechStartedEvent.extend({ item_id: z.string() });
 export const OpenAiSpeechStoppedEvent = SpeechStoppedEvent.extend({ item_id: z.string() });
 
-/** The svc-realtime-v1 events whose OpenAI shape differs (services/relay/src/codec/openai-ga.ts writes them), by type. */
+/** The svc-realtime-v1 events whose OpenAI shape differs (services/relay/src/codecs/openai/codec.ts writes them), by type. */
 const REPLACED_CLIENT = new Set<string>([SessionUpdateEvent.shape.type.value]);
 const REPLACED_SERVER = new Set<string>(
   [

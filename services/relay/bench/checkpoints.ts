@@ -6,13 +6,13 @@
 //   BENCH_CHECKPOINTS_BEFORE=<path to the other checkpoints.ts> node --conditions=@s2s/source --import tsx \
 //     services/relay/bench/checkpoints.ts [N=200] [seconds per round=4] [rounds=4]
 // (the other file is imported as it is: copy it next to src/ so its relative imports resolve, e.g.
-// `git show <rev>:services/relay/src/checkpoints.ts | sed 's#./backoff.js#../src/backoff.js#' > bench/before-checkpoints.tmp.ts`).
+// `git show <rev>:services/relay/src/metering/checkpoints.ts | sed 's#../backoff.js#../src/backoff.js#' > bench/before-checkpoints.tmp.ts`).
 import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { connectBus, traceHeaders } from '@s2s/bus';
 import { context, createLogger, disabledMetrics, trace } from '@s2s/telemetry';
-import { Checkpointer, type CheckpointTicket, type MeteredSource } from '../src/checkpoints.js';
-import { UsageMeter } from '../src/providers/usage-meter.js';
+import { Checkpointer, type CheckpointTicket, type MeteredSource } from '../src/metering/checkpoints.js';
+import { UsageMeter } from '../src/metering/usage-meter.js';
 import { RelayTelemetry } from '../src/telemetry.js';
 
 const N = Number(process.argv[2] ?? 200);

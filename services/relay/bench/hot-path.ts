@@ -23,10 +23,10 @@ import { createLogger, createMetrics } from '@s2s/telemetry';
 import type WebSocket from 'ws';
 import { insertEchoStreamModel } from './fixtures.js';
 import { loadConfig } from '../src/config.js';
-import { ProviderBase } from '../src/providers/base.js';
-import { OpenAIRealtimeAdapter } from '../src/providers/openai.js';
+import { ProviderBase } from '../src/providers/shared/base.js';
+import { OpenAIRealtimeAdapter } from '../src/providers/openai/adapter.js';
 import { Relay } from '../src/relay.js';
-import type { UpstreamOpener } from '../src/upstream.js';
+import type { UpstreamOpener } from '../src/upstream/opener.js';
 
 const { values: opt } = parseArgs({
   strict: false,

@@ -25,7 +25,7 @@ const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
 const skipUs = Number(process.env.SKIP_S ?? 5) * 1e6;
 
 const groups: Record<string, (f: Frame) => boolean> = {
-  'checkpoints.ts (inclusive)': (f) => f.url.endsWith('relay/src/checkpoints.ts'),
+  'checkpoints.ts (inclusive)': (f) => f.url.endsWith('relay/src/metering/checkpoints.ts'),
   'acked-publish.ts (inclusive)': (f) => f.url.endsWith('bus/src/acked-publish.ts'),
   'bus encodeMessage': (f) => f.functionName === 'encodeMessage',
   'bus traceHeaders': (f) => f.functionName === 'traceHeaders' && f.url.includes('bus/src'),

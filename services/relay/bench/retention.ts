@@ -6,10 +6,10 @@
 // the copy of this script in each.
 import { PerformanceObserver, performance } from 'node:perf_hooks';
 import { Audio, checkBase64 } from '../src/audio.js';
-import { DEFAULT_CONTINUITY } from '../src/providers/continuity.js';
-import { MeteredConnection } from '../src/providers/metered-connection.js';
-import type { UpstreamConnection } from '../src/providers/types.js';
-import { UsageMeter } from '../src/providers/usage-meter.js';
+import { DEFAULT_CONTINUITY } from '../src/providers/shared/continuity.js';
+import { MeteredConnection } from '../src/providers/shared/metered-connection.js';
+import type { UpstreamConnection } from '../src/providers/shared/types.js';
+import { UsageMeter } from '../src/metering/usage-meter.js';
 
 const N = Number(process.argv[2] ?? 200);
 const F = Number(process.argv[3] ?? 550);

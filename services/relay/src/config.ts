@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { AgentLimits } from './agent-model.js';
+import type { AgentLimits } from './agent/types.js';
 import { CommonEnv, KeyLimitsEnv, commonConfig, envInt, envOriginList, envPort, keyLimitsConfig, parseEnv, z } from '@s2s/core';
 
 const optionalSecret = z

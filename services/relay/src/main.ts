@@ -2,9 +2,9 @@ import { startTelemetry, createLogger } from '@s2s/telemetry';
 import { connectBus } from '@s2s/bus';
 import { createDb } from '@s2s/db';
 import { serveHandoffs } from '@s2s/handoff';
-import { buildRelay } from './app.js';
+import { buildRelay } from './server/app.js';
 import { loadConfig } from './config.js';
-import { createProviderOpener } from './providers-opener.js';
+import { createProviderOpener } from './upstream/provider-opener.js';
 
 // No HTTP instrumentation (the relay makes its upgrade spans itself); pg's only when spans are recorded: its
 // connect wraps enter AsyncLocalStorage, which on Node 20 turns async hooks on for the whole process.

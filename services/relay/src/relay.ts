@@ -5,15 +5,15 @@ import { readHeldSessions, requestEnd } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
 import type { Context, Logger, Metrics } from '@s2s/telemetry';
 import type { WebSocket } from 'ws';
-import { Attachment, type AttachmentContext, type AttachmentInit } from './attachment.js';
-import { Checkpointer } from './checkpoints.js';
-import { gaSessionUpdate, OpenAIGaCodec } from './codec/openai-ga.js';
-import { SvcRealtimeV1Codec } from './codec/svc-realtime-v1.js';
+import { Attachment, type AttachmentContext, type AttachmentInit } from './attachment/attachment.js';
+import { Checkpointer } from './metering/checkpoints.js';
+import { gaSessionUpdate, OpenAIGaCodec } from './codecs/openai/codec.js';
+import { SvcRealtimeV1Codec } from './codecs/svc-realtime-v1/codec.js';
 import type { Config } from './config.js';
 import { RelayLease } from './lease.js';
 import type { FinishReason } from './realtime-errors.js';
 import { RelayTelemetry } from './telemetry.js';
-import type { UpstreamOpener } from './upstream.js';
+import type { UpstreamOpener } from './upstream/opener.js';
 
 export interface RelayDeps {
   config: Config;

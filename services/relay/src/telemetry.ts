@@ -20,7 +20,7 @@ import {
   type Span,
   type Tracer,
 } from '@s2s/telemetry';
-import type { CheckpointFacts, CheckpointTelemetry, MeteredSource } from './checkpoints.js';
+import type { CheckpointFacts, CheckpointTelemetry, MeteredSource } from './metering/checkpoints.js';
 
 /**
  * The relay's spans and metrics behind a few calls at clear points of an attachment's life, so the

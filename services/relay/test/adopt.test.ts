@@ -4,7 +4,7 @@
 import { once } from 'node:events';
 import net, { type AddressInfo } from 'node:net';
 import t from 'tap';
-import type { RelayApp } from '../src/app.js';
+import type { RelayApp } from '../src/server/app.js';
 import { attach, attachUrl, createKey, createModel, newSession, refused, setupRelay, type Teardown } from './helpers.js';
 
 const MODEL = 'local/echo';

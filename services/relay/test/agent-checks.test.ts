@@ -1,8 +1,8 @@
 import t from 'tap';
-import { checkNewItem, checkResponseOptions, checkSessionUpdate } from '../src/agent-checks.js';
-import { DEFAULT_AGENT_LIMITS } from '../src/agent-model.js';
+import { checkNewItem, checkResponseOptions, checkSessionUpdate } from '../src/agent/checks.js';
+import { DEFAULT_AGENT_LIMITS } from '../src/agent/types.js';
 import { OPENAI_CAPABILITIES } from '../src/providers/index.js';
-import { NO_CAPABILITIES } from '../src/upstream.js';
+import { NO_CAPABILITIES } from '../src/upstream/opener.js';
 
 const L = DEFAULT_AGENT_LIMITS;
 const OBJ = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };

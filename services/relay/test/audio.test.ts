@@ -4,10 +4,10 @@ import fc from 'fast-check';
 import t from 'tap';
 import { REFERENCE_TOKENS } from '@s2s/core';
 import { Audio, checkBase64 } from '../src/audio.js';
-import { decodePcmFrame, readCompactAppend, type AudioFrameProblem } from '../src/codec/pcm-frame.js';
-import { isAppendShape, SvcRealtimeV1Codec, validEventId } from '../src/codec/svc-realtime-v1.js';
-import { FlatMemo, FlatShape } from '../src/flat-json.js';
-import { UsageMeter } from '../src/providers/base.js';
+import { decodePcmFrame, readCompactAppend, type AudioFrameProblem } from '../src/codecs/pcm-frame.js';
+import { isAppendShape, SvcRealtimeV1Codec, validEventId } from '../src/codecs/svc-realtime-v1/codec.js';
+import { FlatMemo, FlatShape } from '../src/hot/flat-json.js';
+import { UsageMeter } from '../src/providers/shared/base.js';
 
 const STRICT = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 

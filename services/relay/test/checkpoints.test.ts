@@ -3,7 +3,7 @@ import t from 'tap';
 import { decodeMessage, type Bus } from '@s2s/bus';
 import { compactRoutes, type CheckpointRoute, type UsageCheckpoint } from '@s2s/contract';
 import { ZERO_USAGE, type Usage } from '@s2s/core';
-import { Checkpointer } from '../src/checkpoints.js';
+import { Checkpointer } from '../src/metering/checkpoints.js';
 import { testLogger } from './helpers.js';
 
 /** What a relay put on the wire, read as billing reads it: a valid checkpoint on its session's subject. */

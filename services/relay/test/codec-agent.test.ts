@@ -1,9 +1,9 @@
 import t from 'tap';
 import { ServerEvent } from '@s2s/contract';
 import { Audio } from '../src/audio.js';
-import { DEFAULT_SETTINGS, type ConversationItem } from '../src/agent-model.js';
-import type { InternalServerEvent } from '../src/codec/model.js';
-import { SvcRealtimeV1Codec, wireParamOf } from '../src/codec/svc-realtime-v1.js';
+import { DEFAULT_SETTINGS, type ConversationItem } from '../src/agent/types.js';
+import type { InternalServerEvent } from '../src/codecs/events.js';
+import { SvcRealtimeV1Codec, wireParamOf } from '../src/codecs/svc-realtime-v1/codec.js';
 
 const text = (v: unknown) => Buffer.from(JSON.stringify(v));
 const pcm = Buffer.from([1, 0, 2, 0]);

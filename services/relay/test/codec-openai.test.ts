@@ -2,15 +2,15 @@
 // into the internal model, every refusal naming its GA param, every server event in OpenAI's GA shape.
 import t from 'tap';
 import { Audio } from '../src/audio.js';
-import { DEFAULT_SETTINGS, applySettings, type ConversationItem } from '../src/agent-model.js';
-import type { InternalServerEvent } from '../src/codec/model.js';
-import { gaParamOf, gaSessionUpdate, gaUsage, OpenAIGaCodec } from '../src/codec/openai-ga.js';
+import { DEFAULT_SETTINGS, applySettings, type ConversationItem } from '../src/agent/types.js';
+import type { InternalServerEvent } from '../src/codecs/events.js';
+import { gaParamOf, gaSessionUpdate, gaUsage, OpenAIGaCodec } from '../src/codecs/openai/codec.js';
 import type { ResponseContentPartAddedEvent, ResponseTextDeltaEvent } from 'openai/resources/realtime/realtime';
-import type { ContentPart } from '../src/agent-model.js';
-import type { OutputPlace } from '../src/codec/model.js';
-import { EventIds, partView, place, SvcRealtimeV1Codec } from '../src/codec/svc-realtime-v1.js';
-import { Conversation } from '../src/conversation.js';
-import { openAITokens } from '../src/providers/openai-model.js';
+import type { ContentPart } from '../src/agent/types.js';
+import type { OutputPlace } from '../src/codecs/events.js';
+import { EventIds, partView, place, SvcRealtimeV1Codec } from '../src/codecs/svc-realtime-v1/codec.js';
+import { Conversation } from '../src/agent/conversation.js';
+import { openAITokens } from '../src/providers/openai/protocol.js';
 
 const text = (v: unknown) => Buffer.from(JSON.stringify(v));
 const WHO = { id: 'vs_abc', model: 'openai/gpt-realtime' };

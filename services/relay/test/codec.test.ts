@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import t from 'tap';
 import { InputAudioBufferAppendEvent, REALTIME_ERROR_TYPE, ServerEvent } from '@s2s/contract';
 import { Audio } from '../src/audio.js';
-import { decodePcmFrame } from '../src/codec/pcm-frame.js';
+import { decodePcmFrame } from '../src/codecs/pcm-frame.js';
 import {
   EventIds,
   isAppendShape,
@@ -11,8 +11,8 @@ import {
   serverEvents,
   AudioDeltaHeads,
   SvcRealtimeV1Codec,
-} from '../src/codec/svc-realtime-v1.js';
-import type { InternalServerEvent } from '../src/codec/model.js';
+} from '../src/codecs/svc-realtime-v1/codec.js';
+import type { InternalServerEvent } from '../src/codecs/events.js';
 
 t.test('decodePcmFrame accepts raw aligned PCM16LE and nothing else', async (t) => {
   const pcm = Buffer.from([1, 0, 2, 0, 3, 0, 4, 0]);

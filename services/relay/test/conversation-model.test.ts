@@ -1,5 +1,5 @@
 import t from 'tap';
-import { Conversation } from '../src/conversation.js';
+import { Conversation } from '../src/agent/conversation.js';
 
 function conv(max = 10): Conversation {
   let n = 0;

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import t from 'tap';
 import type { Rate } from '@s2s/contract';
 import { addUsage, billedCents, USAGE_COUNTERS, usageOf, ZERO_USAGE, type Usage } from '@s2s/core';
-import { Budget } from '../src/domain/budget.js';
+import { Budget } from '../src/metering/budget.js';
 import { isNewerAttachment } from '@s2s/core';
 
 const counter = (max: number) => fc.oneof(fc.constant(0), fc.integer({ min: 0, max }));

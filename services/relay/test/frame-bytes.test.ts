@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { Audio } from '../src/audio.js';
-import { audioDeltaFrame, AudioDeltaHeads } from '../src/codec/svc-realtime-v1.js';
-import { asciiBytes, frameBuffer, writeAscii } from '../src/frame-bytes.js';
+import { audioDeltaFrame, AudioDeltaHeads } from '../src/codecs/svc-realtime-v1/codec.js';
+import { asciiBytes, frameBuffer, writeAscii } from '../src/hot/frame-bytes.js';
 
 t.test('frames carved from the slab never overlap, across slabs and for large frames', async (t) => {
   const frames: { buf: Buffer; fill: number }[] = [];

@@ -1,6 +1,6 @@
 // Subprotocol negotiation and credential selection (pure; decisions.md "The OpenAI-compatible dialect").
 import t from 'tap';
-import { checkOrigin, negotiate } from '../src/domain/handshake.js';
+import { checkOrigin, negotiate } from '../src/server/handshake.js';
 
 const EK = `ek_${'a1B2'.repeat(10)}`;
 const KEY = `vr_sk_${'x'.repeat(40)}`;

@@ -17,9 +17,9 @@ import {
 } from '@s2s/local-provider';
 import { createLogger, createMetrics, type Metrics } from '@s2s/telemetry';
 import WebSocket from 'ws';
-import { buildRelay, type RelayApp } from '../src/app.js';
+import { buildRelay, type RelayApp } from '../src/server/app.js';
 import { loadConfig, type Config } from '../src/config.js';
-import { createProviderOpener } from '../src/providers-opener.js';
+import { createProviderOpener } from '../src/upstream/provider-opener.js';
 
 export const TEST_SETTINGS = { preauthMinutes: 10, idleTimeoutSeconds: 300, maxSeconds: 3600 };
 

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { AbuseWindow } from '../src/abuse.js';
-import { ResponseTracker } from '../src/responses.js';
+import { AbuseWindow } from '../src/attachment/abuse.js';
+import { ResponseTracker } from '../src/attachment/responses.js';
 
 function tracker() {
   let n = 0;

@@ -1,9 +1,9 @@
 import t from 'tap';
 import { ZERO_USAGE } from '@s2s/core';
 import { createLogger } from '@s2s/telemetry';
-import type { InternalClientEvent } from '../src/codec/model.js';
-import type { MeteredUpstream } from '../src/providers/types.js';
-import { UpstreamLink, type UpstreamLinkDeps } from '../src/upstream-link.js';
+import type { InternalClientEvent } from '../src/codecs/events.js';
+import type { MeteredUpstream } from '../src/providers/shared/types.js';
+import { UpstreamLink, type UpstreamLinkDeps } from '../src/attachment/upstream-link.js';
 
 const log = createLogger({ service: 'relay-test', level: 'silent' });
 const commit = (eventId: string): InternalClientEvent => ({ type: 'input.commit', eventId });

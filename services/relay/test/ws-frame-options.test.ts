@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import t from 'tap';
-import { holdWsFrameOptions } from '../src/ws-frame-options.js';
+import { holdWsFrameOptions } from '../src/hot/ws-frame-options.js';
 
-const moduleUrl = new URL('../src/ws-frame-options.ts', import.meta.url).href;
+const moduleUrl = new URL('../src/hot/ws-frame-options.ts', import.meta.url).href;
 
 t.test('the held object is the options ws gives a text frame, and the same object every time', async (t) => {
   const held = holdWsFrameOptions();

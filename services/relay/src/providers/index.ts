@@ -1,12 +1,12 @@
 import type { Logger } from '@s2s/telemetry';
-import { ProviderBase, type ProviderBaseOptions } from './base.js';
-import { AzureOpenAIAdapter } from './azure.js';
-import { GeminiLiveAdapter } from './gemini.js';
-import { LocalAdapter } from './local.js';
-import { OpenAIRealtimeAdapter } from './openai.js';
+import { ProviderBase, type ProviderBaseOptions } from './shared/base.js';
+import { AzureOpenAIAdapter } from './azure/adapter.js';
+import { GeminiLiveAdapter } from './gemini/adapter.js';
+import { LocalAdapter } from './local/adapter.js';
+import { OpenAIRealtimeAdapter } from './openai/adapter.js';
 
-export type * from './types.js';
-export { UpstreamError, isUpstreamError, type UpstreamErrorKind } from './errors.js';
+export type * from './shared/types.js';
+export { UpstreamError, isUpstreamError, type UpstreamErrorKind } from './shared/errors.js';
 export {
   ProviderBase,
   UsageMeter,
@@ -17,14 +17,20 @@ export {
   DEFAULT_RETRY_BACKOFF_MS,
   type OpenOptions,
   type ProviderBaseOptions,
-} from './base.js';
-export { OpenAIRealtimeAdapter, OPENAI_CAPABILITIES, OPENAI_REALTIME_URL, openAIVoice, type OpenAIRealtimeOptions } from './openai.js';
-export { GEMINI_CAPABILITIES } from './gemini.js';
-export { DEFAULT_CONTINUITY, type ContinuityPolicy } from './continuity.js';
-export { LocalAdapter } from './local.js';
-export { AzureOpenAIAdapter, AZURE_REALTIME_PATH, azureRealtimeUrl } from './azure.js';
-export { GeminiLiveAdapter, GEMINI_LIVE_URL, geminiVoice, type GeminiLiveOptions } from './gemini.js';
-export { Resampler24kTo16k, resampledLength } from './resample.js';
+} from './shared/base.js';
+export {
+  OpenAIRealtimeAdapter,
+  OPENAI_CAPABILITIES,
+  OPENAI_REALTIME_URL,
+  openAIVoice,
+  type OpenAIRealtimeOptions,
+} from './openai/adapter.js';
+export { GEMINI_CAPABILITIES } from './gemini/adapter.js';
+export { DEFAULT_CONTINUITY, type ContinuityPolicy } from './shared/continuity.js';
+export { LocalAdapter } from './local/adapter.js';
+export { AzureOpenAIAdapter, AZURE_REALTIME_PATH, azureRealtimeUrl } from './azure/adapter.js';
+export { GeminiLiveAdapter, GEMINI_LIVE_URL, geminiVoice, type GeminiLiveOptions } from './gemini/adapter.js';
+export { Resampler24kTo16k, resampledLength } from './gemini/resample.js';
 
 export interface ProviderRegistryConfig {
   /** Base URL of the local simulator, e.g. ws://127.0.0.1:8090/v1/realtime. */

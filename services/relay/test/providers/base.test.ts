@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { usageOf, ZERO_USAGE } from '@s2s/core';
-import { ZERO_TOKENS, type SessionSettings } from '../../src/agent-model.js';
+import { ZERO_TOKENS, type SessionSettings } from '../../src/agent/types.js';
 import {
   GEMINI_CAPABILITIES,
   ProviderBase,

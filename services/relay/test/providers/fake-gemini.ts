@@ -9,7 +9,7 @@ import {
   type UsageMetadata,
 } from '@google/genai';
 import { BYTES_PER_MS } from '@s2s/core';
-import type { TokenReport } from '../../src/agent-model.js';
+import type { TokenReport } from '../../src/agent/types.js';
 import { pcmTone } from '@s2s/local-provider';
 import { WebSocketServer, type WebSocket } from 'ws';
 

@@ -1,7 +1,7 @@
 import { MediaModality, type UsageMetadata } from '@google/genai';
 import t from 'tap';
-import { geminiRefusal, geminiSetup, geminiUpdateRefusal } from '../../src/providers/gemini-setup.js';
-import { geminiTokenReport } from '../../src/providers/gemini-usage.js';
+import { geminiRefusal, geminiSetup, geminiUpdateRefusal } from '../../src/providers/gemini/setup.js';
+import { geminiTokenReport } from '../../src/providers/gemini/usage.js';
 
 const { AUDIO, TEXT, IMAGE } = MediaModality;
 

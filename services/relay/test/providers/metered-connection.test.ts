@@ -1,12 +1,12 @@
 import { USAGE_COUNTERS, ZERO_USAGE } from '@s2s/core';
 import t, { type Test } from 'tap';
 import { Audio } from '../../src/audio.js';
-import { ZERO_TOKENS, type TurnDetection } from '../../src/agent-model.js';
-import { DEFAULT_CONTINUITY } from '../../src/providers/continuity.js';
-import { UpstreamError } from '../../src/providers/errors.js';
-import { MeteredConnection } from '../../src/providers/metered-connection.js';
-import type { UpstreamConnection, UpstreamEvent } from '../../src/providers/types.js';
-import { UsageMeter } from '../../src/providers/usage-meter.js';
+import { ZERO_TOKENS, type TurnDetection } from '../../src/agent/types.js';
+import { DEFAULT_CONTINUITY } from '../../src/providers/shared/continuity.js';
+import { UpstreamError } from '../../src/providers/shared/errors.js';
+import { MeteredConnection } from '../../src/providers/shared/metered-connection.js';
+import type { UpstreamConnection, UpstreamEvent } from '../../src/providers/shared/types.js';
+import { UsageMeter } from '../../src/metering/usage-meter.js';
 
 /** An upstream connection that records the audio it is sent; every other request is ignored. */
 function recorder(): UpstreamConnection & { audioMs: () => number; heard: () => Buffer } {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { Audio } from '../../src/audio.js';
-import { RetainedAudio, SLAB_BYTES, SlabPool } from '../../src/providers/retained-audio.js';
+import { RetainedAudio, SLAB_BYTES, SlabPool } from '../../src/providers/shared/retained-audio.js';
 
 /** Even-sized PCM, small frames mostly, now and then one across several slabs. */
 const pcm = fc

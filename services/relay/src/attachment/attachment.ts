@@ -1,0 +1,258 @@
+import { newId, toVoiceSession, type SessionRecord, type Usage } from '@s2s/core';
+import type { CheckpointRoute } from '@s2s/contract';
+import { activateSession } from '@s2s/sessions';
+import { traceHeaders, type Logger } from '@s2s/telemetry';
+import type { RawData, WebSocket } from 'ws';
+import { AbuseWindow } from './abuse.js';
+import { AgentSession } from '../agent/session.js';
+import { Activation } from './activation.js';
+import type { CheckpointTicket, MeteredSource } from '../metering/checkpoints.js';
+import { applyClientEvent, type ClientDispatch } from './client-dispatch.js';
+import { sendText } from './client-socket.js';
+import type { AttachmentContext, AttachmentInit, AttachmentTelemetry } from './context.js';
+import { runFinish, type EndParts, type RelayEndCause } from './end.js';
+import type { InternalServerEvent } from '../codecs/events.js';
+import { Budget } from '../metering/budget.js';
+import { endSessionWithRetries } from './end-session.js';
+import { AttachmentMeter } from '../metering/budget-screen.js';
+import type { UpstreamEvent } from '../providers/shared/types.js';
+import { answerForFinish, finishReasonForError, REQUEST_ERRORS, type FinishReason } from '../realtime-errors.js';
+import { ResponseWaiter } from './response-waiter.js';
+import { ResponseTracker } from './responses.js';
+import { UpstreamLink } from './upstream-link.js';
+import { routeUpstreamEvent, type UpstreamRoutes } from './upstream-routes.js';
+
+export type { FinishReason } from '../realtime-errors.js';
+export type { AttachmentContext, AttachmentInit } from './context.js';
+
+/**
+ * One live client socket bound to one upstream session: it wires the parts and runs the attachment's end.
+ * The wire format is the codec's, the upstream's opening the link's, client events the dispatch's, upstream
+ * events the routes', turn state the tracker's, usage the meter's and checkpoints the checkpointer's. The hot
+ * paths (an append in, an audio delta out) do one decode or encode, a budget screen and a flag; no I/O, no timer.
+ */
+export class Attachment implements MeteredSource {
+  readonly sessionId: string;
+  readonly attachmentId: string;
+  readonly startedAtMs: number;
+  readonly legacy: boolean;
+
+  private readonly ws: WebSocket;
+  private readonly session: SessionRecord;
+  /** The error for a client secret's settings the session cannot take (answered after session.created). */
+  private readonly initialRefusal: InternalServerEvent | null;
+  private readonly log: Logger;
+  private readonly ticket: CheckpointTicket;
+  private readonly meter: AttachmentMeter;
+  private readonly tracker = new ResponseTracker(() => newId('resp'));
+  private readonly abuse = new AbuseWindow();
+  private readonly agent: AgentSession;
+  private readonly link: UpstreamLink;
+  /** What client events, upstream events and the end touch (client-dispatch, upstream-routes, end). */
+  private readonly parts: ClientDispatch & UpstreamRoutes & EndParts;
+  private readonly activation: Activation<UpstreamEvent>;
+  private readonly waiter = new ResponseWaiter();
+  /** Client events ws delivered to this attachment (logged at its end, beside the input metered). */
+  private framesIn = 0;
+  private finishing: Promise<void> | null = null;
+  private finished = false;
+  /** Spans and metrics of this attachment; also the trace its checkpoints carry. */
+  readonly trace: AttachmentTelemetry;
+
+  constructor(
+    private readonly ctx: AttachmentContext<Attachment>,
+    init: AttachmentInit,
+  ) {
+    this.ws = init.ws;
+    this.session = init.session;
+    this.sessionId = init.session.id;
+    this.attachmentId = init.attachmentId;
+    this.startedAtMs = init.startedAt.getTime();
+    this.legacy = init.legacy;
+    this.trace = ctx.telemetry.attachment(init.session, init.attachmentId, init.upgrade);
+    this.ticket = ctx.checkpoints.track(this);
+    this.meter = new AttachmentMeter(
+      new Budget(init.session.rate, init.session.preauthorizedCents, init.prior),
+      ctx.checkpoints,
+      this.ticket,
+    );
+    this.agent = new AgentSession(ctx.providers.capabilities(init.session.provider), ctx.config.agentLimits, {
+      send: (e) => this.send(e),
+      refuse: (code, message, clientEventId, param) => this.refuse(code, message, clientEventId, param),
+      responseId: (upstreamId) => this.tracker.resolve(upstreamId).id,
+    });
+    this.initialRefusal = this.agent.stageInitial(init.initial);
+    this.log = ctx.logger.child({ session_id: this.sessionId, attachment_id: this.attachmentId, request_id: init.requestId });
+    const { session } = init;
+    this.link = new UpstreamLink({
+      open: (signal) =>
+        this.trace.upstreamOpen((onRetry, connectContext) => {
+          const settings = { providerModel: session.providerModel, ...this.agent.opening() };
+          return ctx.providers.open(session.provider, settings, this.onUpstreamEvent, signal, {
+            onRetry,
+            trace: traceHeaders(connectContext),
+            onRoute: (provider) => this.trace.routeChanged(provider),
+            context: () => this.agent.replayContext(),
+            fallbacks: session.fallbackRoutes ?? [],
+          });
+        }),
+      stage: (e) => this.agent.stageOpening(e),
+      opened: (staged) => this.agent.opened(staged),
+      apply: (e, up) => applyClientEvent(this.parts, up, e),
+      overflow: (e) => this.refuse(REQUEST_ERRORS.notReady.code, REQUEST_ERRORS.notReady.message, e.eventId),
+      failed: (err) => {
+        this.log.warn({ err, provider: session.provider }, 'upstream open failed');
+        this.fail('upstream_failure');
+      },
+      log: this.log,
+    });
+    this.parts = {
+      ws: this.ws,
+      ctx,
+      link: this.link,
+      tracker: this.tracker,
+      agent: this.agent,
+      waiter: this.waiter,
+      trace: this.trace,
+      log: this.log,
+      meter: this.meter,
+      ticket: this.ticket,
+      endSession: (cause) => this.endSession(cause),
+      send: (e) => this.send(e),
+      refuse: (code, message, clientEventId) => this.refuse(code, message, clientEventId),
+      fail: (reason) => this.fail(reason),
+      exhaustBudget: () => this.exhaustBudget(),
+      usageChanged: () => this.usageChanged(),
+    };
+    this.activation = new Activation<UpstreamEvent>(init.session.status !== 'ready', {
+      store: () => activateSession({ ctx, input: { sessionId: this.sessionId } }),
+      deliver: (e) => routeUpstreamEvent(this.parts, e),
+      alive: () => !this.finished,
+      log: this.log,
+    });
+  }
+
+  get isFinishing(): boolean {
+    return this.link.finishing;
+  }
+
+  usage(): Usage {
+    return this.link.usage();
+  }
+
+  routes(): CheckpointRoute[] {
+    return this.link.routes();
+  }
+
+  /** Sends the session events; the upstream opens at the first client event (see upstream-link.ts). */
+  start(): void {
+    const { ws } = this;
+    ws.on('message', this.onMessage);
+    ws.on('close', () => void this.finish('client_closed'));
+    // ws closes the socket itself after an error (1007 bad UTF-8, 1009 oversize event, 1002 protocol error).
+    ws.on('error', (err) => this.log.debug({ err }, 'client socket error'));
+    this.send({
+      type: 'session.created',
+      session: toVoiceSession(this.session, this.ctx.config.realtimePublicUrl),
+      settings: this.agent.settings(),
+    });
+    this.send({ type: 'conversation.created', conversationId: newId('conv') });
+    if (this.initialRefusal) this.send(this.initialRefusal);
+  }
+
+  // ---- client → upstream ----
+
+  private readonly onMessage = (data: RawData, isBinary: boolean): void => {
+    this.framesIn++;
+    if (this.link.finishing) return;
+    this.trace.frameIn();
+    try {
+      const e = this.ctx.codec.decode(data as Buffer, isBinary);
+      if (e.type === 'refusal') return this.refuse(e.code, e.message, e.eventId, undefined, e.wireParam);
+      if (e.type === 'audio.append') this.activation.inputAccepted();
+      this.link.accept(e);
+    } catch (err) {
+      this.crash(err);
+    }
+  };
+
+  /** An error event for one client event; the socket stays open unless the client keeps doing it. */
+  private refuse(
+    code: Extract<InternalServerEvent, { type: 'error' }>['code'],
+    message: string,
+    clientEventId: string | undefined,
+    param?: string,
+    wireParam?: string,
+  ): void {
+    this.send({ type: 'error', code, message, clientEventId, param, wireParam });
+    if (this.abuse.record(Date.now())) {
+      this.log.info('closing abusive client');
+      void this.finish('abuse');
+    }
+  }
+
+  // ---- upstream → client ----
+
+  private readonly onUpstreamEvent = (e: UpstreamEvent): void => {
+    try {
+      this.activation.pass(e);
+    } catch (err) {
+      this.crash(err);
+    }
+  };
+
+  private usageChanged(): void {
+    if (this.meter.changed(this.link.current?.usageNow() ?? null)) this.exhaustBudget();
+  }
+
+  private exhaustBudget(): void {
+    this.trace.budgetStopped();
+    if (this.link.finishing) {
+      // A client gone mid-answer: stop waiting for the rest of the answer and end the session.
+      this.waiter.release();
+      void this.endSession('budget_exhausted');
+      return;
+    }
+    this.fail('budget_exhausted');
+  }
+
+  /** Ends the attachment with the reason's error event (if it has one) and close code. */
+  private fail(reason: FinishReason): void {
+    if (this.link.finishing) return;
+    const event = answerForFinish(reason).event;
+    if (event) this.send({ type: 'error', ...event });
+    void this.finish(reason);
+  }
+
+  /** A bug or an unexpected failure while serving the socket: the detail goes to the log only. */
+  private crash(err: unknown): void {
+    this.log.error({ err }, 'attachment failed');
+    this.fail(finishReasonForError(err));
+  }
+
+  // ---- ending ----
+
+  /** Ends this attachment once (the first reason wins): see end.ts. */
+  finish(reason: FinishReason): Promise<void> {
+    if (this.finishing) return this.finishing;
+    this.link.stop();
+    this.finishing = runFinish(this.parts, reason, this.legacy).finally(() => {
+      this.finished = true;
+      const usage = this.usage();
+      this.trace.finish(reason, usage, this.ticket.seq);
+      // frames_in against audio_in_ms: input the relay read and did not meter shows here (docs/chaos.md).
+      this.log.info({ reason, seq: this.ticket.seq, frames_in: this.framesIn, audio_in_ms: usage.audio_in_ms }, 'attachment finished');
+      this.ctx.onFinished(this);
+    });
+    return this.finishing;
+  }
+
+  private endSession(cause: RelayEndCause): Promise<void> {
+    return endSessionWithRetries({ ctx: { ...this.ctx, log: this.log }, input: { sessionId: this.sessionId, cause } });
+  }
+
+  private send(e: InternalServerEvent): void {
+    sendText(this.ws, this.ctx.codec.encode(e));
+    this.trace.frameOut();
+  }
+}

@@ -1,0 +1,241 @@
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { errors, newId } from '@s2s/core';
+import { injectConnection } from '@s2s/handoff';
+import { httpErrorAnswer, isServerError, newRequestId, pathOf, toAppError, writeRawError } from '@s2s/http-errors';
+import { activeTraceId, context, contextLogFields, spansRecorded } from '@s2s/telemetry';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { authorizeAttach, type AttachTarget } from './authorize.js';
+import { checkOrigin, negotiate } from './handshake.js';
+import { recordAttachment } from '@s2s/sessions';
+import { Relay, type RelayDeps } from '../relay.js';
+import type { UpgradeTelemetry } from '../telemetry.js';
+import { holdWsFrameOptions } from '../hot/ws-frame-options.js';
+
+export interface RelayAppDeps extends RelayDeps {
+  /** Wall clock for expiry decisions; tests move it. */
+  now?: () => Date;
+}
+
+export interface RelayApp {
+  server: http.Server;
+  relay: Relay;
+  /**
+   * Serves a connection the npm-start edge accepted and handed over (@s2s/handoff), `request` being what the
+   * edge read of it: resolves once the request is answered (101 or an ErrorResponse) or the client left.
+   */
+  adopt(socket: Socket, request: Buffer): Promise<void>;
+  /** Stops accepting, gives every socket its final checkpoint and 1012, closes the server. */
+  close(): Promise<void>;
+}
+
+const REALTIME_PATH = '/v1/realtime';
+const KEY_REGEX = /^[+/0-9A-Za-z]{22}==$/;
+const MAX_ID_LENGTH = 255;
+
+/**
+ * The relay's HTTP server: `GET /v1/realtime` upgrades after every check has passed (refusals are plain
+ * HTTP ErrorResponses), `/healthz` and `/readyz` for probes. The WebSocket server runs in noServer mode so
+ * that nothing is upgraded before authentication, ownership and session checks.
+ */
+export function buildRelay(deps: RelayAppDeps): RelayApp {
+  const { config, logger } = deps;
+  const now = deps.now ?? (() => new Date());
+  // Before any socket sends: keeps the shape of ws's frame options across idle-time GCs (see the module).
+  holdWsFrameOptions();
+  const relay = new Relay(deps);
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: config.maxEventBytes,
+    perMessageDeflate: false,
+    clientTracking: false,
+    // The protocol negotiate() chose for this request; false sends none (a client that offered nothing).
+    handleProtocols: (_offered, req) => negotiatedProtocols.get(req) ?? false,
+  });
+  const upgradeHeaders = new WeakMap<IncomingMessage, string[]>();
+  const negotiatedProtocols = new WeakMap<IncomingMessage, string>();
+  wss.on('headers', (headers, req) => headers.push(...(upgradeHeaders.get(req) ?? [])));
+  const authCtx = {
+    db: deps.db,
+    bus: deps.bus,
+    log: logger,
+    sessionSettings: config.session,
+    now,
+  };
+
+  const server = http.createServer((req, res) => handleRequest(req, res));
+  // Connections handed over by the edge, each with what to call once its request is answered.
+  const adopted = new WeakMap<Duplex, () => void>();
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const answered = handleUpgrade(req, socket, head);
+    const settle = adopted.get(socket);
+    if (settle) void answered.finally(settle);
+  });
+  // Node's parser refused the request (bad header bytes, oversized headers): still an ErrorResponse.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    adopted.get(socket)?.();
+    if (err.code === 'ECONNRESET' || err.code === 'EPIPE') return socket.destroy();
+    const requestId = newRequestId();
+    logger.info({ request_id: requestId, code: err.code }, 'request refused by the HTTP parser');
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+    writeRawError(socket, errors.invalidRequest('The request could not be parsed as HTTP/1.1.'), requestId, status);
+  });
+
+  function handleRequest(req: IncomingMessage, res: ServerResponse): void {
+    const requestId = newRequestId();
+    const path = pathOf(req.url);
+    res.setHeader('X-Request-Id', requestId);
+    res.setHeader('Cache-Control', 'no-store');
+    if (path === '/metrics') return deps.metrics.handler(req, res);
+    if (path === '/healthz' || path === '/readyz') {
+      const draining = relay.draining;
+      const status = path === '/readyz' && draining ? 503 : 200;
+      res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8' });
+      res.end(JSON.stringify({ status: draining ? 'draining' : path === '/readyz' ? 'ready' : 'ok' }));
+      return;
+    }
+    const err = path === REALTIME_PATH ? errors.invalidRequest('This endpoint accepts WebSocket upgrades only.') : errors.notFound();
+    const answer = httpErrorAnswer(err, requestId);
+    res.writeHead(answer.status, { ...answer.headers, 'Content-Type': 'application/json; charset=utf-8' });
+    res.end(JSON.stringify(answer.body));
+  }
+
+  /**
+   * The upgrade's checks run inside its context only when spans are recorded (pg's spans then nest under it;
+   * pg's instrumentation is loaded only then). Otherwise its context is passed where it is needed: on Node 20
+   * the first AsyncLocalStorage `run` turns on async hooks for the life of the process (a cost on every promise,
+   * nextTick and socket write of every frame after it), so this relay never enters one.
+   */
+  function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const upgrade = relay.telemetry.upgrade(req);
+    return spansRecorded()
+      ? context.with(upgrade.context, () => upgradeIn(req, socket, head, upgrade))
+      : upgradeIn(req, socket, head, upgrade);
+  }
+
+  async function upgradeIn(req: IncomingMessage, socket: Duplex, head: Buffer, upgrade: UpgradeTelemetry): Promise<void> {
+    const requestId = newRequestId();
+    // The upgrade span's ids, which the logger's mixin adds where its context is active.
+    const log = logger.child({ request_id: requestId, ...(spansRecorded() ? {} : contextLogFields(upgrade.context)) });
+    socket.on('error', () => socket.destroy());
+    let attached: { sessionId: string; attachmentId: string; legacy: boolean } | null = null;
+    let legacySessionId: string | null = null;
+    try {
+      const target = checkHandshake(req);
+      checkOrigin(req.headers.origin, config.allowedOrigins);
+      const negotiated = negotiate({
+        offered: req.headers['sec-websocket-protocol'],
+        authorization: req.headers.authorization,
+        legacyPath: 'model' in target,
+      });
+      if (relay.draining) throw draining();
+      const { session, legacy: created } = await authorizeAttach({
+        // A legacy session is created in the upgrade's trace.
+        ctx: { ...authCtx, traceId: () => activeTraceId(upgrade.context) },
+        input: { credential: negotiated.credential, target },
+      });
+      if (created) legacySessionId = session.id;
+      // The legacy alias's sessions and those minted by POST /v1/realtime/client_secrets end with their socket.
+      const legacy = created || session.endsWithSocket;
+      const attachmentId = newId('att');
+      const recorded = await recordAttachment({ ctx: deps, input: { sessionId: session.id, attachmentId, relayId: config.relayId } });
+      if (!recorded) throw errors.sessionExpired();
+      attached = { sessionId: session.id, attachmentId, legacy };
+      upgrade.session(session.id, attachmentId);
+
+      if (relay.draining) throw draining();
+      upgradeHeaders.set(req, [`X-Request-Id: ${requestId}`, ...('model' in target ? ['Deprecation: true'] : [])]);
+      if (negotiated.protocol !== null) negotiatedProtocols.set(req, negotiated.protocol);
+      let ws: WebSocket | undefined;
+      // Synchronous when it succeeds; a socket that closed meanwhile is destroyed without the callback.
+      wss.handleUpgrade(req, socket, head, (w) => {
+        ws = w;
+      });
+      if (!ws) {
+        log.info({ session_id: session.id }, 'client left before the upgrade');
+        upgrade.refused('client_closed');
+        await relay.abandon(attached, upgrade.context);
+        return;
+      }
+      upgrade.upgraded();
+      relay.attach({
+        ws,
+        upgrade,
+        session: { ...session, lastActivityAt: recorded.lastActivityAt },
+        attachmentId,
+        startedAt: recorded.startedAt,
+        prior: recorded.prior,
+        legacy,
+        dialect: negotiated.dialect,
+        requestId,
+      });
+      log.info(
+        {
+          session_id: session.id,
+          attachment_id: attachmentId,
+          legacy,
+          dialect: negotiated.dialect,
+          credential: negotiated.credential.kind,
+        },
+        'attached',
+      );
+    } catch (err) {
+      const appError = toAppError(err);
+      if (isServerError(appError)) log.error({ err: appError.cause ?? appError }, 'attach failed');
+      else log.info({ code: appError.code }, 'attach refused');
+      upgrade.refused(appError.code, httpErrorAnswer(appError, requestId).status);
+      // Whatever this request already created is released: the attachment row, a legacy session.
+      if (attached) await relay.abandon(attached, upgrade.context).catch(() => {});
+      else if (legacySessionId) await relay.endLegacy(legacySessionId, upgrade.context);
+      writeRawError(socket, appError, requestId);
+    }
+  }
+
+  relay.start();
+  let closing: Promise<void> | null = null;
+  return {
+    server,
+    relay,
+    adopt: (socket, request) =>
+      new Promise<void>((resolve) => {
+        adopted.set(socket, resolve);
+        socket.once('close', () => resolve());
+        injectConnection(server, socket, request);
+      }),
+    close() {
+      closing ??= (async () => {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        await relay.drain();
+        server.closeAllConnections();
+        await closed;
+      })();
+      return closing;
+    },
+  };
+}
+
+/** The checks ws would make, made first so that a bad handshake creates no attachment; plus ours. */
+function checkHandshake(req: IncomingMessage): AttachTarget {
+  const url = new URL(req.url ?? '/', 'http://relay.invalid');
+  if (url.pathname !== REALTIME_PATH) throw errors.notFound();
+  if (req.method !== 'GET') throw errors.invalidRequest('Use GET to attach.');
+  if (req.headers.upgrade?.toLowerCase() !== 'websocket') throw errors.invalidRequest('A WebSocket upgrade is required.');
+  const key = req.headers['sec-websocket-key'];
+  const version = Number(req.headers['sec-websocket-version']);
+  if (key === undefined || !KEY_REGEX.test(key) || (version !== 13 && version !== 8)) {
+    throw errors.invalidRequest('The WebSocket handshake headers are invalid.');
+  }
+  const sessionId = url.searchParams.get('session_id');
+  const model = url.searchParams.get('model');
+  if (sessionId !== null && model !== null) throw errors.invalidRequest('Give either session_id or model, not both.');
+  let target: AttachTarget;
+  // An id that can never exist is simply not found (decisions.md); the store would refuse a NUL byte.
+  if (sessionId !== null && (sessionId.length > MAX_ID_LENGTH || sessionId.includes('\u0000'))) throw errors.sessionNotFound();
+  if (sessionId !== null && sessionId.length > 0) target = { sessionId };
+  else if (model !== null && model.length > 0 && sessionId === null) target = { model };
+  else throw errors.invalidRequest('The query parameter session_id is required.');
+  return target;
+}
+
+const draining = () => errors.serviceUnavailable(undefined, 'This relay is shutting down; attach again.');
