@@ -7,7 +7,7 @@
 import { PerformanceObserver, performance } from 'node:perf_hooks';
 import { Audio, checkBase64 } from '../src/audio.js';
 import { DEFAULT_CONTINUITY } from '../src/providers/shared/continuity.js';
-import { MeteredConnection } from '../src/providers/shared/metered-connection.js';
+import { UpstreamSession } from '../src/providers/shared/upstream-session.js';
 import type { UpstreamConnection } from '../src/providers/shared/types.js';
 import { UsageMeter } from '../src/metering/usage-meter.js';
 
@@ -32,7 +32,7 @@ const upstream = Object.fromEntries(
 ) as unknown as UpstreamConnection;
 upstream.close = async () => {};
 const connections = Array.from({ length: N }, () => {
-  const c = new MeteredConnection(
+  const c = new UpstreamSession(
     'local',
     new UsageMeter({ inputMsPerToken: 100, outputMsPerToken: 50 }, { provider: 'local', provider_model: 'echo-1' }),
     noop,

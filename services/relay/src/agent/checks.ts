@@ -1,6 +1,6 @@
 import type { RealtimeErrorCode } from '@s2s/contract';
 import { Ajv } from 'ajv';
-import type { AgentLimits, FunctionTool, NewItem, ResponseOptions, SessionSettings } from './types.js';
+import type { AgentLimits, FunctionTool, NewItem, ResponseOptions, VoiceSettings } from './types.js';
 import type { ProviderCapabilities } from '../providers/shared/types.js';
 
 /**
@@ -52,7 +52,7 @@ function checkTools(tools: FunctionTool[], prefix: string, limits: AgentLimits):
 
 /** Settings of a session.update or per-response options (prefix `session` or `response`). */
 function checkCommon(
-  s: SessionSettings | ResponseOptions,
+  s: VoiceSettings | ResponseOptions,
   prefix: 'session' | 'response',
   limits: AgentLimits,
   can: ProviderCapabilities,
@@ -77,7 +77,7 @@ function checkCommon(
   return null;
 }
 
-export function checkSessionUpdate(update: SessionSettings, limits: AgentLimits, can: ProviderCapabilities): CheckRefusal | null {
+export function checkSessionUpdate(update: VoiceSettings, limits: AgentLimits, can: ProviderCapabilities): CheckRefusal | null {
   const common = checkCommon(update, 'session', limits, can);
   if (common) return common;
   const td = update.turnDetection;

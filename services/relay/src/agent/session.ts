@@ -1,6 +1,6 @@
 import type { RealtimeErrorCode } from '@s2s/contract';
 import { checkNewItem, checkResponseOptions, checkSessionUpdate } from './checks.js';
-import { applySettings, DEFAULT_SETTINGS, type AgentLimits, type EffectiveSettings, type ItemBody, type SessionSettings } from './types.js';
+import { applySettings, DEFAULT_SETTINGS, type AgentLimits, type EffectiveSettings, type ItemBody, type VoiceSettings } from './types.js';
 import type { InternalClientEvent, InternalServerEvent, OutputPlace, Refusal } from '../codecs/events.js';
 import { Conversation } from './conversation.js';
 import type { ProviderCapabilities, ReplayContext, UpstreamConnection, UpstreamEvent } from '../providers/shared/types.js';
@@ -42,9 +42,9 @@ export class AgentSession {
   readonly conversation: Conversation;
   private effective: EffectiveSettings = { ...DEFAULT_SETTINGS };
   /** What the client asked for so far: a new upstream opens with it. */
-  private requested: SessionSettings = {};
+  private requested: VoiceSettings = {};
   /** Updates sent upstream, oldest first, waiting for session_updated or a refusal. */
-  private pendingUpdates: { update: SessionSettings; eventId: string | undefined }[] = [];
+  private pendingUpdates: { update: VoiceSettings; eventId: string | undefined }[] = [];
   /** Client items sent upstream and not yet confirmed, oldest first. */
   private pendingCreates: { id: string; eventId: string | undefined }[] = [];
   private audioOutSeen = false;
@@ -60,7 +60,7 @@ export class AgentSession {
   }
 
   /** The settings a new upstream opens with. */
-  opening(): SessionSettings {
+  opening(): VoiceSettings {
     return this.requested;
   }
 
@@ -85,7 +85,7 @@ export class AgentSession {
   }
 
   /** Checks and stages opening settings without answering; the problem or null. */
-  private stage(update: SessionSettings): { code: RealtimeErrorCode; message: string; param: string } | null {
+  private stage(update: VoiceSettings): { code: RealtimeErrorCode; message: string; param: string } | null {
     const bad = checkSessionUpdate(update, this.limits, this.can);
     if (bad) return bad;
     this.requested = { ...this.requested, ...update };
@@ -178,7 +178,7 @@ export class AgentSession {
   }
 
   /** A setting the provider cannot change now. */
-  private lockedField(update: SessionSettings): { code: 'unsupported_parameter'; param: string; message: string } | null {
+  private lockedField(update: VoiceSettings): { code: 'unsupported_parameter'; param: string; message: string } | null {
     if (!this.can.sessionUpdate) {
       return {
         code: 'unsupported_parameter',

@@ -1,5 +1,5 @@
 /**
- * The voice-agent model shared by the relay's two sides (decisions.md, "The full realtime event model"):
+ * The voice-agent types shared by the relay's two sides (decisions.md, "The full realtime event model"):
  * session settings, conversation items and the token report by modality. Dialect-neutral and
  * provider-neutral: a client codec decodes its wire format into these types, an upstream adapter encodes
  * them into its provider's protocol. No wire name, provider name or URL appears here.
@@ -44,10 +44,12 @@ export interface InputTranscription {
 export type OutputModality = 'audio' | 'text';
 
 /**
- * Session settings. In an update, an absent field is unchanged; `null` (where allowed) turns a feature off.
- * The relay holds the effective settings (defaults filled in) and hands them whole to a new upstream.
+ * The voice settings of a session: voice, instructions, turns, tools (not the deployment's session policy,
+ * `SessionPolicy` in server/authorize.ts). In an update, an absent field is unchanged; `null` (where
+ * allowed) turns a feature off. The relay holds the effective settings (defaults filled in) and hands them
+ * whole to a new upstream.
  */
-export interface SessionSettings {
+export interface VoiceSettings {
   voice?: string;
   instructions?: string;
   tools?: FunctionTool[];
@@ -166,7 +168,7 @@ export const DEFAULT_SETTINGS: Readonly<EffectiveSettings> = Object.freeze<Effec
 });
 
 /** The settings after an (atomic, already accepted) update: present fields replace, absent ones stay. */
-export function applySettings(current: Readonly<EffectiveSettings>, update: SessionSettings): EffectiveSettings {
+export function applySettings(current: Readonly<EffectiveSettings>, update: VoiceSettings): EffectiveSettings {
   const next: EffectiveSettings = { ...current };
   if (update.voice !== undefined) next.voice = update.voice;
   if (update.instructions !== undefined) next.instructions = update.instructions;

@@ -14,7 +14,7 @@ import { runFinish, type EndParts, type RelayEndCause } from './end.js';
 import type { InternalServerEvent } from '../codecs/events.js';
 import { Budget } from '../metering/budget.js';
 import { endSessionWithRetries } from './end-session.js';
-import { AttachmentMeter } from '../metering/budget-screen.js';
+import { BudgetScreen } from '../metering/budget-screen.js';
 import type { UpstreamEvent } from '../providers/shared/types.js';
 import { answerForFinish, finishReasonForError, REQUEST_ERRORS, type FinishReason } from '../realtime-errors.js';
 import { ResponseWaiter } from './response-waiter.js';
@@ -28,7 +28,7 @@ export type { AttachmentContext, AttachmentInit } from './context.js';
 /**
  * One live client socket bound to one upstream session: it wires the parts and runs the attachment's end.
  * The wire format is the codec's, the upstream's opening the link's, client events the dispatch's, upstream
- * events the routes', turn state the tracker's, usage the meter's and checkpoints the checkpointer's. The hot
+ * events the routes', turn state the tracker's, usage the budget screen's and checkpoints the checkpointer's. The hot
  * paths (an append in, an audio delta out) do one decode or encode, a budget screen and a flag; no I/O, no timer.
  */
 export class Attachment implements MeteredSource {
@@ -43,7 +43,7 @@ export class Attachment implements MeteredSource {
   private readonly initialRefusal: InternalServerEvent | null;
   private readonly log: Logger;
   private readonly ticket: CheckpointTicket;
-  private readonly meter: AttachmentMeter;
+  private readonly screen: BudgetScreen;
   private readonly tracker = new ResponseTracker(() => newId('resp'));
   private readonly abuse = new AbuseWindow();
   private readonly agent: AgentSession;
@@ -71,7 +71,7 @@ export class Attachment implements MeteredSource {
     this.legacy = init.legacy;
     this.trace = ctx.telemetry.attachment(init.session, init.attachmentId, init.upgrade);
     this.ticket = ctx.checkpoints.track(this);
-    this.meter = new AttachmentMeter(
+    this.screen = new BudgetScreen(
       new Budget(init.session.rate, init.session.preauthorizedCents, init.prior),
       ctx.checkpoints,
       this.ticket,
@@ -115,7 +115,7 @@ export class Attachment implements MeteredSource {
       waiter: this.waiter,
       trace: this.trace,
       log: this.log,
-      meter: this.meter,
+      screen: this.screen,
       ticket: this.ticket,
       endSession: (cause) => this.endSession(cause),
       send: (e) => this.send(e),
@@ -202,7 +202,7 @@ export class Attachment implements MeteredSource {
   };
 
   private usageChanged(): void {
-    if (this.meter.changed(this.link.current?.usageNow() ?? null)) this.exhaustBudget();
+    if (this.screen.changed(this.link.current?.usageNow() ?? null)) this.exhaustBudget();
   }
 
   private exhaustBudget(): void {

@@ -1,14 +1,14 @@
 import type { AgentSession } from '../agent/session.js';
 import type { InternalClientEvent, InternalServerEvent } from '../codecs/events.js';
-import type { AttachmentMeter } from '../metering/budget-screen.js';
+import type { BudgetScreen } from '../metering/budget-screen.js';
 import type { MeteredUpstream } from '../providers/shared/types.js';
 import { REQUEST_ERRORS } from '../realtime-errors.js';
 import type { ResponseTracker } from './responses.js';
 import type { AttachmentTelemetry } from '../telemetry.js';
 
-/** What a client event touches: the attachment's meter, turn state, agent session and answers. */
+/** What a client event touches: the attachment's budget screen, turn state, agent session and answers. */
 export interface ClientDispatch {
-  meter: AttachmentMeter;
+  screen: BudgetScreen;
   tracker: ResponseTracker;
   agent: AgentSession;
   trace: AttachmentTelemetry;
@@ -23,10 +23,10 @@ export interface ClientDispatch {
  * forward and a count; input that would take the cost past the preauthorization is never forwarded.
  */
 export function applyClientEvent(d: ClientDispatch, up: MeteredUpstream, e: InternalClientEvent): void {
-  if (d.meter.exhausted) return;
+  if (d.screen.exhausted) return;
   switch (e.type) {
     case 'audio.append': {
-      const state = d.meter.admitInput(up.usageNow(), e.audio.bytes);
+      const state = d.screen.admitInput(up.usageNow(), e.audio.bytes);
       if (state === 'over') return d.exhaustBudget();
       if (state === 'exhausted') return;
       up.appendAudio(e.audio);

@@ -4,7 +4,7 @@ import type { AttachmentContext } from './context.js';
 import { settledWithin } from '../backoff.js';
 import type { CheckpointTicket } from '../metering/checkpoints.js';
 import { closeSocket } from './client-socket.js';
-import type { AttachmentMeter } from '../metering/budget-screen.js';
+import type { BudgetScreen } from '../metering/budget-screen.js';
 import { answerForFinish, type FinishReason } from '../realtime-errors.js';
 import type { ResponseWaiter } from './response-waiter.js';
 import type { ResponseTracker } from './responses.js';
@@ -22,7 +22,7 @@ export interface EndParts {
   ws: WebSocket;
   link: UpstreamLink;
   tracker: ResponseTracker;
-  meter: AttachmentMeter;
+  screen: BudgetScreen;
   waiter: ResponseWaiter;
   ticket: CheckpointTicket;
   log: Logger;
@@ -39,7 +39,7 @@ export async function runFinish(p: EndParts, reason: FinishReason, legacy: boole
   try {
     if (reason === 'budget_exhausted' || reason === 'upstream_failure') await p.endSession(reason);
     const up = await p.link.settled();
-    if (up && reason === 'client_closed' && p.tracker.expectingResponse && !p.meter.exhausted) {
+    if (up && reason === 'client_closed' && p.tracker.expectingResponse && !p.screen.exhausted) {
       await p.waiter.wait(p.ctx.config.responseGraceMs);
     }
     await p.link.close(up);

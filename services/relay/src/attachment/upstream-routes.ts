@@ -24,7 +24,7 @@ export interface UpstreamRoutes {
   send(e: InternalServerEvent): void;
   /** Ends the attachment with the reason's error event and close code. */
   fail(reason: FinishReason): void;
-  /** Usage changed: the meter's flag and budget screen. */
+  /** Usage changed: the checkpoint flag and the budget screen. */
   usageChanged(): void;
 }
 

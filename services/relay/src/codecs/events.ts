@@ -1,5 +1,5 @@
 import type { RealtimeErrorCode, ResponseUsage, VoiceSession } from '@s2s/contract';
-import type { ContentPart, ConversationItem, EffectiveSettings, NewItem, ResponseOptions, SessionSettings } from '../agent/types.js';
+import type { ContentPart, ConversationItem, EffectiveSettings, NewItem, ResponseOptions, VoiceSettings } from '../agent/types.js';
 import type { Audio } from '../audio.js';
 import type { ResponseStatus } from '../providers/shared/types.js';
 
@@ -17,7 +17,7 @@ import type { ResponseStatus } from '../providers/shared/types.js';
 export type InternalClientEvent =
   /** PCM16LE 24 kHz mono, already checked (strict base64, aligned, no WAV header, not empty): decodePcmFrame. */
   | { type: 'audio.append'; audio: Audio; eventId: string | undefined }
-  | { type: 'session.update'; update: SessionSettings; eventId: string | undefined }
+  | { type: 'session.update'; update: VoiceSettings; eventId: string | undefined }
   | { type: 'input.commit'; eventId: string | undefined }
   | { type: 'input.clear'; eventId: string | undefined }
   | { type: 'output.clear'; eventId: string | undefined }

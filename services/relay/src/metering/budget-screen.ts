@@ -3,10 +3,10 @@ import type { CheckpointTicket, Checkpointer } from './checkpoints.js';
 import { Budget } from './budget.js';
 
 /**
- * The metering side of one attachment: every change of its upstream's usage is noted for the checkpointer
+ * The budget screen of one attachment: every change of its upstream's usage is noted for the checkpointer
  * and screened against the session's preauthorization. Once the budget is reached it stays exhausted.
  */
-export class AttachmentMeter {
+export class BudgetScreen {
   private exhaustedFlag = false;
 
   constructor(

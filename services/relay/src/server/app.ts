@@ -60,7 +60,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
     db: deps.db,
     bus: deps.bus,
     log: logger,
-    sessionSettings: config.session,
+    sessionPolicy: config.session,
     now,
   };
 

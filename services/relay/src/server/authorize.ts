@@ -8,7 +8,7 @@ import {
   createSession,
   expireIfDue,
   loadOwnedSession,
-  type SessionSettings,
+  type SessionSettings as SessionPolicy,
 } from '@s2s/sessions';
 import type { Logger } from '@s2s/telemetry';
 import type { Credential } from './handshake.js';
@@ -17,7 +17,8 @@ export interface AuthorizeContext {
   db: DbHandle;
   bus: Bus;
   log: Logger;
-  sessionSettings: SessionSettings;
+  /** The deployment's session policy (preauthorization, idle timeout, max length), not the voice settings. */
+  sessionPolicy: SessionPolicy;
   now: () => Date;
   traceId: () => string | undefined;
 }
@@ -64,7 +65,7 @@ export async function authorizeAttach({
         request: { model: target.model, mode: SESSION_MODE },
         legacy: true,
         traceId: ctx.traceId() ?? newTraceId(),
-        settings: ctx.sessionSettings,
+        settings: ctx.sessionPolicy,
       },
     });
     return { session, legacy: true };

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { usageOf, ZERO_USAGE } from '@s2s/core';
-import { ZERO_TOKENS, type SessionSettings } from '../../src/agent/types.js';
+import { ZERO_TOKENS, type VoiceSettings } from '../../src/agent/types.js';
 import {
   GEMINI_CAPABILITIES,
   ProviderBase,
@@ -45,7 +45,7 @@ class ScriptedAdapter implements ProviderAdapter {
       clear: () => void calls.push('clear'),
       createResponse: () => void calls.push('createResponse'),
       cancelResponse: (id: string | null, ms: number) => void calls.push(`cancel:${id}:${ms}`),
-      updateSession: (c: SessionSettings) => void calls.push(`update:${c.voice}`),
+      updateSession: (c: VoiceSettings) => void calls.push(`update:${c.voice}`),
       createItem: (key: string) => void calls.push(`createItem:${key}`),
       deleteItem: (key: string) => void calls.push(`deleteItem:${key}`),
       truncateItem: (key: string, index: number, ms: number) => void calls.push(`truncateItem:${key}:${index}:${ms}`),

@@ -18,7 +18,7 @@ import type {
   FunctionTool,
   NewItem,
   ResponseOptions,
-  SessionSettings,
+  VoiceSettings,
   ToolChoice,
   TurnDetection,
 } from '../../agent/types.js';
@@ -169,8 +169,8 @@ export function settingsOf(
   s: Omit<WireSession, 'voice' | 'turn_detection'>,
   voice: string | undefined,
   td: WireTurnDetection | undefined,
-): SessionSettings {
-  const out: SessionSettings = {};
+): VoiceSettings {
+  const out: VoiceSettings = {};
   if (voice !== undefined) out.voice = voice;
   if (s.instructions !== undefined) out.instructions = s.instructions;
   if (s.tools !== undefined) out.tools = toolsOf(s.tools);

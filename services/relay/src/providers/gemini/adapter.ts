@@ -1,6 +1,6 @@
 import type { FunctionCall, FunctionResponse, LiveClientMessage, LiveServerContent, LiveServerMessage, Part } from '@google/genai';
 import { BYTES_PER_MS, randomBase62 } from '@s2s/core';
-import { ZERO_TOKENS, type ContentPart, type ItemBody, type NewItem, type SessionSettings, type TokenReport } from '../../agent/types.js';
+import { ZERO_TOKENS, type ContentPart, type ItemBody, type NewItem, type VoiceSettings, type TokenReport } from '../../agent/types.js';
 import { Audio } from '../../audio.js';
 import { UpstreamError, type UpstreamErrorKind } from '../shared/errors.js';
 import { geminiInstruction, geminiRefusal, geminiSetup, geminiTools, geminiUpdateRefusal, type GeminiSessionConfig } from './setup.js';
@@ -370,7 +370,7 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     if (turn) turn.cancelled = true;
   }
 
-  updateSession(update: SessionSettings): void {
+  updateSession(update: VoiceSettings): void {
     const refusal = geminiUpdateRefusal(this.settings, update);
     // Answered after the caller returns, like every upstream event.
     if (refusal) {

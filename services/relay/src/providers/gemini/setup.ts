@@ -8,7 +8,7 @@ import type {
   Modality,
   RealtimeInputConfig,
 } from '@google/genai';
-import type { FunctionTool, SessionSettings } from '../../agent/types.js';
+import type { FunctionTool, VoiceSettings } from '../../agent/types.js';
 
 export const GEMINI_DEFAULT_VOICE = 'Puck';
 const GEMINI_VOICE_NAMES = [
@@ -46,7 +46,7 @@ const GEMINI_VOICE_NAMES = [
 const GEMINI_VOICES = new Map(GEMINI_VOICE_NAMES.map((v) => [v.toLowerCase(), v]));
 
 /** What the Live API's setup is given: the catalog model's provider_model and the session's settings. */
-export type GeminiSessionConfig = { providerModel: string } & SessionSettings;
+export type GeminiSessionConfig = { providerModel: string } & VoiceSettings;
 
 /** A setting Gemini cannot honour: the field (in the neutral model's terms, as `error.param` wants it) and why. */
 export interface GeminiRefusal {
@@ -119,7 +119,7 @@ export function geminiTools(tools: FunctionTool[]): NonNullable<LiveClientSetup[
 }
 
 /** Turn detection → automatic activity detection (server VAD) or none at all (manual turns, activityStart/End). */
-function geminiInputConfig(td: SessionSettings['turnDetection']): RealtimeInputConfig {
+function geminiInputConfig(td: VoiceSettings['turnDetection']): RealtimeInputConfig {
   if (td === null) return { automaticActivityDetection: { disabled: true } };
   const aad: AutomaticActivityDetection = { disabled: false };
   if (td?.type === 'server_vad') {
@@ -137,7 +137,7 @@ function geminiInputConfig(td: SessionSettings['turnDetection']): RealtimeInputC
  * What the setup cannot express, in the order a client would read the settings; null when all of it maps.
  * The relay's capability check refuses whole features (GEMINI_CAPABILITIES); this names the single values.
  */
-export function geminiRefusal(settings: SessionSettings): GeminiRefusal | null {
+export function geminiRefusal(settings: VoiceSettings): GeminiRefusal | null {
   const td = settings.turnDetection;
   if (td?.type === 'semantic_vad') return { param: 'turnDetection', message: 'Gemini Live has no semantic turn detection.' };
   if (td?.type === 'server_vad' && td.threshold !== undefined)
@@ -165,13 +165,13 @@ const FIXED_AT_SETUP = [
   ['maxOutputTokens', 'the output token limit'],
   ['inputTranscription', 'input transcription'],
   ['noiseReduction', 'noise reduction'],
-] as const satisfies readonly (readonly [keyof SessionSettings, string])[];
+] as const satisfies readonly (readonly [keyof VoiceSettings, string])[];
 
 /**
  * A mid-session update Gemini cannot apply: a change to a setting fixed at setup (the same value again is
  * accepted), or a value it cannot express at all. Null when it can be applied.
  */
-export function geminiUpdateRefusal(current: SessionSettings, update: SessionSettings): GeminiRefusal | null {
+export function geminiUpdateRefusal(current: VoiceSettings, update: VoiceSettings): GeminiRefusal | null {
   for (const [field, what] of FIXED_AT_SETUP) {
     if (update[field] === undefined) continue;
     const same = isDeepStrictEqual(normalized(field, update), normalized(field, current));
@@ -181,7 +181,7 @@ export function geminiUpdateRefusal(current: SessionSettings, update: SessionSet
 }
 
 /** A setting's value as Gemini sees it: the voice it maps to, no token limit for `inf`, off for `null`. */
-function normalized(field: keyof SessionSettings, settings: SessionSettings): unknown {
+function normalized(field: keyof VoiceSettings, settings: VoiceSettings): unknown {
   if (field === 'voice') return geminiVoice(settings.voice);
   if (field === 'maxOutputTokens') return settings.maxOutputTokens === 'inf' ? undefined : settings.maxOutputTokens;
   if (field === 'outputModalities') return settings.outputModalities?.[0] ?? 'audio';

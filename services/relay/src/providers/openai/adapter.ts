@@ -12,7 +12,7 @@ import type {
 import { Audio, checkBase64 } from '../../audio.js';
 import { FlatMemo, FlatShape } from '../../hot/flat-json.js';
 import { asciiBytes, frameBuffer } from '../../hot/frame-bytes.js';
-import type { NewItem, ResponseOptions, SessionSettings } from '../../agent/types.js';
+import type { NewItem, ResponseOptions, VoiceSettings } from '../../agent/types.js';
 import { UpstreamError } from '../shared/errors.js';
 import {
   contentPart,
@@ -247,7 +247,7 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
     }
   }
 
-  updateSession(settings: SessionSettings): void {
+  updateSession(settings: VoiceSettings): void {
     this.send(openAISessionUpdate(settings, false, this.requestId('update_session')) as unknown as Record<string, unknown>);
   }
 

@@ -16,7 +16,7 @@ import {
   type ItemStatus,
   type NewItem,
   type ResponseOptions,
-  type SessionSettings,
+  type VoiceSettings,
   type TokenReport,
   type ToolChoice,
   type TurnDetection,
@@ -87,7 +87,7 @@ function toolChoice(choice: ToolChoice): NonNullable<RealtimeSessionCreateReques
  * The GA `session.update`. `initial`: the opening configuration (formats, server VAD and a voice always set,
  * so the upstream never starts on its own defaults); otherwise only the fields `settings` names change.
  */
-export function openAISessionUpdate(settings: SessionSettings, initial: boolean, eventId?: string): SessionUpdateEvent {
+export function openAISessionUpdate(settings: VoiceSettings, initial: boolean, eventId?: string): SessionUpdateEvent {
   const input: RealtimeAudioConfigInput = { format: PCM_24K };
   if (settings.turnDetection !== undefined) input.turn_detection = turnDetection(settings.turnDetection);
   else if (initial) input.turn_detection = { type: 'server_vad' };

@@ -3,7 +3,7 @@ import type { Logger } from '@s2s/telemetry';
 import type { TokenReport } from '../../agent/types.js';
 import { DEFAULT_CONTINUITY, sleep, type ContinuityPolicy } from './continuity.js';
 import { UpstreamError, isUpstreamError } from './errors.js';
-import { MeteredConnection } from './metered-connection.js';
+import { UpstreamSession } from './upstream-session.js';
 import type {
   MeteredUpstream,
   ProviderAdapter,
@@ -94,7 +94,7 @@ export class ProviderBase {
     const retries = opts.retries ?? this.retries;
     const deadline = Date.now() + timeoutMs;
     const context = opts.context;
-    const metered: MeteredConnection = new MeteredConnection(
+    const metered: UpstreamSession = new UpstreamSession(
       this.name,
       new UsageMeter(this.adapter.tokenRatio, { provider: this.name, provider_model: config.providerModel }),
       onEvent,
@@ -140,7 +140,7 @@ export class ProviderBase {
 
   private async attempt(
     config: UpstreamSessionConfig,
-    metered: MeteredConnection,
+    metered: UpstreamSession,
     signal: AbortSignal,
     budgetMs: number,
     trace: Readonly<Record<string, string>> | undefined,

@@ -1,7 +1,7 @@
 import type { CheckpointRoute } from '@s2s/contract';
 import type { Usage } from '@s2s/core';
 import type { Audio } from '../../audio.js';
-import type { ContentPart, ConversationItem, ItemBody, NewItem, ResponseOptions, SessionSettings, TokenReport } from '../../agent/types.js';
+import type { ContentPart, ConversationItem, ItemBody, NewItem, ResponseOptions, VoiceSettings, TokenReport } from '../../agent/types.js';
 
 /**
  * The provider adapter interface. An adapter implements only its upstream protocol; ProviderBase (shared/base.ts)
@@ -107,11 +107,11 @@ export interface HistoryEntry {
  * The effective settings a new upstream opens with: all of them in its opening configuration, before any
  * audio. `history`: the conversation so far, replayed (in order, at the end) before `connect` resolves.
  */
-export type UpstreamSessionConfig = { providerModel: string; history?: HistoryEntry[] } & SessionSettings;
+export type UpstreamSessionConfig = { providerModel: string; history?: HistoryEntry[] } & VoiceSettings;
 
 /** What the relay hands ProviderBase so that a session can move to a new connection: its settings and conversation now. */
 export interface ReplayContext {
-  settings: SessionSettings;
+  settings: VoiceSettings;
   /** Conversation order; `key` is the relay's upstream key for the item, `item.id` its gateway id. */
   items: { key: string; item: ConversationItem }[];
 }
@@ -124,7 +124,7 @@ export interface UpstreamConnection {
   /** Barge-in: stop the current response; `playedMs` is how much of its audio the client received. */
   cancelResponse(responseId: string | null, playedMs: number): void;
   /** Changes only the fields present; answered by a `session_updated` event or an `error` with `request: 'update_session'`. */
-  updateSession(settings: SessionSettings): void;
+  updateSession(settings: VoiceSettings): void;
   /** Adds a client item after `previousKey` (null: at the end); answered by `item_added`/`item_done` with `key`. */
   createItem(key: string, item: NewItem, previousKey: string | null): void;
   deleteItem(key: string): void;

@@ -3,7 +3,7 @@ import type { Usage } from '@s2s/core';
 import type { Logger } from '@s2s/telemetry';
 import type { Audio } from '../../audio.js';
 import { backoffMs } from '../../backoff.js';
-import type { NewItem, ResponseOptions, SessionSettings } from '../../agent/types.js';
+import type { NewItem, ResponseOptions, VoiceSettings } from '../../agent/types.js';
 import { FORCE_BEFORE_DEADLINE_MS, historyOf, KeyMap, sleep, type ContinuityPolicy } from './continuity.js';
 import type { UpstreamError } from './errors.js';
 import type { MeteredUpstream, ReplayContext, UpstreamConnection, UpstreamEvent, UpstreamSessionConfig } from './types.js';
@@ -39,7 +39,7 @@ type Request = (c: UpstreamConnection) => void;
  * settings and the conversation so far, the turn under way and everything asked for meanwhile. The meter
  * is one for all connections, so nothing is counted twice and nothing is lost.
  */
-export class MeteredConnection implements MeteredUpstream {
+export class UpstreamSession implements MeteredUpstream {
   private connection: UpstreamConnection | null = null;
   private generation = 0;
   private closed = false;
@@ -59,7 +59,7 @@ export class MeteredConnection implements MeteredUpstream {
   /** Whether the provider detects turns (server or semantic VAD), read from the settings when they change. */
   private providerDetectsTurns: boolean | null = null;
   /** Session updates sent and not yet answered: sent again to a new connection. */
-  private pendingUpdates: SessionSettings[] = [];
+  private pendingUpdates: VoiceSettings[] = [];
   private responseOpen = false;
   private responseAsked = false;
   private speaking = false;
@@ -184,7 +184,7 @@ export class MeteredConnection implements MeteredUpstream {
     this.request((c) => c.cancelResponse(responseId === null ? null : this.keys.outResponse(responseId), playedMs));
   }
 
-  updateSession(settings: SessionSettings): void {
+  updateSession(settings: VoiceSettings): void {
     this.request((c) => {
       if (this.continuity) this.pendingUpdates.push(settings);
       c.updateSession(settings);

@@ -4,7 +4,7 @@ import { Audio } from '../../src/audio.js';
 import { ZERO_TOKENS, type TurnDetection } from '../../src/agent/types.js';
 import { DEFAULT_CONTINUITY } from '../../src/providers/shared/continuity.js';
 import { UpstreamError } from '../../src/providers/shared/errors.js';
-import { MeteredConnection } from '../../src/providers/shared/metered-connection.js';
+import { UpstreamSession } from '../../src/providers/shared/upstream-session.js';
 import type { UpstreamConnection, UpstreamEvent } from '../../src/providers/shared/types.js';
 import { UsageMeter } from '../../src/metering/usage-meter.js';
 
@@ -43,7 +43,7 @@ async function replayedAfterLoss(
 ): Promise<number> {
   const first = recorder();
   const second = recorder();
-  const conn = new MeteredConnection(
+  const conn = new UpstreamSession(
     'local',
     new UsageMeter({ inputMsPerToken: 100, outputMsPerToken: 50 }, { provider: 'local', provider_model: 'echo-1' }),
     () => {},
@@ -104,7 +104,7 @@ t.test('usage is attributed to the route serving at the time; the parts add up t
   const second = recorder();
   const events: UpstreamEvent[] = [];
   let generation: number;
-  const conn: MeteredConnection = new MeteredConnection(
+  const conn: UpstreamSession = new UpstreamSession(
     'openai',
     new UsageMeter({ inputMsPerToken: 100, outputMsPerToken: 50 }, { provider: 'openai', provider_model: 'gpt-realtime' }),
     (e) => events.push(e),
