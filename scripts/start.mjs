@@ -8,7 +8,8 @@
 // connection over to a relay once its request is read (@s2s/handoff), this process carrying it from the edge
 // to the relay: frames then go client ↔ relay, not through the edge.
 // Knobs (for tests and crowded machines): S2S_START_PG_PROBE_PORT, S2S_START_NATS_PROBE_PORT (where to look
-// for running servers), S2S_EMBEDDED_PG_PORT, S2S_EMBEDDED_NATS_PORT (where to start ours), S2S_DATA_DIR.
+// for running servers), S2S_EMBEDDED_PG_PORT, S2S_EMBEDDED_NATS_PORT (where to start ours), S2S_DATA_DIR,
+// S2S_EMBEDDED_PG_DIR, S2S_EMBEDDED_PG_HOME (as root: the postgres user's folder, see embedded-postgres.mjs).
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { createConnection } from 'node:net';
@@ -60,9 +61,14 @@ async function ensurePostgres() {
   }
   const port = Number(env.S2S_EMBEDDED_PG_PORT ?? 54329);
   const dir = resolve(env.S2S_EMBEDDED_PG_DIR ?? join(dataDir, 'postgres'));
-  say(`PostgreSQL: none answers on 127.0.0.1:${pgProbePort}; starting an embedded one on ${port} (data in ${dir})`);
-  const pg = await startEmbeddedPostgres({ dir, port });
+  say(`PostgreSQL: none answers on 127.0.0.1:${pgProbePort}; starting an embedded one on ${port}`);
+  const pg = await startEmbeddedPostgres({ dir, port, strictDir: Boolean(env.S2S_EMBEDDED_PG_DIR) });
   children.push({ name: 'postgres', stop: () => pg.stop() });
+  say(
+    pg.dir === dir
+      ? `PostgreSQL: data in ${pg.dir}`
+      : `PostgreSQL: data in ${pg.dir} (the OS user postgres cannot reach ${dir}; S2S_EMBEDDED_PG_HOME moves it)`,
+  );
   env.DATABASE_URL = pg.url;
 }
 

@@ -1,41 +1,63 @@
 // `npm start` where no PostgreSQL and no NATS answer: it starts an embedded PostgreSQL and nats-server,
 // runs the gateway on them behind one public origin, stops every process on Ctrl-C, and finds its data
-// again on the next start (that one with TLS and two relays).
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// again on the next start (that one with TLS and two relays). The workspace and the data dir are in folders
+// of mode 0700, as a fresh clone under /root or in `mktemp -d` is: as root, the server's OS user `postgres`
+// cannot enter them, so its binaries and cluster go to the folder it owns (S2S_EMBEDDED_PG_HOME).
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { selfSignedCertificate } from '@s2s/testing';
 import WebSocket from 'ws';
-import { ADMIN_TOKEN, answers, portsFrom, startScript, stop } from './npm-start.js';
+import { ADMIN_TOKEN, answers, identityOf, portsFrom, privateCopy, startScript, stop } from './npm-start.js';
 
 // Whole-gateway starts from cold sources take tens of seconds on a loaded machine.
 t.setTimeout(360_000);
 const ports = portsFrom(16100);
 const asRoot = process.getuid?.() === 0;
 
-t.test(`npm start as ${asRoot ? 'root' : 'an ordinary user'}: embedded servers, data kept between starts`, async (t) => {
+t.test(`npm start as ${asRoot ? 'root' : 'an ordinary user'} in a 0700 folder: embedded servers, data kept between starts`, async (t) => {
   t.notOk(await answers(ports.pgProbe), 'nothing answers on the PostgreSQL probe port');
   t.notOk(await answers(ports.natsProbe), 'nothing answers on the NATS probe port');
+  const root = privateCopy(t);
   const dataDir = tempDir(t);
+  const pgHome = pgHomeFor(t);
+  const env = { S2S_EMBEDDED_PG_HOME: pgHome };
 
-  const first = startScript(t, ports, dataDir);
+  const first = startScript(t, ports, dataDir, { root, env });
   await first.waitFor(/gateway ready/);
   const [, walletId, demoKey] = await first.waitFor(/demo key \(shown once, wallet (\S+) with 10000 cents\): (\S+)/);
   t.match(first.output(), `starting an embedded one on ${ports.pg}`);
   t.match(first.output(), `NATS: starting`);
-  t.ok(existsSync(join(dataDir, 'postgres', 'PG_VERSION')), 'the cluster lives in the data dir');
+  const [, clusterDir] = first.output().match(/PostgreSQL: data in (\S+)/) ?? [];
+  if (asRoot) {
+    t.match(clusterDir, new RegExp(`^${pgHome}/data/postgres-[0-9a-f]{12}$`), 'as root, the cluster is in the postgres user’s folder');
+    t.match(first.output(), `the OS user postgres cannot reach ${join(dataDir, 'postgres')}`, 'and says why');
+    t.equal(statSync(clusterDir!).uid, identityOf('postgres').uid, 'owned by postgres');
+    t.ok(
+      readdirSync(pgHome).some((e) => /^bin-/.test(e)),
+      'the server runs from a copy of its binaries there (the workspace’s are out of its reach)',
+    );
+  } else {
+    t.equal(clusterDir, join(dataDir, 'postgres'), 'the cluster lives in the data dir');
+  }
+  t.ok(existsSync(join(clusterDir!, 'PG_VERSION')), 'a cluster');
+  for (const dir of [join(root, '..'), dataDir]) t.equal(statSync(dir).mode & 0o777, 0o700, `${dir} keeps mode 0700`);
   await oneOrigin(t, `http://127.0.0.1:${ports.http}`, demoKey!, {});
   t.equal(await stop(first), 0, 'Ctrl-C stops it cleanly');
   t.notOk(await answers(ports.pg), 'the embedded PostgreSQL stopped');
   t.notOk(await answers(ports.nats), 'nats-server stopped');
   t.notOk(await answers(ports.http), 'the control plane stopped');
-  t.notOk(existsSync(join(dataDir, 'postgres', 'postmaster.pid')), 'PostgreSQL shut down, not killed');
+  t.notOk(existsSync(join(clusterDir!, 'postmaster.pid')), 'PostgreSQL shut down, not killed');
 
   const tls = selfSignedCertificate(dataDir);
-  const second = startScript(t, ports, dataDir, {}, { TLS_CERT_FILE: tls.cert, TLS_KEY_FILE: tls.key, RELAY_COUNT: '2' });
+  const second = startScript(t, ports, dataDir, {
+    root,
+    env: { ...env, TLS_CERT_FILE: tls.cert, TLS_KEY_FILE: tls.key, RELAY_COUNT: '2' },
+  });
   await second.waitFor(/gateway ready: HTTP API https:/);
+  t.match(second.output(), `PostgreSQL: data in ${clusterDir}`, 'the same cluster again');
   const [, secondKey] = await second.waitFor(/demo key \(shown once, [^)]*\): (\S+)/);
   const ca = readFileSync(tls.cert);
   const wallet = await httpsJson(`https://127.0.0.1:${ports.http}/admin/v1/wallets/${walletId}`, ca, {
@@ -50,20 +72,47 @@ t.test(`npm start as ${asRoot ? 'root' : 'an ordinary user'}: embedded servers, 
 
 t.test('a failure prints its real cause, the server’s own words included, and exits non-zero', async (t) => {
   const dataDir = tempDir(t);
-  // Not a cluster and not empty: initdb refuses it.
-  mkdirSync(join(dataDir, 'postgres'), { mode: 0o700 });
-  writeFileSync(join(dataDir, 'postgres', 'stray'), 'x');
-  const run = startScript(t, ports, dataDir);
+  // S2S_EMBEDDED_PG_DIR is used as given: not a cluster and not empty, so initdb refuses it.
+  chmodSync(dataDir, 0o755);
+  mkdirSync(join(dataDir, 'cluster'), { mode: 0o700 });
+  writeFileSync(join(dataDir, 'cluster', 'stray'), 'x');
+  const run = startScript(t, ports, dataDir, {
+    env: { S2S_EMBEDDED_PG_DIR: join(dataDir, 'cluster'), S2S_EMBEDDED_PG_HOME: pgHomeFor(t) },
+  });
   t.equal(await run.exited, 1, 'exits non-zero');
   t.match(run.output(), /\[start\] failed: initdb failed/);
   t.match(run.output(), /initdb: error: directory .* exists but is not empty/, "initdb's own output");
   t.notMatch(run.output(), /undefined/);
 });
 
-/** A data dir under the temp dir; the server's OS user (when we are root) must be able to enter it. */
+t.test(
+  'as root, an S2S_EMBEDDED_PG_DIR the postgres user cannot reach is refused, naming it',
+  { skip: asRoot ? false : 'only root hands the server to another user' },
+  async (t) => {
+    const dataDir = tempDir(t);
+    const run = startScript(t, ports, dataDir, {
+      env: { S2S_EMBEDDED_PG_DIR: join(dataDir, 'cluster'), S2S_EMBEDDED_PG_HOME: pgHomeFor(t) },
+    });
+    t.equal(await run.exited, 1, 'exits non-zero');
+    t.match(
+      run.output(),
+      `[start] failed: PostgreSQL cannot run as root, so the embedded server runs as the OS user "postgres", which cannot reach ${dataDir}`,
+    );
+    t.notOk(existsSync(join(dataDir, 'cluster')), 'nothing made there');
+    t.equal(statSync(dataDir).mode & 0o777, 0o700, 'its mode unchanged');
+  },
+);
+
+/** A data dir of mode 0700 under the temp dir, as `mktemp -d` makes. */
 function tempDir(t: { teardown(fn: () => unknown): void }): string {
   const dir = mkdtempSync(join(tmpdir(), 's2s-start-'));
-  chmodSync(dir, 0o755);
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** A not yet existing S2S_EMBEDDED_PG_HOME in the (world-enterable) temp dir: start.mjs makes it for postgres. */
+function pgHomeFor(t: { teardown(fn: () => unknown): void }): string {
+  const dir = join(tmpdir(), `s2s-pghome-${process.pid}-${Math.random().toString(36).slice(2, 10)}`);
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }

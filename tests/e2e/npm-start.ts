@@ -1,12 +1,53 @@
 // Harness of the `npm start` tests: runs scripts/start.mjs where no PostgreSQL and no NATS answer (probe
 // ports in 16000-16999 that nothing listens on), so it starts its embedded PostgreSQL and nats-server.
-import { spawn, type ChildProcess } from 'node:child_process';
+// A run is started with `env -i` and the environment written here: tap's NODE_OPTIONS (its hooks, in this
+// checkout) must not reach it, and `privateCopy` gives it a workspace in a 0700 folder, as a fresh clone
+// under /root or in `mktemp -d` is.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Teardown } from './stack.js';
 
-const START = fileURLToPath(new URL('../../scripts/start.mjs', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const ADMIN_TOKEN = 'dev-admin-token';
+
+export interface Identity {
+  uid: number;
+  gid: number;
+}
+
+/** uid and gid of an OS user. */
+export function identityOf(user: string): Identity {
+  return {
+    uid: Number(execFileSync('id', ['-u', user], { encoding: 'utf8' })),
+    gid: Number(execFileSync('id', ['-g', user], { encoding: 'utf8' })),
+  };
+}
+
+/**
+ * This workspace (sources, node_modules, .tools) copied as hard links into a fresh folder of mode 0700, which
+ * only its owner enters: `owner`, who also gets every directory in it, or the user running the tests. The
+ * files stay shared and read-only to `owner`; the copy is removed at teardown. Returns the copy's root.
+ */
+export function privateCopy(t: Teardown, owner?: Identity): string {
+  const top = mkdtempSync(join(tmpdir(), 's2s-clone-'));
+  t.teardown(() => rmSync(top, { recursive: true, force: true }));
+  const root = join(top, 'gateway');
+  const entries = readdirSync(ROOT).filter((e) => e !== '.git' && e !== '.data');
+  execFileSync('mkdir', ['-m', '0700', root]);
+  execFileSync('cp', ['-al', ...entries.map((e) => join(ROOT, e)), root]);
+  if (owner) execFileSync('find', [top, '-type', 'd', '-exec', 'chown', `${owner.uid}:${owner.gid}`, '{}', '+']);
+  return root;
+}
+
+/** The node binary to run `root`'s scripts with: this one, or its copy when it lives in this workspace. */
+function nodeFor(root: string): string {
+  const inside = relative(ROOT, process.execPath);
+  return inside.startsWith('..') ? process.execPath : join(root, inside);
+}
 
 /** Ten consecutive ports from `base`: probes, embedded servers, services (a second relay at relay + 100). */
 export function portsFrom(base: number) {
@@ -46,25 +87,27 @@ export interface Run {
   waitFor(re: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
 }
 
+export interface StartOptions {
+  /** The workspace to run (a `privateCopy`); this one by default. */
+  root?: string;
+  /** The OS user to run as (needs root). */
+  identity?: Identity;
+  env?: Record<string, string>;
+}
+
 /**
- * Starts `node scripts/start.mjs` in its own process group (every process it starts is in that group),
- * as `identity` when given; the teardown kills the whole group if anything is left.
+ * Starts `node scripts/start.mjs` of `root` in its own process group (every process it starts is in that
+ * group), with `env -i` and only the environment below; the teardown kills the whole group if anything is left.
  */
 export function startScript(
   t: Teardown,
   ports: Ports,
   dataDir: string,
-  identity: { uid?: number; gid?: number } = {},
-  extraEnv: Record<string, string> = {},
+  { root = ROOT, identity, env: extraEnv = {} }: StartOptions = {},
 ): Run {
-  const env: Record<string, string | undefined> = {
-    ...process.env,
-    DATABASE_URL: undefined,
-    NATS_URL: undefined,
-    ADMIN_TOKEN: undefined,
-    REALTIME_PUBLIC_URL: undefined,
-    LOCAL_PROVIDER_URL: undefined,
-    BUS_PREFIX: undefined,
+  const node = nodeFor(root);
+  const env: Record<string, string> = {
+    PATH: `${dirname(node)}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin'}`,
     HOME: dataDir,
     S2S_DATA_DIR: dataDir,
     S2S_START_PG_PROBE_PORT: String(ports.pgProbe),
@@ -76,15 +119,17 @@ export function startScript(
     LOCAL_PROVIDER_PORT: String(ports.provider),
     BILLING_HEALTH_PORT: String(ports.billing),
     CONTROL_PLANE_PORT: String(ports.controlPlane),
-    TLS_CERT_FILE: undefined,
-    TLS_KEY_FILE: undefined,
-    RELAY_COUNT: undefined,
     OTEL_SDK_DISABLED: 'true',
     LOG_LEVEL: 'warn',
     ...extraEnv,
   };
-  for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
-  const child = spawn(process.execPath, [START], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'], ...identity });
+  const assignments = Object.entries(env).map(([k, v]) => `${k}=${v}`);
+  const child = spawn('env', ['-i', ...assignments, node, join(root, 'scripts', 'start.mjs')], {
+    cwd: root,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...identity,
+  });
   let output = '';
   const listeners = new Set<() => void>();
   const keep = (chunk: Buffer) => {
