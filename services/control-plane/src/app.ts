@@ -1,4 +1,3 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Express } from 'express';
 import { createContext, type AppDeps } from './context.js';
 import { refuseOptions } from './http/auth.js';
@@ -8,22 +7,12 @@ import { errorHandler, notFoundHandler } from './http/errors.js';
 import { nameRoutes, requestContext } from './http/request-context.js';
 import { adminRouter } from './routes/admin.js';
 import { consoleRouter } from './routes/console.js';
-import { realtimeClientSecretsRouter, sessionClientSecretsRouter } from './routes/client-secrets.js';
+import { realtimeClientSecretsRouter } from './routes/client-secrets.js';
 import { healthRouter } from './routes/health.js';
-import { modelsAheadOfExpress, modelsFastPath, modelsRouter } from './routes/models.js';
-import { createSessionRoute, sessionsRouter } from './routes/sessions.js';
-import { sessionEndRouter } from './routes/session-end.js';
+import { modelsRouter } from './routes/models.js';
+import { sessionsRouter } from './routes/sessions.js';
 
 export type { AppDeps } from './context.js';
-
-const AHEAD = Symbol('aheadOfExpress');
-/** A request the app answers before express (true when it did). */
-export type AheadOfExpress = (req: IncomingMessage, res: ServerResponse) => boolean;
-
-/** What buildApp answers before express's own request handling (createHttpServer calls it first). */
-export function aheadOfExpress(app: Express): AheadOfExpress | undefined {
-  return (app as Express & { [AHEAD]?: AheadOfExpress })[AHEAD];
-}
 
 /** The control plane's HTTP application; main.ts listens with it, tests listen on port 0. */
 export function buildApp(deps: AppDeps): Express {
@@ -36,29 +25,20 @@ export function buildApp(deps: AppDeps): Express {
 
   // Scrapes are neither logged nor traced (the HTTP instrumentation ignores /metrics).
   app.get('/metrics', (req, res) => ctx.metrics.handler(req, res));
-  // The public catalog from memory skips the chain below (it does the chain's part itself; anything else goes
-  // on to it).
-  app.get('/v1/models', modelsFastPath(ctx));
   app.use(requestContext(ctx.log));
   // Before refuseOptions: an allowed origin's preflight is answered here; any other OPTIONS stays 404.
   app.use(publicCors(ctx.config.CORS_ALLOWED_ORIGINS));
   app.use(refuseOptions(ctx.config.ADMIN_TOKEN));
   app.use(deferredJsonBody(ctx.config.HTTP_BODY_LIMIT_BYTES));
 
-  // The hottest route on the app itself; routers mounted at their prefix are skipped without being entered by
-  // requests for other paths.
-  app.post('/v1/voice/sessions', createSessionRoute(ctx));
   app.use('/v1/voice/sessions', sessionsRouter(ctx));
-  app.use('/v1/voice/sessions', sessionClientSecretsRouter(ctx));
   app.use('/v1/realtime', realtimeClientSecretsRouter(ctx));
   app.use('/v1/models', modelsRouter(ctx));
   app.use('/admin/v1', adminRouter(ctx));
   app.use('/console', consoleRouter(ctx));
   app.use(healthRouter(ctx));
-  app.use('/v1/voice/sessions', sessionEndRouter(ctx));
 
   app.use(notFoundHandler);
   app.use(errorHandler);
-  (app as Express & { [AHEAD]?: AheadOfExpress })[AHEAD] = modelsAheadOfExpress(ctx);
   return app;
 }

@@ -1,19 +1,16 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { Express } from 'express';
-import { SERVER_KEEP_ALIVE_MS } from '@s2s/http-errors';
+import { answerParserRefusals, SERVER_KEEP_ALIVE_MS } from '@s2s/http-errors';
 import { tracedRequests, type Logger } from '@s2s/telemetry';
-import { aheadOfExpress } from './app.js';
 import type { Config } from './config.js';
-import { answerParserRefusals } from './http/parser-refusals.js';
 
 /**
- * The control plane's HTTP server: express for requests (after what the app answers ahead of it), each in its server span with its duration metric
+ * The control plane's HTTP server: express for requests, each in its server span with its duration metric
  * (`tracedRequests`: telemetry starts with `ownHttpServerSpans`), ErrorResponses for what the parser refuses.
  */
 export function createHttpServer(app: Express, logger: Logger): Server {
-  const ahead = aheadOfExpress(app);
-  const server = createServer(tracedRequests(ahead === undefined ? app : (req, res) => ahead(req, res) || app(req, res)));
+  const server = createServer(tracedRequests(app));
   answerParserRefusals(server, logger);
   // The edge keeps idle connections for less time (PROXY_IDLE_MS), so it never reuses one this server is closing.
   server.keepAliveTimeout = SERVER_KEEP_ALIVE_MS;

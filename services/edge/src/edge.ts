@@ -2,7 +2,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { errors, type AppError } from '@s2s/core';
-import { httpErrorAnswer, newRequestId, pathOf, writeRawError } from '@s2s/http-errors';
+import { answerParserRefusals, httpErrorAnswer, newRequestId, pathOf, writeRawError } from '@s2s/http-errors';
 import type { Logger } from '@s2s/telemetry';
 import { createProxyServer } from 'http-proxy-3';
 import { backendAgent, forwarder } from './forward.js';
@@ -73,9 +73,7 @@ export function createEdge(opts: EdgeOptions): Edge {
     const i = relayIndex();
     if (!handoffs?.handOff(req, socket, head, i)) proxyUpgrade(req, socket, head, i);
   });
-  server.on('clientError', (_err, socket: Duplex) =>
-    writeRawError(socket, errors.invalidRequest('The request could not be parsed as HTTP/1.1.'), newRequestId()),
-  );
+  answerParserRefusals(server, logger);
 
   return {
     server,

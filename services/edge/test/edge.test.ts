@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -81,6 +81,26 @@ t.test('refusals at the edge: an upgrade elsewhere (404), no backend answering (
   t.equal(res.status, 503);
   t.match(await res.json(), { error: { code: 'service_unavailable', type: 'service_unavailable_error' } });
   t.equal(res.headers.get('retry-after'), '1');
+});
+
+t.test("what the edge's parser refuses gets the one answer every server gives (431, 400)", async (t) => {
+  const edge = await startEdge(t, { controlPlane: await controlPlane(t), relays: ['http://127.0.0.1:9'] });
+  const exchange = (bytes: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = net.connect(edge.port, '127.0.0.1');
+      let text = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (c: string) => (text += c));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(text));
+      socket.write(bytes, 'latin1');
+    });
+  const big = await exchange(`GET /v1/models HTTP/1.1\r\nHost: a\r\nX-Big: ${'a'.repeat(17_000)}\r\n\r\n`);
+  t.match(big, /^HTTP\/1\.1 431 /);
+  t.match(JSON.parse(big.split('\r\n\r\n')[1]!), { error: { code: 'request_header_fields_too_large', type: 'invalid_request_error' } });
+  const bad = await exchange('GET /v1/models HTTP/1.1\r\nHost: a\r\nX: a\x01b\r\n\r\n');
+  t.match(bad, /^HTTP\/1\.1 400 /);
+  t.match(JSON.parse(bad.split('\r\n\r\n')[1]!), { error: { code: 'invalid_request' } });
 });
 
 t.test('TLS_CERT_FILE/TLS_KEY_FILE: https and wss on the same port', async (t) => {

@@ -79,8 +79,8 @@ export function nameRoutes(app: Express): void {
   });
 }
 
-/** Names the route of a request answered without express's router (a fast path). */
-export function nameRoute(req: IncomingMessage, route: string): void {
+/** Names the route of a request for its span and duration metric. */
+function nameRoute(req: IncomingMessage, route: string): void {
   const traced = serverRequestOf(req);
   if (traced !== undefined) traced.route = route;
 }
@@ -89,7 +89,7 @@ export function nameRoute(req: IncomingMessage, route: string): void {
  * What requestContext does for one request: its id (header and locals), no-store and its access line (with the
  * request's trace and span ids).
  */
-export function startRequest(
+function startRequest(
   logger: Logger,
   req: IncomingMessage & { originalUrl?: string },
   res: ServerResponse & { locals?: Record<string, unknown> },

@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import { Router, type Request, type Response } from 'express';
 import { CreateRealtimeClientSecretRequest, CreateSessionClientSecretRequest } from '@s2s/contract';
 import { bearerToken, errors, hashApiKey, isApiKeyShaped } from '@s2s/core';
 import { authenticateKey } from '@s2s/sessions';
@@ -30,14 +30,12 @@ export function realtimeClientSecretsRouter(ctx: AppContext): Router {
   return router;
 }
 
-/** POST /v1/voice/sessions/{id}/client_secrets; mounted at /v1/voice/sessions. */
-export function sessionClientSecretsRouter(ctx: AppContext): Router {
-  const router = Router();
-  router.post<'/:id/client_secrets', { id: string }>('/:id/client_secrets', async (req, res) => {
+/** POST /v1/voice/sessions/{id}/client_secrets (sessionsRouter). */
+export function sessionClientSecretRoute(ctx: AppContext): (req: Request<{ id: string }>, res: Response) => Promise<void> {
+  return async (req, res) => {
     const key = await authenticateKey({ ctx, input: { authorization: req.headers.authorization } });
     const body = readJsonBody(req, res, CreateSessionClientSecretRequest, { optional: true });
     const minted = await mintSessionClientSecret({ ctx, input: { key, sessionId: req.params.id, expiresAfter: body.expires_after } });
     res.status(201).json(minted);
-  });
-  return router;
+  };
 }

@@ -6,14 +6,14 @@ import { authenticateKey, createSession, getSession } from '@s2s/sessions';
 import { serverRequestOf } from '@s2s/telemetry';
 import { sessionSettingsOf, type AppContext } from '../context.js';
 import { readJsonBody } from '../http/body.js';
+import { storeUnavailableAnswers } from '../http/errors.js';
 import { parseIdempotencyKey } from '../http/idempotency.js';
 import { traceIdOf } from '../http/request-context.js';
+import { sessionClientSecretRoute } from './client-secrets.js';
+import { sessionEndRoute } from './session-end.js';
 
-/**
- * POST /v1/voice/sessions: what the route does once the request's body has been read (or failed to be). The app
- * routes it itself (app.ts), not through sessionsRouter: a create skips entering a router mounted at a prefix.
- */
-export function createSessionRoute(ctx: AppContext): (req: Request, res: Response) => Promise<void> {
+/** POST /v1/voice/sessions: what the route does once the request's body has been read (or failed to be). */
+function createSessionRoute(ctx: AppContext): (req: Request, res: Response) => Promise<void> {
   const { config } = ctx;
   const settings = sessionSettingsOf(config);
 
@@ -52,16 +52,21 @@ export function createSessionRoute(ctx: AppContext): (req: Request, res: Respons
   };
 }
 
-/** GET /v1/voice/sessions/{id}; mounted at /v1/voice/sessions (the create is createSessionRoute). */
+/**
+ * Everything under /v1/voice/sessions, mounted there once: the create, GET /{id}, POST /{id}/client_secrets and
+ * POST /{id}/end.
+ */
 export function sessionsRouter(ctx: AppContext): Router {
   const router = Router();
   const { config } = ctx;
 
+  router.post('/', createSessionRoute(ctx));
   router.get('/:id', async (req, res) => {
     const key = await authenticateKey({ ctx, input: { authorization: req.headers.authorization } });
     const session = await getSession({ ctx, input: { sessionId: req.params.id, keyId: key.keyId } });
     res.json(toVoiceSession(session, config.REALTIME_PUBLIC_URL));
   });
-
+  router.post('/:id/client_secrets', sessionClientSecretRoute(ctx));
+  router.post('/:id/end', storeUnavailableAnswers('session_store_unavailable'), sessionEndRoute(ctx));
   return router;
 }
