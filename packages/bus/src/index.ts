@@ -13,7 +13,7 @@ import {
   type PubAck,
 } from '@nats-io/jetstream';
 import { SpanKind, SpanStatusCode, context, propagation, trace, type Context } from '@opentelemetry/api';
-import { AckedPublisher } from './acked-publish.js';
+import { AckedPublisher } from './hot/acked-publish.js';
 import { BusEnvelope, BusMessage, busSubjects, fastUsageCheckpoint, LEGACY_BUS_MESSAGES, type BusSubjects } from '@s2s/contract';
 
 export type { NatsConnection, Subscription, MsgHdrs } from '@nats-io/nats-core';
@@ -343,4 +343,4 @@ export {
   type Verdict,
 } from './verdict.js';
 export { deadLetterTo, pullSource } from './jetstream-worker.js';
-export { AckedPublisher } from './acked-publish.js';
+export { AckedPublisher } from './hot/acked-publish.js';

@@ -1,5 +1,6 @@
 // AckedPublisher against the shared NATS server (a stream of its own per test).
 import { randomBytes } from 'node:crypto';
+import fc from 'fast-check';
 import t, { type Test } from 'tap';
 import { AckedPublisher, connectBus, createHeaders, type Bus } from '../src/index.js';
 
@@ -83,4 +84,55 @@ t.test('an answer that is not a PubAck, or none at all: rejected', async (t) => 
   const left = publisher.publish(`${base}.silent`, '{}', 's2');
   publisher.close();
   await t.rejects(left, { message: 'acknowledged publisher closed' }, 'closing rejects what is in flight');
+});
+
+t.test('AckedPublisher and js.publish agree: the same PubAcks and stored messages for the same publishes', async (t) => {
+  const plain = await bus(t);
+  const trick = await bus(t);
+  const decode = (d: Uint8Array) => new TextDecoder().decode(d);
+  let round = 0;
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(
+        fc.record({
+          session: fc.integer({ min: 0, max: 3 }),
+          payload: fc.oneof(fc.string({ maxLength: 300 }), fc.uint8Array({ maxLength: 300 })),
+          // Few ids, so that some publishes repeat one (a duplicate inside the window).
+          id: fc.integer({ min: 0, max: 8 }),
+          traceparent: fc.option(fc.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/), { nil: undefined }),
+        }),
+        { minLength: 1, maxLength: 12 },
+      ),
+      async (publishes) => {
+        round++;
+        const acks: [unknown, unknown][] = [];
+        for (const p of publishes) {
+          const headers = createHeaders();
+          if (p.traceparent !== undefined) headers.set('traceparent', p.traceparent);
+          const msgId = `r${round}:${p.id}`;
+          const a = await plain.js.publish(plain.subjects.usageCheckpoint(`vs_${p.session}`), p.payload, { msgID: msgId, headers });
+          const b = await trick.publishAcked(trick.subjects.usageCheckpoint(`vs_${p.session}`), p.payload, msgId, headers);
+          acks.push([
+            { seq: a.seq, duplicate: a.duplicate },
+            { seq: b.seq, duplicate: b.duplicate },
+          ]);
+          const [sa, sb] = [await stored(plain, a.seq), await stored(trick, b.seq)];
+          if (decode(sa!.data) !== decode(sb!.data) || sa!.header.get('Nats-Msg-Id') !== sb!.header.get('Nats-Msg-Id')) return false;
+          if (sa!.header.get('traceparent') !== sb!.header.get('traceparent')) return false;
+          if (sa!.subject.slice(plain.subjects.stream.length) !== sb!.subject.slice(trick.subjects.stream.length)) return false;
+        }
+        return acks.every(([a, b]) => JSON.stringify(a) === JSON.stringify(b));
+      },
+    ),
+    { numRuns: 25 },
+  );
+  t.equal(plain.subjects.stream !== trick.subjects.stream, true, 'two streams, one per path');
+  // No stream on the subject: both reject at once. Their errors' names differ (nats.js: JetStreamNotEnabled; the trick:
+  // NoResponders), which no caller reads: the relay's checkpointer retries on any rejection.
+  const nowhere = `nostream_${randomBytes(4).toString('hex')}.x`;
+  const [ea, eb] = await Promise.all([
+    plain.js.publish(nowhere, '{}', { msgID: 'x' }).catch((e: Error) => e.name),
+    trick.publishAcked(nowhere, '{}', 'x').catch((e: Error) => e.name),
+  ]);
+  t.same([ea, eb], ['JetStreamNotEnabled', 'NoResponders'], 'both reject');
 });
