@@ -1,5 +1,5 @@
 // Paired, in-process: CPU per acknowledged JetStream publish through `js.publish` (nats.js's request per
-// publish) against AckedPublisher (one wildcard reply subscription; packages/bus/src/acked-publish.ts), the
+// publish) against AckedPublisher (one wildcard reply subscription; packages/bus/src/hot/acked-publish.ts), the
 // two alternated A B B A in the same process against the same stream, so load on the machine falls on both.
 // A publish is what the relay's usage checkpoints send: a ~300-byte JSON payload, a Msg-Id, a traceparent.
 // Prints the CPU per publish of each arm and the ratio trick ÷ plain with a bootstrap 95 % interval.

@@ -26,7 +26,7 @@ const skipUs = Number(process.env.SKIP_S ?? 5) * 1e6;
 
 const groups: Record<string, (f: Frame) => boolean> = {
   'checkpoints.ts (inclusive)': (f) => f.url.endsWith('relay/src/metering/checkpoints.ts'),
-  'acked-publish.ts (inclusive)': (f) => f.url.endsWith('bus/src/acked-publish.ts'),
+  'acked-publish.ts (inclusive)': (f) => f.url.endsWith('bus/src/hot/acked-publish.ts'),
   'bus encodeMessage': (f) => f.functionName === 'encodeMessage',
   'bus traceHeaders': (f) => f.functionName === 'traceHeaders' && f.url.includes('bus/src'),
   'nats RequestError / RequestOne': (f) => f.functionName === 'RequestError' || f.url.endsWith('nats-core/lib/request.js'),
