@@ -73,6 +73,10 @@ export const CommonEnv = z.object({
   // Replicas of the JetStream stream when a service creates it (3 on a three-node NATS cluster). A service
   // raises an existing stream's replicas to this but never lowers what an operator set (docs/operations.md).
   BUS_STREAM_REPLICAS: envInt(1, { min: 1, max: 5 }),
+  // How the gateway's own SQL is prepared: `named` (protocol-level prepared statements, parsed once per
+  // connection) or `unnamed` (parsed at every execution), for a transaction-mode pooler without prepared
+  // statement support, e.g. PgBouncer before 1.21 (docs/operations.md, "PgBouncer").
+  DATABASE_PREPARED_STATEMENTS: z.enum(['named', 'unnamed']).default('named'),
   // pino level.
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -85,6 +89,7 @@ export interface CommonConfig {
   natsUrl: string;
   busPrefix: string;
   busStreamReplicas: number;
+  databasePreparedStatements: CommonEnv['DATABASE_PREPARED_STATEMENTS'];
   logLevel: string;
 }
 
@@ -95,6 +100,7 @@ export function commonConfig(e: CommonEnv): CommonConfig {
     natsUrl: e.NATS_URL,
     busPrefix: e.BUS_PREFIX,
     busStreamReplicas: e.BUS_STREAM_REPLICAS,
+    databasePreparedStatements: e.DATABASE_PREPARED_STATEMENTS,
     logLevel: e.LOG_LEVEL,
   };
 }

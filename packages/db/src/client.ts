@@ -19,7 +19,16 @@ export interface CreateDbOptions {
   connectionTimeoutMs?: number;
   /** Errors of idle pooled connections (e.g. the server restarted); the pool replaces them. */
   onPoolError?: (err: Error) => void;
+  /**
+   * `named` (default): a `{ name, text }` query is a protocol-level prepared statement, parsed once per
+   * connection. `unnamed`: every query goes as an unnamed statement (parsed at each execution), for a
+   * transaction-mode pooler that does not carry prepared statements across server connections
+   * (DATABASE_PREPARED_STATEMENTS; docs/operations.md, "PgBouncer").
+   */
+  preparedStatements?: PreparedStatements;
 }
+
+export type PreparedStatements = 'named' | 'unnamed';
 
 export interface DbHandle {
   prisma: Db;
@@ -51,8 +60,26 @@ const int8AsNumber: pg.CustomTypesConfig = {
 // (retryable, 503) instead of a request that hangs forever.
 const DEFAULT_CONNECTION_TIMEOUT_MS = 5_000;
 
+/**
+ * A connection that sends every query as an unnamed statement: the name of a `{ name, text }` query is
+ * dropped, so nothing is prepared on one server connection and executed on another behind a pooler.
+ */
+class UnnamedStatementClient extends pg.Client {
+  override query(...args: unknown[]): never {
+    const [config, ...rest] = args;
+    const unnamed = isNamedConfig(config) ? { ...config, name: undefined } : config;
+    return (super.query as (...a: unknown[]) => never)(unnamed, ...rest);
+  }
+}
+
+function isNamedConfig(config: unknown): config is pg.QueryConfig {
+  // A submittable (pg.Query, a cursor) carries its own protocol state: left as it is.
+  return typeof config === 'object' && config !== null && typeof (config as { name?: unknown }).name === 'string' && !('submit' in config);
+}
+
 export function createDb(databaseUrl: string, opts: CreateDbOptions = {}): DbHandle {
   const pool = new pg.Pool({
+    ...(opts.preparedStatements === 'unnamed' ? { Client: UnnamedStatementClient } : {}),
     connectionString: databaseUrl,
     max: opts.max ?? DEFAULT_MAX,
     connectionTimeoutMillis: opts.connectionTimeoutMs ?? DEFAULT_CONNECTION_TIMEOUT_MS,

@@ -1,5 +1,5 @@
 // Public surface of @s2s/db. Test helpers live in '@s2s/db/testing'.
-export { createDb, type CreateDbOptions, type Db, type DbHandle, type DbOrTx, type DbTx } from './client.js';
+export { createDb, type CreateDbOptions, type Db, type DbHandle, type DbOrTx, type DbTx, type PreparedStatements } from './client.js';
 export { isRetryable, isRetryableDbError, isStoreUnavailableError } from './errors.js';
 export { withTransaction, type DbContext, type Sql } from './sql.js';
 export { rateColumns, rateFromRow, usageColumns, usageFromRow, usageSums } from './usage-sql.js';

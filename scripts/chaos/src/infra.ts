@@ -1,8 +1,8 @@
 // The campaign's own NATS and PostgreSQL, in a temporary directory on ports of the chaos range, so that it
 // can stop, kill and restart them: the shared servers (5432, 4222) are never touched.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect as connectTcp, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -22,6 +22,8 @@ export function setPortRange(min: number, max: number): void {
 }
 const PG_BIN = process.env.CHAOS_PG_BIN ?? '/usr/lib/postgresql/15/bin';
 const NATS_BIN = process.env.CHAOS_NATS_BIN ?? '/usr/sbin/nats-server';
+/** Debian's PgBouncer (`apt-get install pgbouncer`; .ci/run installs it when missing). */
+export const PGBOUNCER_BIN = process.env.CHAOS_PGBOUNCER_BIN ?? '/usr/sbin/pgbouncer';
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -116,7 +118,7 @@ export async function stopGroup(child: ChildProcess, signal: NodeJS.Signals, gra
 }
 
 /** The OS user PostgreSQL runs as: `postgres` when we are root (it refuses root), ourselves otherwise. */
-function pgUser(): { uid: number; gid: number } | undefined {
+export function pgUser(): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
   const uid = Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim());
   const gid = Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim());
@@ -270,6 +272,16 @@ export class NatsCluster {
     return this.nodes.map((n) => n.url).join(',');
   }
 
+  /** Every node up. */
+  get running(): boolean {
+    return this.nodes.every((n) => n.running);
+  }
+
+  /** Starts the nodes that are down. */
+  async start(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.start()));
+  }
+
   /** The node named `name` (`n0`, `n1`, …: a stream's `cluster.leader`). */
   byName(name: string): Nats {
     const node = this.nodes[Number(name.replace(/^n/, ''))];
@@ -288,13 +300,15 @@ export class Postgres {
   private readonly logLines: string[] = [];
   private constructor(
     readonly port: number,
-    private readonly dataDir: string,
+    readonly dataDir: string,
     private readonly user: { uid: number; gid: number } | undefined,
+    /** More `-c name=value` settings (a primary's replication settings). */
+    private readonly extraArgs: string[] = [],
   ) {}
 
-  static async create(dir: TempDir): Promise<Postgres> {
+  static async create(dir: TempDir, opts: { name?: string; settings?: string[] } = {}): Promise<Postgres> {
     const user = pgUser();
-    const dataDir = join(dir.path, 'pg');
+    const dataDir = join(dir.path, opts.name ?? 'pg');
     mkdirSync(dataDir, { mode: 0o700 });
     if (user) chownSync(dataDir, user.uid, user.gid);
     const init = spawnSync(
@@ -308,9 +322,60 @@ export class Postgres {
       },
     );
     if (init.status !== 0) throw new Error(`initdb failed (${init.status}): ${init.stderr}`);
-    const pgsql = new Postgres(await freePort(), dataDir, user);
+    const pgsql = new Postgres(await freePort(), dataDir, user, settingsArgs(opts.settings ?? []));
     await pgsql.start();
     return pgsql;
+  }
+
+  /**
+   * A streaming standby of this server: `pg_basebackup -R` (the standby's connection to it written into the
+   * copy) into `<dir>/<name>`, started on a port of its own; resolves once it streams from this server.
+   */
+  async standby(dir: TempDir, name: string): Promise<Postgres> {
+    const dataDir = join(dir.path, name);
+    const backup = spawnSync(
+      join(PG_BIN, 'pg_basebackup'),
+      ['-h', '127.0.0.1', '-p', String(this.port), '-U', 'postgres', '-D', dataDir, '-R', '-X', 'stream', '-c', 'fast', '--no-sync'],
+      { cwd: dir.path, encoding: 'utf8', ...(this.user ?? {}), timeout: 120_000 },
+    );
+    if (backup.status !== 0) throw new Error(`pg_basebackup failed (${backup.status}): ${backup.stderr}`);
+    const standby = new Postgres(await freePort(), dataDir, this.user, settingsArgs(['hot_standby=on']));
+    await standby.start();
+    const streaming = await waitFor(
+      async () => (await this.scalar("SELECT count(*)::int AS n FROM pg_stat_replication WHERE state = 'streaming'")) === 1,
+      30_000,
+      100,
+    );
+    if (!streaming) throw new Error('the standby does not stream from the primary within 30 s');
+    return standby;
+  }
+
+  /** `pg_ctl promote`: the standby leaves recovery and takes writes; resolves once it does. */
+  async promote(): Promise<void> {
+    const promote = spawnSync(join(PG_BIN, 'pg_ctl'), ['promote', '-D', this.dataDir, '-w', '-t', '60'], {
+      cwd: this.dataDir,
+      encoding: 'utf8',
+      ...(this.user ?? {}),
+      timeout: 70_000,
+    });
+    if (promote.status !== 0) throw new Error(`pg_ctl promote failed (${promote.status}): ${promote.stderr}`);
+    const writable = await waitFor(
+      async () => (await this.scalar('SELECT (NOT pg_is_in_recovery())::int AS n').catch(() => 0)) === 1,
+      30_000,
+    );
+    if (!writable) throw new Error('the promoted standby still in recovery after 30 s');
+  }
+
+  private async scalar(sql: string): Promise<number> {
+    const c = new pg.Client({ connectionString: this.url('postgres'), connectionTimeoutMillis: 2000 });
+    c.on('error', () => {});
+    try {
+      await c.connect();
+      const { rows } = await c.query<{ n: number }>(sql);
+      return rows[0]?.n ?? 0;
+    } finally {
+      await c.end().catch(() => {});
+    }
   }
 
   url(database: string): string {
@@ -341,21 +406,10 @@ export class Postgres {
       'full_page_writes=off',
       '-c',
       'shared_buffers=32MB',
+      ...this.extraArgs,
     ];
-    const child = spawn(join(PG_BIN, 'postgres'), args, {
-      cwd: this.dataDir,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      ...(this.user ?? {}),
-    });
-    track(child);
+    const child = spawnLogged(join(PG_BIN, 'postgres'), args, this.dataDir, this.user, this.logLines);
     this.child = child;
-    const onData = (chunk: Buffer) => {
-      this.logLines.push(chunk.toString());
-      if (this.logLines.length > 200) this.logLines.shift();
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
     child.once('exit', () => {
       if (this.child === child) this.child = null;
     });
@@ -403,5 +457,191 @@ export class Postgres {
     clearTimeout(timer);
     // A postmaster killed outright leaves its pid file behind, which would stop the next start.
     rmSync(join(this.dataDir, 'postmaster.pid'), { force: true });
+  }
+}
+
+/** A server process in its own group (tracked), as `user` when given, its output kept in `lines` (the last 200). */
+function spawnLogged(
+  cmd: string,
+  args: string[],
+  cwd: string,
+  user: { uid: number; gid: number } | undefined,
+  lines: string[],
+): ChildProcess {
+  const child = spawn(cmd, args, { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], ...(user ?? {}) });
+  track(child);
+  const onData = (chunk: Buffer) => {
+    lines.push(chunk.toString());
+    if (lines.length > 200) lines.shift();
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  return child;
+}
+
+function settingsArgs(settings: string[]): string[] {
+  return settings.flatMap((s) => ['-c', s]);
+}
+
+/**
+ * The address the services know PostgreSQL by (a managed database's endpoint, a Kubernetes Service): a TCP
+ * forwarder to the current primary. `retarget` moves it to a promoted standby and cuts every connection
+ * to the old one, as a DNS or virtual-IP failover does.
+ */
+export class TcpEndpoint {
+  private readonly sockets = new Set<Socket>();
+  private constructor(
+    private readonly server: Server,
+    readonly port: number,
+    private target: number,
+  ) {}
+
+  static async create(target: number): Promise<TcpEndpoint> {
+    const port = await freePort();
+    let endpoint: TcpEndpoint | undefined;
+    const server = createServer((client) => endpoint?.forward(client));
+    endpoint = new TcpEndpoint(server, port, target);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', resolve);
+    });
+    return endpoint;
+  }
+
+  url(database: string): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/${database}`;
+  }
+
+  private forward(client: Socket): void {
+    const upstream = connectTcp(this.target, '127.0.0.1');
+    for (const s of [client, upstream]) {
+      this.sockets.add(s);
+      s.on('error', () => {});
+      s.once('close', () => {
+        this.sockets.delete(s);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream);
+    upstream.pipe(client);
+  }
+
+  async retarget(port: number): Promise<void> {
+    this.target = port;
+    for (const s of this.sockets) s.destroy();
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+/**
+ * A private PgBouncer in transaction mode in front of `target` (a PostgreSQL port): trust auth, every
+ * database passed through, `poolSize` server connections per database, run as the `postgres` OS user when
+ * we are root (it refuses root). `retarget` points it at another server (a promoted standby) without a
+ * restart of the clients' connections: it reloads its config (SIGHUP) and closes the old server connections.
+ */
+export class PgBouncer {
+  private child: ChildProcess | null = null;
+  private readonly logLines: string[] = [];
+  private constructor(
+    readonly port: number,
+    private readonly dir: string,
+    private target: number,
+    private readonly poolSize: number,
+    private readonly user: { uid: number; gid: number } | undefined,
+  ) {}
+
+  static async create(dir: TempDir, target: number, opts: { poolSize?: number } = {}): Promise<PgBouncer> {
+    const user = pgUser();
+    const own = join(dir.path, 'pgbouncer');
+    mkdirSync(own, { recursive: true });
+    if (user) chownSync(own, user.uid, user.gid);
+    const bouncer = new PgBouncer(await freePort(), own, target, opts.poolSize ?? 4, user);
+    await bouncer.start();
+    return bouncer;
+  }
+
+  url(database: string): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/${database}`;
+  }
+
+  private writeConfig(): string {
+    const ini = join(this.dir, 'pgbouncer.ini');
+    const users = join(this.dir, 'users.txt');
+    writeFileSync(users, '"postgres" ""\n');
+    writeFileSync(
+      ini,
+      [
+        '[databases]',
+        `* = host=127.0.0.1 port=${this.target}`,
+        '[pgbouncer]',
+        'listen_addr = 127.0.0.1',
+        `listen_port = ${this.port}`,
+        'unix_socket_dir =',
+        'auth_type = trust',
+        `auth_file = ${users}`,
+        'pool_mode = transaction',
+        // node-postgres sends a statement timeout at start-up (DB_STATEMENT_TIMEOUT_MS), which PgBouncer would
+        // refuse: behind a pooler it is a setting of the role (docs/operations.md, "PgBouncer").
+        'ignore_startup_parameters = statement_timeout',
+        `default_pool_size = ${this.poolSize}`,
+        'max_client_conn = 1000',
+        // A dead server is retried quickly (failover), and a query waits this long for one.
+        'server_login_retry = 1',
+        'query_wait_timeout = 30',
+        'server_check_delay = 1',
+        `pidfile = ${join(this.dir, 'pgbouncer.pid')}`,
+        '',
+      ].join('\n'),
+    );
+    if (this.user) for (const f of [ini, users]) chownSync(f, this.user.uid, this.user.gid);
+    return ini;
+  }
+
+  get running(): boolean {
+    return this.child !== null;
+  }
+
+  async start(): Promise<void> {
+    if (this.child) return;
+    const ini = this.writeConfig();
+    const child = spawnLogged(PGBOUNCER_BIN, [ini], this.dir, this.user, this.logLines);
+    this.child = child;
+    child.once('exit', () => {
+      if (this.child === child) this.child = null;
+    });
+    const ok = await waitFor(
+      () => {
+        if (this.child !== child) throw new Error(`pgbouncer exited:\n${this.logLines.join('')}`);
+        return this.logLines.join('').includes('process up');
+      },
+      30_000,
+      50,
+    );
+    if (!ok) throw new Error(`pgbouncer not ready within 30 s:\n${this.logLines.join('')}`);
+  }
+
+  async close(): Promise<void> {
+    await this.stop();
+  }
+
+  /** Points the pooler at another PostgreSQL port; clients keep their connections to the pooler. */
+  async retarget(port: number): Promise<void> {
+    this.target = port;
+    this.writeConfig();
+    if (this.child?.pid !== undefined) process.kill(this.child.pid, 'SIGHUP');
+    // Let the reload land before clients are expected to reach the new server.
+    await sleep(200);
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    this.child = null;
+    await stopGroup(child, 'SIGINT', 5_000);
   }
 }

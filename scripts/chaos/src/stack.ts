@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { ensureDatabase, migrate } from '@s2s/db';
 import pg from 'pg';
-import { exited, killAll, killGroup, Nats, Postgres, stopGroup, TempDir, track } from './infra.js';
+import { exited, killAll, killGroup, Nats, NatsCluster, PgBouncer, Postgres, stopGroup, TcpEndpoint, TempDir, track } from './infra.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 export const ADMIN_TOKEN = 'chaos-admin-token-0123456789abcdef';
@@ -157,7 +157,17 @@ export interface StackOptions {
   env?: Partial<Record<ServiceKind, Record<string, string>>>;
   /** Relays to run (attach targets); at least 1. */
   relays?: number;
+  /**
+   * A three-node NATS cluster (the stream with 3 replicas) and a PostgreSQL primary with a synchronous
+   * streaming standby, which the services reach through an endpoint that a failover moves (`failover()`).
+   */
+  cluster?: boolean;
+  /** PostgreSQL behind a private PgBouncer in transaction mode; the services then use unnamed statements. */
+  pooler?: boolean;
 }
+
+/** The primary's settings on a cluster: a standby streams from it, and a commit waits for the standby. */
+const PRIMARY_SETTINGS = ['wal_level=replica', 'max_wal_senders=5', 'full_page_writes=on'];
 
 /** Private infrastructure plus the gateway processes over it; `close()` ends every process and removes the temp dir. */
 export class Stack {
@@ -173,24 +183,37 @@ export class Stack {
   pool!: pg.Pool;
   private closed = false;
 
+  /** The streaming standby of the primary (cluster), until a failover promotes it. */
+  standby: Postgres | undefined;
+  private standbys = 0;
+
   private constructor(
     readonly dir: TempDir,
-    readonly nats: Nats,
-    readonly pgsql: Postgres,
+    readonly nats: Nats | NatsCluster,
+    /** The primary (after a failover, the promoted standby). */
+    public pgsql: Postgres,
+    /** What the services connect to: the primary itself, a failover endpoint or a PgBouncer. */
+    readonly endpoint: TcpEndpoint | PgBouncer | undefined,
     readonly databaseUrl: string,
     private readonly opts: StackOptions,
   ) {}
 
   static async start(opts: StackOptions = {}): Promise<Stack> {
     const dir = new TempDir('stack');
-    let nats: Nats | undefined;
-    let pgsql: Postgres | undefined;
     try {
-      [nats, pgsql] = await Promise.all([Nats.create(dir), Postgres.create(dir)]);
-      const databaseUrl = pgsql.url('s2s_chaos');
-      await ensureDatabase(databaseUrl);
-      await migrate(databaseUrl);
-      const stack = new Stack(dir, nats, pgsql, databaseUrl, opts);
+      const [nats, pgsql] = await Promise.all([
+        opts.cluster ? NatsCluster.create(dir, 3) : Nats.create(dir),
+        Postgres.create(dir, opts.cluster ? { settings: PRIMARY_SETTINGS } : {}),
+      ]);
+      await ensureDatabase(pgsql.url('s2s_chaos'));
+      await migrate(pgsql.url('s2s_chaos'));
+      const endpoint = opts.pooler
+        ? await PgBouncer.create(dir, pgsql.port, { poolSize: 20 })
+        : opts.cluster
+          ? await TcpEndpoint.create(pgsql.port)
+          : undefined;
+      const stack = new Stack(dir, nats, pgsql, endpoint, (endpoint ?? pgsql).url('s2s_chaos'), opts);
+      if (opts.cluster) await stack.ensureStandby();
       await stack.startServices();
       return stack;
     } catch (err) {
@@ -200,8 +223,45 @@ export class Stack {
     }
   }
 
+  /** On a cluster, a synchronous streaming standby of the current primary (a new one after a failover). */
+  async ensureStandby(): Promise<void> {
+    if (!this.opts.cluster || this.standby?.running) return;
+    this.standby = await this.pgsql.standby(this.dir, `pg-standby-${this.standbys++}`);
+    // Synchronous: a commit the gateway was told of is on the standby too, so a failover loses none.
+    const admin = new pg.Client({ connectionString: this.pgsql.url('postgres') });
+    await admin.connect();
+    try {
+      await admin.query("ALTER SYSTEM SET synchronous_standby_names = '*'");
+      await admin.query('SELECT pg_reload_conf()');
+    } finally {
+      await admin.end();
+    }
+  }
+
+  /**
+   * The primary crashes (immediate stop), the standby is promoted (`pg_ctl promote`) and the endpoint moves
+   * to it; resolves with the milliseconds the store was away.
+   */
+  async failover(): Promise<number> {
+    const standby = this.standby;
+    if (!standby || !this.endpoint) throw new Error('failover needs a cluster stack (a standby and an endpoint)');
+    const downAt = Date.now();
+    await this.pgsql.stop('immediate');
+    await standby.promote();
+    await this.endpoint.retarget(standby.port);
+    this.pgsql = standby;
+    this.standby = undefined;
+    return Date.now() - downAt;
+  }
+
   private common(): Record<string, string> {
-    return { DATABASE_URL: this.databaseUrl, NATS_URL: this.nats.url, BUS_PREFIX: this.prefix };
+    return {
+      DATABASE_URL: this.databaseUrl,
+      NATS_URL: this.nats.url,
+      BUS_PREFIX: this.prefix,
+      ...(this.opts.cluster ? { BUS_STREAM_REPLICAS: '3' } : {}),
+      ...(this.opts.pooler ? { DATABASE_PREPARED_STATEMENTS: 'unnamed' } : {}),
+    };
   }
 
   private async startServices(): Promise<void> {
@@ -299,7 +359,8 @@ export class Stack {
     await Promise.all(services.map((s) => s?.stop(5000)));
     await this.pool?.end().catch(() => {});
     await this.nats.stop();
-    await this.pgsql.stop('fast');
+    await this.endpoint?.close();
+    await Promise.all([this.pgsql.stop('fast'), this.standby?.stop('fast')]);
     killAll();
     this.dir.remove();
   }

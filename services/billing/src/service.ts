@@ -21,6 +21,7 @@ export async function startBilling(
   const logger = createLogger({ service: 'billing', level: config.LOG_LEVEL });
   const db = createDb(config.DATABASE_URL, {
     max: config.DB_POOL_SIZE,
+    preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
     onPoolError: (err) => logger.warn({ err }, 'idle database connection lost'),
   });
   const bus = await connectBus({

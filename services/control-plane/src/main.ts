@@ -17,6 +17,7 @@ const config = loadConfig(process.env);
 const logger = createLogger({ service: 'control-plane', level: config.LOG_LEVEL });
 const db = createDb(config.DATABASE_URL, {
   max: config.DB_POOL_SIZE,
+  preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
   ...(config.DB_STATEMENT_TIMEOUT_MS > 0 ? { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS } : {}),
   onPoolError: (err) => logger.warn({ err }, 'idle database connection failed'),
 });

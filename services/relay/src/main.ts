@@ -13,6 +13,7 @@ const config = loadConfig(process.env);
 const logger = createLogger({ service: 'relay', level: config.logLevel });
 const db = createDb(config.databaseUrl, {
   max: config.dbPoolSize,
+  preparedStatements: config.databasePreparedStatements,
   onPoolError: (err) => logger.warn({ err }, 'idle database connection lost'),
 });
 // Every checkpoint is a JetStream request: no per-request stack capture (see BusOptions.noAsyncTraces).
