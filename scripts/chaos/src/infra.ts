@@ -498,9 +498,9 @@ export class TcpEndpoint {
 
   static async create(target: number): Promise<TcpEndpoint> {
     const port = await freePort();
-    let endpoint: TcpEndpoint | undefined;
-    const server = createServer((client) => endpoint?.forward(client));
-    endpoint = new TcpEndpoint(server, port, target);
+    const server = createServer();
+    const endpoint = new TcpEndpoint(server, port, target);
+    server.on('connection', (client) => endpoint.forward(client));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, '127.0.0.1', resolve);
