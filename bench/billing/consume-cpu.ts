@@ -1,4 +1,4 @@
-// The CPU of billing's consumer path without NATS or the database (docs/benchmarks.md, "billing perf profile"):
+// The CPU of billing's consumer path without NATS or the database (git log -p docs/benchmarks.md, "billing perf profile"):
 // part (c)'s 200,000 checkpoints of 10,000 attachments arrive as fake JetStream messages, 1,000 per event-loop
 // turn (as socket reads hand them over), into the generic worker (`createWorker`) with billing's decoder; the
 // batch handler folds each batch, sorts it and builds the upsert's JSON parameter as the store does, then waits

@@ -1,4 +1,4 @@
-// The CPU of billing's fold without its database (docs/benchmarks.md, "2026-11-27"): 200,000 checkpoints of
+// The CPU of billing's fold without its database (git log -p docs/benchmarks.md, "2026-11-27"): 200,000 checkpoints of
 // 10,000 live attachments (part c's traffic) decoded as the consumer decodes them (decodeMessage), folded
 // in batches of 50,000 (foldCheckpoints) and turned into the upsert's parameters; process.cpuUsage per
 // checkpoint, versions 3 and 4 interleaved in one process. BENCH_BASE_DIR=<a checkout before version 4>

@@ -1,4 +1,4 @@
-// Where a consumer's CPU goes, from a perf profile with native frames and every thread (docs/benchmarks.md,
+// Where a consumer's CPU goes, from a perf profile with native frames and every thread (git log -p docs/benchmarks.md,
 // "billing under perf"): each sample goes to the category of its innermost frame that has one, per thread
 // (the main thread, or V8's helper threads: TurboFan jobs, parallel scavenges, concurrent marking), and is
 // printed as µs per message. Record the process with node's --perf-basic-prof, e.g. for part (c) of bench.ts:

@@ -21,7 +21,7 @@ const QUICK = process.argv.includes('--quick');
 const DURATION_S = Number(flag('duration') ?? (QUICK ? 3 : 10));
 const WARMUP_S = QUICK ? 1 : 2;
 // ...and at least this many requests: a fresh control plane's CPU per create falls by half over its first ~3,000
-// creates as V8 optimizes the path (docs/benchmarks.md, 2026-11-27 perf profile), so a time-only warm-up measured
+// creates as V8 optimizes the path (git log -p docs/benchmarks.md, 2026-11-27 perf profile), so a time-only warm-up measured
 // part-cold code whenever the machine was slow. Same requests, connections and keep-alive as the measured run.
 const WARMUP_REQUESTS = Number(flag('warmup-requests') ?? 5000);
 const CONNECTIONS = Number(flag('connections') ?? 32);

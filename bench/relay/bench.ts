@@ -1,7 +1,7 @@
 // Relay benchmark (issues 4 and 13): N sessions streaming 20 ms frames in real time through the relay to the
 // local simulator's `echo-stream` model, against a bare ws pass-through proxy in front of the same simulator
 // and a direct connection to it. Relays and proxies run on the first cores, the simulator and the load on the
-// last one. Usage: cd services/relay && npm run bench -- [options]; every option also has its BENCH_ variable:
+// last one. Usage: npm run bench -- relay [options]; every option also has its BENCH_ variable:
 //   --sessions=50,100,200 (BENCH_SESSIONS)  --seconds=10 (BENCH_SECONDS)  --warmup=3 (BENCH_WARMUP)
 //   --rounds=3 (BENCH_ROUNDS)  --idle=300 (BENCH_IDLE)  --nice=-10 (BENCH_NICE: priority on a shared machine)
 //   --workers=0 (BENCH_WORKERS: load generator processes; 0 = this process)
@@ -13,15 +13,15 @@
 // BENCH_DEBUG=1 for investigations (it also prints each run's measured window and pids, in CLOCK_MONOTONIC
 // seconds as `perf record -k CLOCK_MONOTONIC` stamps samples); BENCH_STDOUT_DIR=<dir> also writes each server's
 // stdout (V8's --trace-opt/--trace-deopt lines among the logs) to <dir>/<script>-<pid>.out.
-// Paired comparison with another tree (issue 9's bound; docs/benchmarks.md, session 14, "paired"):
+// Paired comparison with another tree (issue 9's bound; docs/benchmarks.md, "Relay: two trees compared, paired"):
 //   --compare=<tree> (BENCH_COMPARE) also starts that tree's relay (its services/relay/src/main.ts and node_modules,
 //   same database, sessions, simulator and bus prefix), primes both relays alike, then per N runs ROUNDS rounds of
-//   three windows (pass-through, this relay, the other), in palindromic order (bench/ab-stats.ts roundOrder), and
+//   three windows (pass-through, this relay, the other), in palindromic order (bench/relay/ab-stats.ts roundOrder), and
 //   prints per N both relays ÷ bare and this ÷ other with its within-run 95 % interval and per-round SD; no direct
 //   runs and no memory test. --compare-out=<file.jsonl> (BENCH_COMPARE_OUT) appends the run's windows, which
-//   `bench/ab.ts --paired` pools over runs (the run is the unit: a fresh relay's JIT state varies per run, so more
+//   `bench/relay/ab.ts --paired` pools over runs (the run is the unit: a fresh relay's JIT state varies per run, so more
 //   runs beat more rounds). One run, about 4.5 min on 2 cores with 4 rounds, about 3 with 2:
-//   flock /work/.bench.lock npm run bench -- --compare=/work/bench-before9 --sessions=50,100,200 --rounds=4
+//   flock <lock file> npm run bench -- relay --compare=<tree> --sessions=50,100,200 --rounds=4
 //     --seconds=3 --warmup=2 --prime=10 --nice=-10 --compare-out=paired.jsonl
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -38,6 +38,7 @@ import { createTestDatabase, createWalletAndKey } from '@s2s/db/testing';
 import WebSocket from 'ws';
 import { mean, pairedSummary, roundOrder, type PairedRecord, type PairedSide, type PairedWindow } from './ab-stats.js';
 import { insertEchoStreamModel } from './fixtures.js';
+import { repoRoot } from '../services.js';
 import { loadavg, treeCommit } from './tree.js';
 
 const env = process.env;
@@ -57,7 +58,7 @@ const IDLE = Number(opt.idle ?? env.BENCH_IDLE ?? 300);
 // A relay in production runs for hours on code TurboFan has optimized. A fresh relay does not: perf of the relay
 // in the measured window of the first N showed V8's compile threads at 12.8 µs per frame (15 % of its samples in
 // the first 8 s of load, 4.6 % after), the pass-through's far less code at 0.04 µs. Without a priming phase the
-// first N (50) carried the relay's JIT warm-up and the later ones did not (docs/benchmarks.md, 2026-11-27).
+// first N (50) carried the relay's JIT warm-up and the later ones did not (git log -p docs/benchmarks.md, 2026-11-27).
 const PRIME_SECONDS = Number(opt.prime ?? env.BENCH_PRIME ?? 10);
 // Each N runs ROUNDS times (direct, baseline, relay interleaved); the table gives the median of each figure.
 const ROUNDS = Number(opt.rounds ?? env.BENCH_ROUNDS ?? 3);
@@ -74,7 +75,7 @@ const SERVER_CORES = Array.from({ length: Math.max(1, CORES - 1) }, (_, i) => i)
 const LOAD_CORE = CORES - 1;
 const FRAME_MS = 20;
 const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
-const root = fileURLToPath(new URL('../../../', import.meta.url));
+const root = repoRoot;
 
 // ---- processes ----
 
@@ -97,7 +98,7 @@ function startPinned(
 ): Promise<Proc> {
   // BENCH_NICE (e.g. -10) raises the priority of every benchmark process on a machine shared with other work.
   const nice = NICE ? ['nice', '-n', NICE] : [];
-  const gcHook = ['--expose-gc', '--import', `${root}services/relay/bench/gc-hook.ts`];
+  const gcHook = ['--expose-gc', '--import', `${root}bench/relay/gc-hook.ts`];
   const [cmd, ...args] = [...nice, 'taskset', '-c', String(core), process.execPath, ...nodeArgs, '--import', 'tsx', ...gcHook, script];
   const child = spawn(cmd as string, args, {
     cwd,
@@ -379,7 +380,7 @@ interface LoadResult {
 /**
  * Times the main thread of a process blocked (voluntary context switches): an event loop sleeps in epoll
  * when nothing is ready, so this counts its turns that waited for I/O. At N = 50 a frame's CPU depends on how
- * many frames a turn carries (docs/benchmarks.md, 2026-11-27, the unprimed N = 50), which this shows.
+ * many frames a turn carries (git log -p docs/benchmarks.md, 2026-11-27, the unprimed N = 50), which this shows.
  */
 function mainThreadSleeps(pid: number): number {
   const status = readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
@@ -651,7 +652,7 @@ async function comparePaired(setup: PairedSetup, otherTree: string): Promise<voi
   lines.push(
     '',
     "The within-run interval speaks for this run's two relay processes only; across runs (fresh processes, other JIT states) " +
-      'pool runs with `npx tsx bench/ab.ts --paired --pool=<file.jsonl>`.',
+      'pool runs with `npx tsx bench/relay/ab.ts --paired --pool=<file.jsonl>`.',
   );
   process.stdout.write(`${lines.join('\n')}\n`);
 }
@@ -696,7 +697,7 @@ async function main(): Promise<void> {
     const startProxy = async (k: number): Promise<Proc> => {
       const p = await startPinned(
         SERVER_CORES[k % SERVER_CORES.length] as number,
-        'services/relay/bench/passthrough.ts',
+        'bench/relay/passthrough.ts',
         { TARGET_URL: simUrl },
         jsonPort(''),
         env.BENCH_PROXY_NODE_ARGS ? env.BENCH_PROXY_NODE_ARGS.split(' ') : [],

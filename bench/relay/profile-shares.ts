@@ -1,7 +1,7 @@
 // Shares of a relay CPU profile (.cpuprofile from BENCH_RELAY_NODE_ARGS="--cpu-prof ...") spent in the
 // per-second checkpoint work, inclusive of callees, of the non-idle samples after the first SKIP_S seconds
-// (default 5: start-up and warm-up). docs/benchmarks.md, "2026-11-27".
-//   node --import tsx services/relay/bench/profile-shares.ts <file.cpuprofile>
+// (default 5: start-up and warm-up). git log -p docs/benchmarks.md, "2026-11-27".
+//   node --import tsx bench/relay/profile-shares.ts <file.cpuprofile>
 import { readFileSync } from 'node:fs';
 
 interface Frame {

@@ -1,5 +1,7 @@
-// Pure parts of bench/ab.ts: reading one bench.ts run's table, and the statistics of two trees' runs (ratio of
+// Pure parts of ab.ts: reading one bench.ts run's table, and the statistics of two trees' runs (ratio of
 // geometric means with a Welch t interval on the logs, and a seeded percentile bootstrap as a cross-check).
+// The Student t distribution comes from jStat; what is left here is the procedure, not special functions.
+import jStat from 'jstat';
 
 /** One N of one bench.ts run (ROUNDS=1, so the row is that run's own figures). */
 export interface RunRow {
@@ -66,80 +68,18 @@ export function parseBenchOutput(text: string): RunRow[] {
 /** A run fell behind when the relay carried under 98 % of the pass-through's frames/s or lost frames. */
 export const fellBehind = (r: RunRow): boolean => !(r.fpsRatio >= 0.98) || r.lostRelay > 0;
 
-export const mean = (xs: readonly number[]): number => xs.reduce((s, x) => s + x, 0) / xs.length;
+export const mean = (xs: readonly number[]): number => jStat.mean([...xs]);
 
 /** Sample standard deviation (n − 1); NaN under two values. */
 export function sd(xs: readonly number[]): number {
-  if (xs.length < 2) return NaN;
-  const m = mean(xs);
-  return Math.sqrt(xs.reduce((s, x) => s + (x - m) ** 2, 0) / (xs.length - 1));
-}
-
-// ln Γ by Lanczos (g = 7, 9 terms), good to ~1e-15 for x > 0.
-const LANCZOS = [
-  0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059, 12.507343278686905,
-  -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7,
-];
-function lnGamma(x: number): number {
-  if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - lnGamma(1 - x);
-  x -= 1;
-  let a = LANCZOS[0]!;
-  const t = x + 7.5;
-  for (let i = 1; i < 9; i++) a += LANCZOS[i]! / (x + i);
-  return 0.5 * Math.log(2 * Math.PI) + (x + 0.5) * Math.log(t) - t + Math.log(a);
-}
-
-// Continued fraction of the regularized incomplete beta (modified Lentz).
-function betaContinuedFraction(a: number, b: number, x: number): number {
-  const tiny = 1e-300;
-  let c = 1;
-  let d = 1 - ((a + b) * x) / (a + 1);
-  d = 1 / (Math.abs(d) < tiny ? tiny : d);
-  let h = d;
-  for (let m = 1; m <= 300; m++) {
-    for (const aa of [
-      (m * (b - m) * x) / ((a + 2 * m - 1) * (a + 2 * m)),
-      (-(a + m) * (a + b + m) * x) / ((a + 2 * m) * (a + 2 * m + 1)),
-    ]) {
-      d = 1 + aa * d;
-      d = 1 / (Math.abs(d) < tiny ? tiny : d);
-      c = 1 + aa / c;
-      if (Math.abs(c) < tiny) c = tiny;
-      h *= d * c;
-    }
-    if (Math.abs(d * c - 1) < 1e-15) break;
-  }
-  return h;
-}
-
-/** Regularized incomplete beta I_x(a, b). */
-export function incompleteBeta(x: number, a: number, b: number): number {
-  if (x <= 0) return 0;
-  if (x >= 1) return 1;
-  const front = Math.exp(lnGamma(a + b) - lnGamma(a) - lnGamma(b) + a * Math.log(x) + b * Math.log(1 - x));
-  return x < (a + 1) / (a + b + 2) ? (front * betaContinuedFraction(a, b, x)) / a : 1 - (front * betaContinuedFraction(b, a, 1 - x)) / b;
+  return xs.length < 2 ? NaN : jStat.stdev([...xs], true);
 }
 
 /** Student t CDF with `df` (real, > 0) degrees of freedom. */
-export function tCdf(t: number, df: number): number {
-  const tail = 0.5 * incompleteBeta(df / (df + t * t), df / 2, 0.5);
-  return t >= 0 ? 1 - tail : tail;
-}
+export const tCdf = (t: number, df: number): number => jStat.studentt.cdf(t, df);
 
-/** Student t quantile (p in (0, 1)), by bisection on the CDF. */
-export function tQuantile(p: number, df: number): number {
-  if (p === 0.5) return 0;
-  if (p < 0.5) return -tQuantile(1 - p, df);
-  let lo = 0;
-  let hi = 1;
-  while (tCdf(hi, df) < p) hi *= 2;
-  for (let i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
-    const mid = (lo + hi) / 2;
-    if (tCdf(mid, df) < p) lo = mid;
-    else hi = mid;
-  }
-  return (lo + hi) / 2;
-}
+/** Student t quantile (p in (0, 1)); jStat inverts the incomplete beta to about 1e-8 relative. */
+export const tQuantile = (p: number, df: number): number => jStat.studentt.inv(p, df);
 
 export interface Interval {
   estimate: number;

@@ -1,17 +1,17 @@
-// The relay's own CPU per relayed frame, in process (issue 13 item 1; docs/benchmarks.md, 2026-11-27): N real
+// The relay's own CPU per relayed frame, in process (issue 13 item 1; git log -p docs/benchmarks.md, 2026-11-27): N real
 // attachments (the Relay, its codec, the attachment, the openai adapter behind ProviderBase with continuity, the
 // meter, budget, checkpointer on the real bus and the telemetry) on in-memory sockets: the client socket and the
 // upstream socket are event emitters, so ws framing, the kernel and the other processes are left out. Each round
 // every session sends one 20 ms append and gets its echo delta back (as the simulator's echo-stream model sends
 // it); process.cpuUsage() over the measured rounds divided by the frames.
-// Usage: node --conditions=@s2s/source --import tsx services/relay/bench/hot-path.ts [--sessions=100]
+// Usage: node --conditions=@s2s/source --import tsx bench/relay/hot-path.ts [--sessions=100]
 //   [--frames=20000 per measured block] [--blocks=5] [--dialect=svc-realtime-v1|openai] [--profile]
 // PostgreSQL and NATS (NATS_URL) as for the tests. `--against=<worktree>`: the same in another tree (one with
 // this file, e.g. a detached worktree of an older main) in this process, blocks alternated, with the ratio.
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Session } from 'node:inspector/promises';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { connectBus } from '@s2s/bus';
@@ -22,11 +22,7 @@ import { createSession } from '@s2s/sessions';
 import { createLogger, createMetrics } from '@s2s/telemetry';
 import type WebSocket from 'ws';
 import { insertEchoStreamModel } from './fixtures.js';
-import { loadConfig } from '../src/config.js';
-import { ProviderBase } from '../src/providers/shared/base.js';
-import { OpenAIRealtimeAdapter } from '../src/providers/openai/adapter.js';
-import { Relay } from '../src/relay.js';
-import type { UpstreamOpener } from '../src/upstream/opener.js';
+import { loadConfig, OpenAIRealtimeAdapter, ProviderBase, Relay, type UpstreamOpener } from '@s2s/relay/bench';
 
 const { values: opt } = parseArgs({
   strict: false,
@@ -251,7 +247,10 @@ async function main(): Promise<void> {
 
 /** This tree against another one's copy of this file, in one process: `BLOCKS` blocks each, alternated. */
 async function compare(mine: HotPath, tree: string): Promise<void> {
-  const other = (await import(`${tree}/services/relay/bench/hot-path.ts`)) as { hotPath: typeof hotPath };
+  // A tree from before the benchmarks left services/relay keeps its copy there.
+  const copy = [`${tree}/bench/relay/hot-path.ts`, `${tree}/services/relay/bench/hot-path.ts`].find((f) => existsSync(f));
+  if (!copy) throw new Error(`${tree} has no hot-path.ts`);
+  const other = (await import(copy)) as { hotPath: typeof hotPath };
   const theirs = await other.hotPath({ sessions: N, dialect: DIALECT });
   for (const h of [theirs, mine, theirs, mine]) await h.block(FRAMES); // warm-up
   const a: number[] = [];

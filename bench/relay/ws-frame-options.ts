@@ -1,14 +1,14 @@
 // ws's Sender.send after a full GC that found none of its frame options alive, with and without
-// src/hot/ws-frame-options.ts holding one (each case in a fresh process, cases alternated over the rounds):
+// services/relay/src/hot/ws-frame-options.ts holding one (each case in a fresh process, cases alternated over the rounds):
 // a few sends (feedback recorded), the GC, then blocks of sends on a socket that drops what it is given.
 // Prints the median ns per send of each case and the load average.
-//   node --conditions=@s2s/source --import tsx services/relay/bench/ws-frame-options.ts [--rounds=3]
+//   node --conditions=@s2s/source --import tsx bench/relay/ws-frame-options.ts [--rounds=3]
 import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as ws from 'ws';
-import { holdWsFrameOptions } from '../src/hot/ws-frame-options.js';
+import { holdWsFrameOptions } from '@s2s/relay/bench';
 
 const CASES = ['no GC', 'GC', 'GC, options held'] as const;
 const BLOCKS = 12;

@@ -1,19 +1,17 @@
-// The checkpointer in isolation against the real NATS (docs/benchmarks.md, "2026-11-27: the per-second
+// The checkpointer in isolation against the real NATS (git log -p docs/benchmarks.md, "2026-11-27: the per-second
 // checkpoint work"): N attachments streaming 20 ms frames each way, metered by the relay's UsageMeter, their
 // checkpoints published by a real Checkpointer (250 ms, early checkpoints, acknowledged once a second) on a
 // real bus connection; prints the process CPU per checkpoint published, less a control round that runs the
 // same frames with no checkpointer. To compare two builds of checkpoints.ts in one process, rounds interleaved:
 //   BENCH_CHECKPOINTS_BEFORE=<path to the other checkpoints.ts> node --conditions=@s2s/source --import tsx \
-//     services/relay/bench/checkpoints.ts [N=200] [seconds per round=4] [rounds=4]
-// (the other file is imported as it is: copy it next to src/ so its relative imports resolve, e.g.
-// `git show <rev>:services/relay/src/metering/checkpoints.ts | sed 's#../backoff.js#../src/backoff.js#' > bench/before-checkpoints.tmp.ts`).
+//     bench/relay/checkpoints.ts [N=200] [seconds per round=4] [rounds=4]
+// (the other file is imported as it is: put it beside the relay's checkpoints.ts so its relative imports resolve,
+// e.g. `git show <rev>:services/relay/src/metering/checkpoints.ts > services/relay/src/metering/before-checkpoints.tmp.ts`).
 import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { connectBus, traceHeaders } from '@s2s/bus';
 import { context, createLogger, disabledMetrics, trace } from '@s2s/telemetry';
-import { Checkpointer, type CheckpointTicket, type MeteredSource } from '../src/metering/checkpoints.js';
-import { UsageMeter } from '../src/metering/usage-meter.js';
-import { RelayTelemetry } from '../src/telemetry.js';
+import { Checkpointer, RelayTelemetry, UsageMeter, type CheckpointTicket, type MeteredSource } from '@s2s/relay/bench';
 
 const N = Number(process.argv[2] ?? 200);
 const SECONDS = Number(process.argv[3] ?? 4);

@@ -1,17 +1,17 @@
 // A/B of the relay benchmark between two trees (issue 9's bound: relay CPU per frame within 5 % of a base commit).
-// Runs bench/bench.ts alternately in tree A and tree B (A B B A A B …), each single run under `flock <lock>` so that
+// Runs the relay benchmark (bench.ts) alternately in tree A and tree B (A B B A A B …), each single run under `flock <lock>` so that
 // other benchmarks interleave, reads each run's relay ÷ bare CPU-per-frame ratio per N, appends every run to a
 // JSONL file, and prints per procedure (the BENCH_ variables) and N: every run, mean and SD per tree, and the ratio
 // of geometric means B ÷ A with a 95 % Welch t interval on the logs and a bootstrap interval as a cross-check.
 // Runs where the relay fell behind (frames/s under 0.98 × the pass-through's, or frames lost) are reported and
 // the result is given with and without them.
-// Usage: cd services/relay && BENCH_SESSIONS=… npx tsx bench/ab.ts --a=<tree> --b=<tree> --runs=K
+// Usage: cd bench && BENCH_SESSIONS=… npx tsx relay/ab.ts --a=<tree> --b=<tree> --runs=K
 //   [--out=runs.jsonl] [--pool=f1.jsonl,f2.jsonl] [--lock=<file>, default <tmpdir>/s2s-bench.lock] [--bound=1.05]
 // Every BENCH_ variable of the environment goes to bench.ts. --runs=0 with --pool only reports.
 // --paired: K runs of `bench.ts --compare=<a>` in tree B instead (both relays and the pass-through in alternated
 // windows of each run, B's bench.ts driving), each under the lock; reports B ÷ A per N pooled over the runs of the
-// same trees and procedure, the run being the unit (bench/ab-stats.ts pairedSummary; docs/benchmarks.md, session 14).
-// e.g. npx tsx bench/ab.ts --paired --a=/work/bench-before9 --b=/work/main --runs=12 --lock=/work/.bench.lock
+// same trees and procedure, the run being the unit (bench/relay/ab-stats.ts pairedSummary; docs/benchmarks.md, "Relay: two trees compared, paired").
+// e.g. npx tsx relay/ab.ts --paired --a=<base tree> --b=<this tree> --runs=12 --lock=<lock file>
 //   --out=paired.jsonl -- --sessions=50,100,200 --rounds=2 --seconds=3 --warmup=2 --prime=10 --nice=-10
 // (what follows `--` goes to bench.ts).
 import { spawn } from 'node:child_process';
@@ -52,6 +52,21 @@ const BOUND = Number(opt.bound ?? 1.05);
 // The lock every benchmark of a shared machine takes (one at a time); by default one per machine in its temp dir.
 const LOCK = opt.lock ?? join(tmpdir(), 's2s-bench.lock');
 const OUT = resolve(opt.out ?? `ab-${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`);
+
+/**
+ * How a tree runs its relay benchmark: bench/relay/bench.ts, or `npm run bench` in services/relay in a tree from
+ * before the benchmarks left the services.
+ */
+function benchIn(dir: string): { cwd: string; command: string[]; env: NodeJS.ProcessEnv } {
+  if (!existsSync(`${dir}/bench/relay/bench.ts`))
+    return { cwd: `${dir}/services/relay`, command: ['npm', 'run', '--silent', 'bench', '--'], env: process.env };
+  const nodeOptions = [process.env.NODE_OPTIONS, '--conditions=@s2s/source'].filter(Boolean).join(' ');
+  return {
+    cwd: `${dir}/bench`,
+    command: ['node', '--import', 'tsx', 'relay/bench.ts'],
+    env: { ...process.env, NODE_OPTIONS: nodeOptions },
+  };
+}
 const POOL = (opt.pool ?? '').split(',').filter(Boolean);
 const procedure = Object.keys(process.env)
   .filter((k) => k.startsWith('BENCH_'))
@@ -63,10 +78,11 @@ const procedure = Object.keys(process.env)
 function runOnce(side: 'a' | 'b', dir: string): Promise<RunRecord> {
   return new Promise((done, fail) => {
     // The load and the start time are read once the lock is held, by the shell the lock runs.
-    const script = 'echo "AB_START $(date -u +%FT%TZ) $(cut -d" " -f1 /proc/loadavg)"; exec npm run --silent bench';
-    const child = spawn('flock', [LOCK, 'sh', '-c', script], {
-      cwd: `${dir}/services/relay`,
-      env: process.env,
+    const bench = benchIn(dir);
+    const script = 'echo "AB_START $(date -u +%FT%TZ) $(cut -d" " -f1 /proc/loadavg)"; exec "$@"';
+    const child = spawn('flock', [LOCK, 'sh', '-c', script, 'sh', ...bench.command], {
+      cwd: bench.cwd,
+      env: bench.env,
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
@@ -153,9 +169,10 @@ const isPaired = (r: RunRecord | PairedRecord): r is PairedRecord => 'kind' in r
 /** One `bench.ts --compare=<a>` run in tree `b`, under the lock, appending its windows to OUT. */
 function runPaired(a: string, b: string): Promise<void> {
   return new Promise((done, fail) => {
-    const child = spawn('flock', [LOCK, 'npm', 'run', '--silent', 'bench', '--', `--compare=${a}`, `--compare-out=${OUT}`, ...benchArgs], {
-      cwd: `${b}/services/relay`,
-      env: process.env,
+    const bench = benchIn(b);
+    const child = spawn('flock', [LOCK, ...bench.command, `--compare=${a}`, `--compare-out=${OUT}`, ...benchArgs], {
+      cwd: bench.cwd,
+      env: bench.env,
       stdio: ['ignore', process.stderr, 'inherit'],
     });
     child.on('error', fail);

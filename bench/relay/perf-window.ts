@@ -1,10 +1,10 @@
-// CPU per relayed frame of one measured run of bench.ts, by category, from a perf profile (docs/benchmarks.md,
+// CPU per relayed frame of one measured run of bench.ts, by category, from a perf profile (git log -p docs/benchmarks.md,
 // 2026-11-27, the unprimed N = 50 and session 13's relay against the pass-through). Record the relay and the
 // pass-through of a run with BENCH_DEBUG=1 (bench.ts prints each measured window and its pid),
 // BENCH_RELAY_NODE_ARGS=--perf-basic-prof and the same for the proxy:
 //   perf record -k CLOCK_MONOTONIC -e cpu-clock -c 500000 -g -p <relay>,<proxy>
 //   perf script --time <from>,<to> -F comm,pid,tid,time,event,ip,sym > w.txt
-//   node --import tsx services/relay/bench/perf-window.ts w.txt <pid> <frames in the window> [<file> <pid> <frames>]...
+//   node --import tsx bench/relay/perf-window.ts w.txt <pid> <frames in the window> [<file> <pid> <frames>]...
 // Several profiles (the relay's window and the pass-through's of the same run) print side by side.
 // Each cpu-clock sample (500 µs) goes to the category of its innermost frame that has one, on the main thread
 // or on V8's helper threads (TurboFan jobs, concurrent marking); kernel samples go to the system call they are

@@ -1,15 +1,11 @@
-// The continuity wrapper's retained input in isolation (docs/benchmarks.md, "Issue 13 item 1, continued"):
-// N MeteredConnections with continuity and manual turns, each appended F frames of 20 ms as the codec makes
+// The continuity wrapper's retained input in isolation (git log -p docs/benchmarks.md, "Issue 13 item 1, continued"):
+// N UpstreamSessions with continuity and manual turns, each appended F frames of 20 ms as the codec makes
 // them (a fresh base64 string sliced from a JSON frame); prints heap, external memory, GC and CPU per frame.
-// Usage: node --conditions=@s2s/source --import tsx services/relay/bench/retention.ts [N=200] [F=550] [junk]
+// Usage: node --conditions=@s2s/source --import tsx bench/relay/retention.ts [N=200] [F=550] [junk]
 // (`junk`: ~2.7 KB of other short-lived garbage per frame, as a real frame makes). To compare two trees, run
 // the copy of this script in each.
 import { PerformanceObserver, performance } from 'node:perf_hooks';
-import { Audio, checkBase64 } from '../src/audio.js';
-import { DEFAULT_CONTINUITY } from '../src/providers/shared/continuity.js';
-import { UpstreamSession } from '../src/providers/shared/upstream-session.js';
-import type { UpstreamConnection } from '../src/providers/shared/types.js';
-import { UsageMeter } from '../src/metering/usage-meter.js';
+import { Audio, checkBase64, DEFAULT_CONTINUITY, UpstreamSession, UsageMeter, type UpstreamConnection } from '@s2s/relay/bench';
 
 const N = Number(process.argv[2] ?? 200);
 const F = Number(process.argv[3] ?? 550);

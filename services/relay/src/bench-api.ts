@@ -1,0 +1,16 @@
+// What bench/relay drives in-process (the package's "./bench" export): the relay's own code per frame
+// (hot-path.ts), the checkpointer (checkpoints.ts), continuity's retained input (retention.ts) and ws's frame
+// options (ws-frame-options.ts), apart from sockets and processes. Keep it to what a benchmark names.
+export { Audio, checkBase64 } from './audio.js';
+export { loadConfig } from './config.js';
+export { holdWsFrameOptions } from './hot/ws-frame-options.js';
+export { Checkpointer, type CheckpointTicket, type MeteredSource } from './metering/checkpoints.js';
+export { UsageMeter } from './metering/usage-meter.js';
+export { OpenAIRealtimeAdapter } from './providers/openai/adapter.js';
+export { ProviderBase } from './providers/shared/base.js';
+export { DEFAULT_CONTINUITY } from './providers/shared/continuity.js';
+export type { UpstreamConnection } from './providers/shared/types.js';
+export { UpstreamSession } from './providers/shared/upstream-session.js';
+export { Relay } from './relay.js';
+export { RelayTelemetry } from './telemetry.js';
+export type { UpstreamOpener } from './upstream/opener.js';
