@@ -20,6 +20,7 @@ const options = args.filter((a) => a.startsWith('--') && a !== '--quick');
 /** Each benchmark: its script in bench/, whether `npm run bench` runs it by default, and what --quick runs. */
 const BENCHES = {
   billing: { script: 'billing/bench.ts', byDefault: true },
+  'bus:acked-publish': { script: 'bus/acked-publish.ts', byDefault: false },
   'control-plane': { script: 'control-plane/bench.ts', byDefault: true, quick: { env: {}, args: ['--quick'] } },
   'control-plane:cpu': { script: 'control-plane/cpu.ts', byDefault: false },
   edge: { script: 'edge/bench.ts', byDefault: false },
