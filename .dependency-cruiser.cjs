@@ -68,6 +68,13 @@ module.exports = {
       to: { path: ['^packages/db/', 'node_modules/(@prisma/[^/]+|prisma)/'] },
     },
     {
+      name: 'edge-without-database',
+      comment: 'The edge has no database: neither it nor what it loads (http-errors) reaches pg or Prisma.',
+      severity: 'error',
+      from: { path: ['^services/edge/src/', '^packages/http-errors/src/'] },
+      to: { path: ['^packages/db/', 'node_modules/(pg|pg-pool|@prisma/[^/]+|prisma)/'] },
+    },
+    {
       name: 'no-circular',
       comment: 'Workspace packages form a graph without cycles.',
       severity: 'error',

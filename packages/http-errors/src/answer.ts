@@ -51,15 +51,15 @@ export function isServerError(err: AppError): boolean {
 
 /**
  * The answer to `err` on a socket that asked for an upgrade and was refused before it (nothing was upgraded):
- * the relay's checks and the edge's routing. `statusOverride` serves a parser refusal only (431 has no code).
+ * the relay's checks, the edge's routing and what Node's parser refused.
  */
-export function writeRawError(socket: Duplex, err: AppError, requestId: string, statusOverride?: number): void {
+export function writeRawError(socket: Duplex, err: AppError, requestId: string): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
   const answer = httpErrorAnswer(err, requestId);
-  const status = statusOverride ?? answer.status;
+  const status = answer.status;
   const body = JSON.stringify(answer.body);
   const extra = Object.entries(answer.headers).map(([name, value]) => `${name}: ${value}`);
   socket.once('finish', () => socket.destroy());

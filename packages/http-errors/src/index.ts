@@ -3,4 +3,4 @@
 export { httpErrorAnswer, httpStatus, isServerError, newRequestId, pathOf, writeRawError, type HttpErrorAnswer } from './answer.js';
 export { PROXY_IDLE_MS, SERVER_KEEP_ALIVE_MS } from './keep-alive.js';
 export { answerParserRefusals, type RefusalLog } from './parser-refusals.js';
-export { toAppError, type StoreUnavailableCode } from './to-app-error.js';
+export { toAppError, type IsStoreOutage, type StoreUnavailableCode } from './to-app-error.js';

@@ -1,18 +1,27 @@
 import { AppError, errors, isAppError } from '@s2s/core';
-import { isStoreUnavailableError } from '@s2s/db';
 
 /** Codes a route may answer when its store does not respond: api-v1 names session end's own. */
 export type StoreUnavailableCode = 'service_unavailable' | 'session_store_unavailable';
 
 /**
- * Anything thrown as an AppError: AppErrors as they are; what express and body-parser raise for a request
- * they cannot read (malformed JSON, 413, bad path encoding) as 400; an unreachable store as 503 with
- * `storeUnavailable`'s code; everything else as 500 internal_error carrying the original as its cause.
+ * Tells an outage of the store a server depends on (its database not answering) from any other failure: each
+ * server passes its own (`isStoreUnavailableError` of @s2s/db), so this package loads no database driver.
  */
-export function toAppError(err: unknown, storeUnavailable: StoreUnavailableCode = 'service_unavailable'): AppError {
+export type IsStoreOutage = (err: unknown) => boolean;
+
+/**
+ * Anything thrown as an AppError: AppErrors as they are; what express and body-parser raise for a request
+ * they cannot read (malformed JSON, 413, bad path encoding) as 400; a store outage (`isStoreOutage`) as 503
+ * with `storeUnavailable`'s code; everything else as 500 internal_error carrying the original as its cause.
+ */
+export function toAppError(
+  err: unknown,
+  isStoreOutage: IsStoreOutage,
+  storeUnavailable: StoreUnavailableCode = 'service_unavailable',
+): AppError {
   if (isAppError(err)) return err;
   if (isClientHttpError(err)) return errors.invalidRequest('The request could not be read.');
-  if (isStoreUnavailableError(err)) {
+  if (isStoreOutage(err)) {
     return storeUnavailable === 'session_store_unavailable' ? errors.sessionStoreUnavailable(err) : errors.serviceUnavailable(err);
   }
   return errors.internal(err);

@@ -3,6 +3,9 @@ import t from 'tap';
 import { AppError, errors, INTERNAL_MESSAGE } from '@s2s/core';
 import { httpErrorAnswer, httpStatus, isServerError, newRequestId, pathOf, toAppError, writeRawError } from '../src/index.js';
 
+/** The server's own classifier (the control plane and the relay pass @s2s/db's isStoreUnavailableError). */
+const isStoreOutage = (err: unknown) => (err as { code?: unknown }).code === 'ECONNREFUSED';
+
 t.test('codes map to their status, error.type and headers', async (t) => {
   const a = httpErrorAnswer(errors.invalidKey(), 'req_1');
   t.same(
@@ -17,7 +20,7 @@ t.test('codes map to their status, error.type and headers', async (t) => {
 
 t.test('unexpected errors answer the generic message; the detail stays in the cause', async (t) => {
   const boom = new Error('secret detail');
-  const err = toAppError(boom);
+  const err = toAppError(boom, isStoreOutage);
   t.equal(err.code, 'internal_error');
   t.equal(err.cause, boom);
   t.equal(err.retryable, false);
@@ -28,9 +31,9 @@ t.test('unexpected errors answer the generic message; the detail stays in the ca
 
 t.test('a store outage is 503 with the code the route names, and retryable', async (t) => {
   const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-  t.match(toAppError(refused), { code: 'service_unavailable', retryable: true });
-  t.match(toAppError(refused, 'session_store_unavailable'), { code: 'session_store_unavailable', retryable: true });
-  t.match(toAppError(Object.assign(new Error('too large'), { status: 413 })), { code: 'invalid_request', retryable: false });
+  t.match(toAppError(refused, isStoreOutage), { code: 'service_unavailable', retryable: true });
+  t.match(toAppError(refused, isStoreOutage, 'session_store_unavailable'), { code: 'session_store_unavailable', retryable: true });
+  t.match(toAppError(Object.assign(new Error('too large'), { status: 413 }), isStoreOutage), { code: 'invalid_request', retryable: false });
   t.match(newRequestId(), /^req_[0-9a-f]{32}$/);
 });
 
@@ -54,7 +57,7 @@ t.test('a refusal before an upgrade is a whole HTTP/1.1 answer on the raw socket
   const out: Buffer[] = [];
   parser.on('data', (c: Buffer) => out.push(c));
   const done = new Promise((resolve) => parser.on('end', resolve));
-  writeRawError(parser, errors.invalidRequest('Headers too large.'), 'req_10', 431);
+  writeRawError(parser, new AppError('request_header_fields_too_large', 'Headers too large.'), 'req_10');
   await done;
   t.match(Buffer.concat(out).toString(), /^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/, 'a parser refusal keeps its own status');
 

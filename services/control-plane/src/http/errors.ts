@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import { errors, type AppError } from '@s2s/core';
+import { isStoreUnavailableError } from '@s2s/db';
 import { httpErrorAnswer, isServerError, toAppError, type StoreUnavailableCode } from '@s2s/http-errors';
 import { locals, requestLog } from './request-context.js';
 
@@ -28,7 +29,7 @@ export const errorHandler: ErrorRequestHandler = (err: unknown, _req: Request, r
     next(err);
     return;
   }
-  const appError = toAppError(err, locals(res).storeUnavailable);
+  const appError = toAppError(err, isStoreUnavailableError, locals(res).storeUnavailable);
   if (isServerError(appError)) {
     requestLog(res).error({ err: appError.cause ?? appError, code: appError.code }, 'request failed');
   }

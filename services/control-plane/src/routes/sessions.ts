@@ -1,6 +1,7 @@
 import { Router, type Request, type Response } from 'express';
 import { CreateSessionRequest } from '@s2s/contract';
 import { bearerToken, errors, hashApiKey, isApiKeyShaped, toVoiceSession } from '@s2s/core';
+import { isStoreUnavailableError } from '@s2s/db';
 import { toAppError } from '@s2s/http-errors';
 import { authenticateKey, createSession, getSession } from '@s2s/sessions';
 import { serverRequestOf } from '@s2s/telemetry';
@@ -46,7 +47,7 @@ function createSessionRoute(ctx: AppContext): (req: Request, res: Response) => P
     try {
       await create(req, res);
     } catch (err) {
-      ctx.telemetry.refused(toAppError(err).code);
+      ctx.telemetry.refused(toAppError(err, isStoreUnavailableError).code);
       throw err;
     }
   };

@@ -2,8 +2,9 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { errors, newId } from '@s2s/core';
+import { isStoreUnavailableError } from '@s2s/db';
 import { injectConnection } from '@s2s/handoff';
-import { httpErrorAnswer, isServerError, newRequestId, pathOf, toAppError, writeRawError } from '@s2s/http-errors';
+import { answerParserRefusals, httpErrorAnswer, isServerError, newRequestId, pathOf, toAppError, writeRawError } from '@s2s/http-errors';
 import { activeTraceId, context, contextLogFields, spansRecorded } from '@s2s/telemetry';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { authorizeAttach, type AttachTarget } from './authorize.js';
@@ -72,15 +73,8 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
     const settle = adopted.get(socket);
     if (settle) void answered.finally(settle);
   });
-  // Node's parser refused the request (bad header bytes, oversized headers): still an ErrorResponse.
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-    adopted.get(socket)?.();
-    if (err.code === 'ECONNRESET' || err.code === 'EPIPE') return socket.destroy();
-    const requestId = newRequestId();
-    logger.info({ request_id: requestId, code: err.code }, 'request refused by the HTTP parser');
-    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-    writeRawError(socket, errors.invalidRequest('The request could not be parsed as HTTP/1.1.'), requestId, status);
-  });
+  // Node's parser refused the request: the answer every server gives; a connection handed over is settled first.
+  answerParserRefusals(server, logger, (socket) => adopted.get(socket)?.());
 
   function handleRequest(req: IncomingMessage, res: ServerResponse): void {
     const requestId = newRequestId();
@@ -181,7 +175,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
         'attached',
       );
     } catch (err) {
-      const appError = toAppError(err);
+      const appError = toAppError(err, isStoreUnavailableError);
       if (isServerError(appError)) log.error({ err: appError.cause ?? appError }, 'attach failed');
       else log.info({ code: appError.code }, 'attach refused');
       upgrade.refused(appError.code, httpErrorAnswer(appError, requestId).status);
