@@ -83,7 +83,7 @@ export interface OpenAIRealtimeOptions {
   tokenRatio?: { inputMsPerToken: number; outputMsPerToken: number };
   /** Send the W3C trace context on the upgrade request (our own simulator; never a vendor). */
   propagateTrace?: boolean;
-  /** Opens the socket (default openUpstreamSocket); bench/hot-path.ts hands in in-memory sockets. */
+  /** Opens the socket (default openUpstreamSocket); bench/relay/hot-path.ts hands in in-memory sockets. */
   openSocket?: typeof openUpstreamSocket;
 }
 
