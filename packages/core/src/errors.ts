@@ -28,6 +28,20 @@ export class AppError extends Error {
   }
 }
 
+/** Why a WebRTC SDP offer cannot be answered (decisions.md, "WebRTC"); metrics count refusals by it. */
+export type SdpOfferProblem = 'malformed' | 'too_large' | 'no_audio' | 'no_data_channel' | 'unsupported_codec' | 'no_ice_credentials';
+
+/** A refused SDP offer: a 400 `invalid_request` whose `problem` says which check failed. */
+export class SdpOfferError extends AppError {
+  readonly problem: SdpOfferProblem;
+
+  constructor(problem: SdpOfferProblem, message: string) {
+    super('invalid_request', message);
+    this.name = 'SdpOfferError';
+    this.problem = problem;
+  }
+}
+
 export function isAppError(err: unknown): err is AppError {
   return err instanceof AppError;
 }

@@ -1,0 +1,7 @@
+export { WebRtcEndpoint, type WebRtcEndpointOptions, type EndpointCounters } from './endpoint.js';
+export { WebRtcCall, EVENTS_CHANNEL, type CallHandlers, type CallState, type CallFailure, type CallStats } from './call.js';
+export { checkOffer, MAX_OFFER_BYTES, type OfferSummary } from './offer.js';
+export { OutputPacer, type PacerSink, type PacerClock } from './pacer.js';
+export { ReceiveStats } from './receive-stats.js';
+export { OpusDecoder, OpusEncoder, FRAME_MS, FRAME_BYTES, PCM_RATE_HZ } from './opus.js';
+export type { DropReason } from './udp-mux.js';
