@@ -15,7 +15,7 @@ function setup(over: Partial<UpstreamLinkDeps> = {}) {
   let settle!: { ok(up: MeteredUpstream): void; fail(err: unknown): void };
   let signal!: AbortSignal;
   const closed: string[] = [];
-  const up = { usage: () => ({ audio_in_ms: 7 }), close: async () => void closed.push('closed') } as unknown as MeteredUpstream;
+  const up = { meter: { usage: () => ({ audio_in_ms: 7 }) }, close: async () => void closed.push('closed') } as unknown as MeteredUpstream;
   const link = new UpstreamLink({
     open: (s) => {
       signal = s;
@@ -35,7 +35,7 @@ function setup(over: Partial<UpstreamLinkDeps> = {}) {
 
 t.test('the first event opens the upstream; events meanwhile are applied in order once it is open', async (t) => {
   const s = setup();
-  t.same(s.link.usage(), ZERO_USAGE, 'zero before it opens');
+  t.same(s.link.meter.usage(), ZERO_USAGE, 'zero before it opens');
   s.link.accept(commit('a'));
   s.link.accept(commit('b'));
   t.same(s.calls, ['open'], 'nothing applied while opening');
@@ -45,7 +45,7 @@ t.test('the first event opens the upstream; events meanwhile are applied in orde
   s.link.accept(commit('c'));
   t.same(s.calls, ['open', 'opened staged=false', 'apply a', 'apply b', 'apply c']);
   t.equal(s.link.current, s.up);
-  t.same(s.link.usage(), { audio_in_ms: 7 });
+  t.same(s.link.meter.usage(), { audio_in_ms: 7 });
 });
 
 t.test('a first session.update is staged into the opening; a refused one opens nothing', async (t) => {
@@ -77,7 +77,7 @@ t.test('stop before the open settles: the open is aborted, queued events dropped
   t.same(s.calls, ['open'], 'neither opened nor applied after the stop');
   await s.link.close(up);
   t.same(s.closed, ['closed']);
-  t.same(s.link.usage(), { audio_in_ms: 7 }, 'usage readable for the final checkpoint');
+  t.same(s.link.meter.usage(), { audio_in_ms: 7 }, 'usage readable for the final checkpoint');
 });
 
 t.test('a failed open is reported; after stop() the settled upstream is null', async (t) => {

@@ -2,34 +2,33 @@ import { newId, toVoiceSession, type SessionRecord, type Usage } from '@s2s/core
 import type { CheckpointRoute } from '@s2s/contract';
 import { activateSession } from '@s2s/sessions';
 import { traceHeaders, type Logger } from '@s2s/telemetry';
-import type { RawData, WebSocket } from 'ws';
-import { AbuseWindow } from './abuse.js';
+import type { WebSocket } from 'ws';
 import { AgentSession } from '../agent/session.js';
-import { Activation } from './activation.js';
+import type { InternalServerEvent } from '../codecs/events.js';
+import { Budget } from '../metering/budget.js';
+import { BudgetScreen } from '../metering/budget-screen.js';
 import type { CheckpointTicket, MeteredSource } from '../metering/checkpoints.js';
-import { applyClientEvent, type ClientDispatch } from './client-dispatch.js';
+import { answerForFinish, finishReasonForError, REQUEST_ERRORS, type FinishReason } from '../realtime-errors.js';
+import { ClientToUpstream } from './client-to-upstream.js';
 import { sendText } from './client-socket.js';
 import type { AttachmentContext, AttachmentInit, AttachmentTelemetry } from './context.js';
 import { runFinish, type EndParts, type RelayEndCause } from './end.js';
-import type { InternalServerEvent } from '../codecs/events.js';
-import { Budget } from '../metering/budget.js';
 import { endSessionWithRetries } from './end-session.js';
-import { BudgetScreen } from '../metering/budget-screen.js';
-import type { UpstreamEvent } from '../providers/shared/types.js';
-import { answerForFinish, finishReasonForError, REQUEST_ERRORS, type FinishReason } from '../realtime-errors.js';
 import { ResponseWaiter } from './response-waiter.js';
 import { ResponseTracker } from './responses.js';
 import { UpstreamLink } from './upstream-link.js';
-import { routeUpstreamEvent, type UpstreamRoutes } from './upstream-routes.js';
+import { UpstreamToClient } from './upstream-to-client.js';
 
 export type { FinishReason } from '../realtime-errors.js';
 export type { AttachmentContext, AttachmentInit } from './context.js';
 
 /**
- * One live client socket bound to one upstream session: it wires the parts and runs the attachment's end.
- * The wire format is the codec's, the upstream's opening the link's, client events the dispatch's, upstream
- * events the routes', turn state the tracker's, usage the budget screen's and checkpoints the checkpointer's. The hot
- * paths (an append in, an audio delta out) do one decode or encode, a budget screen and a flag; no I/O, no timer.
+ * One live client socket bound to one upstream session: it wires the two directions and runs the end.
+ * Client → upstream (ClientToUpstream): the codec decodes, the link opens the upstream and queues until it
+ * is open, the budget screen admits input. Upstream → client (UpstreamToClient): activation holds events
+ * until `active` is stored, the codec encodes, the tracker keeps turn state. Usage is the upstream's meter
+ * (`link.meter`), read by the checkpointer and the budget screen. The hot paths (an append in, an audio
+ * delta out) do one decode or encode, a budget screen and a flag; no I/O, no timer.
  */
 export class Attachment implements MeteredSource {
   readonly sessionId: string;
@@ -45,15 +44,11 @@ export class Attachment implements MeteredSource {
   private readonly ticket: CheckpointTicket;
   private readonly screen: BudgetScreen;
   private readonly tracker = new ResponseTracker(() => newId('resp'));
-  private readonly abuse = new AbuseWindow();
   private readonly agent: AgentSession;
   private readonly link: UpstreamLink;
-  /** What client events, upstream events and the end touch (client-dispatch, upstream-routes, end). */
-  private readonly parts: ClientDispatch & UpstreamRoutes & EndParts;
-  private readonly activation: Activation<UpstreamEvent>;
   private readonly waiter = new ResponseWaiter();
-  /** Client events ws delivered to this attachment (logged at its end, beside the input metered). */
-  private framesIn = 0;
+  private readonly fromClient: ClientToUpstream;
+  private readonly toClient: UpstreamToClient;
   private finishing: Promise<void> | null = null;
   private finished = false;
   /** Spans and metrics of this attachment; also the trace its checkpoints carry. */
@@ -78,7 +73,7 @@ export class Attachment implements MeteredSource {
     );
     this.agent = new AgentSession(ctx.providers.capabilities(init.session.provider), ctx.config.agentLimits, {
       send: (e) => this.send(e),
-      refuse: (code, message, clientEventId, param) => this.refuse(code, message, clientEventId, param),
+      refuse: (code, message, clientEventId, param) => this.fromClient.refuse(code, message, clientEventId, param),
       responseId: (upstreamId) => this.tracker.resolve(upstreamId).id,
     });
     this.initialRefusal = this.agent.stageInitial(init.initial);
@@ -88,7 +83,7 @@ export class Attachment implements MeteredSource {
       open: (signal) =>
         this.trace.upstreamOpen((onRetry, connectContext) => {
           const settings = { providerModel: session.providerModel, ...this.agent.opening() };
-          return ctx.providers.open(session.provider, settings, this.onUpstreamEvent, signal, {
+          return ctx.providers.open(session.provider, settings, this.toClient.onEvent, signal, {
             onRetry,
             trace: traceHeaders(connectContext),
             onRoute: (provider) => this.trace.routeChanged(provider),
@@ -98,37 +93,38 @@ export class Attachment implements MeteredSource {
         }),
       stage: (e) => this.agent.stageOpening(e),
       opened: (staged) => this.agent.opened(staged),
-      apply: (e, up) => applyClientEvent(this.parts, up, e),
-      overflow: (e) => this.refuse(REQUEST_ERRORS.notReady.code, REQUEST_ERRORS.notReady.message, e.eventId),
+      apply: (e, up) => this.fromClient.apply(e, up),
+      overflow: (e) => this.fromClient.refuse(REQUEST_ERRORS.notReady.code, REQUEST_ERRORS.notReady.message, e.eventId),
       failed: (err) => {
         this.log.warn({ err, provider: session.provider }, 'upstream open failed');
         this.fail('upstream_failure');
       },
       log: this.log,
     });
-    this.parts = {
+    const shared = { codec: ctx.codec, link: this.link, screen: this.screen, tracker: this.tracker, agent: this.agent, trace: this.trace };
+    this.toClient = new UpstreamToClient({
+      ...shared,
       ws: this.ws,
-      ctx,
-      link: this.link,
-      tracker: this.tracker,
-      agent: this.agent,
       waiter: this.waiter,
-      trace: this.trace,
       log: this.log,
-      screen: this.screen,
-      ticket: this.ticket,
-      endSession: (cause) => this.endSession(cause),
+      active: init.session.status !== 'ready',
+      storeActivation: () => activateSession({ ctx, input: { sessionId: this.sessionId } }),
+      alive: () => !this.finished,
       send: (e) => this.send(e),
-      refuse: (code, message, clientEventId) => this.refuse(code, message, clientEventId),
       fail: (reason) => this.fail(reason),
       exhaustBudget: () => this.exhaustBudget(),
-      usageChanged: () => this.usageChanged(),
-    };
-    this.activation = new Activation<UpstreamEvent>(init.session.status !== 'ready', {
-      store: () => activateSession({ ctx, input: { sessionId: this.sessionId } }),
-      deliver: (e) => routeUpstreamEvent(this.parts, e),
-      alive: () => !this.finished,
-      log: this.log,
+      crash: (err) => this.crash(err),
+    });
+    this.fromClient = new ClientToUpstream({
+      ...shared,
+      inputAccepted: () => this.toClient.inputAccepted(),
+      send: (e) => this.send(e),
+      exhaustBudget: () => this.exhaustBudget(),
+      abusive: () => {
+        this.log.info('closing abusive client');
+        void this.finish('abuse');
+      },
+      crash: (err) => this.crash(err),
     });
   }
 
@@ -137,17 +133,17 @@ export class Attachment implements MeteredSource {
   }
 
   usage(): Usage {
-    return this.link.usage();
+    return this.link.meter.usage();
   }
 
   routes(): CheckpointRoute[] {
-    return this.link.routes();
+    return this.link.meter.routes();
   }
 
   /** Sends the session events; the upstream opens at the first client event (see upstream-link.ts). */
   start(): void {
     const { ws } = this;
-    ws.on('message', this.onMessage);
+    ws.on('message', this.fromClient.onMessage);
     ws.on('close', () => void this.finish('client_closed'));
     // ws closes the socket itself after an error (1007 bad UTF-8, 1009 oversize event, 1002 protocol error).
     ws.on('error', (err) => this.log.debug({ err }, 'client socket error'));
@@ -158,51 +154,6 @@ export class Attachment implements MeteredSource {
     });
     this.send({ type: 'conversation.created', conversationId: newId('conv') });
     if (this.initialRefusal) this.send(this.initialRefusal);
-  }
-
-  // ---- client → upstream ----
-
-  private readonly onMessage = (data: RawData, isBinary: boolean): void => {
-    this.framesIn++;
-    if (this.link.finishing) return;
-    this.trace.frameIn();
-    try {
-      const e = this.ctx.codec.decode(data as Buffer, isBinary);
-      if (e.type === 'refusal') return this.refuse(e.code, e.message, e.eventId, undefined, e.wireParam);
-      if (e.type === 'audio.append') this.activation.inputAccepted();
-      this.link.accept(e);
-    } catch (err) {
-      this.crash(err);
-    }
-  };
-
-  /** An error event for one client event; the socket stays open unless the client keeps doing it. */
-  private refuse(
-    code: Extract<InternalServerEvent, { type: 'error' }>['code'],
-    message: string,
-    clientEventId: string | undefined,
-    param?: string,
-    wireParam?: string,
-  ): void {
-    this.send({ type: 'error', code, message, clientEventId, param, wireParam });
-    if (this.abuse.record(Date.now())) {
-      this.log.info('closing abusive client');
-      void this.finish('abuse');
-    }
-  }
-
-  // ---- upstream → client ----
-
-  private readonly onUpstreamEvent = (e: UpstreamEvent): void => {
-    try {
-      this.activation.pass(e);
-    } catch (err) {
-      this.crash(err);
-    }
-  };
-
-  private usageChanged(): void {
-    if (this.screen.changed(this.link.current?.usageNow() ?? null)) this.exhaustBudget();
   }
 
   private exhaustBudget(): void {
@@ -236,12 +187,24 @@ export class Attachment implements MeteredSource {
   finish(reason: FinishReason): Promise<void> {
     if (this.finishing) return this.finishing;
     this.link.stop();
-    this.finishing = runFinish(this.parts, reason, this.legacy).finally(() => {
+    const end: EndParts = {
+      ctx: this.ctx,
+      ws: this.ws,
+      link: this.link,
+      tracker: this.tracker,
+      screen: this.screen,
+      waiter: this.waiter,
+      ticket: this.ticket,
+      log: this.log,
+      endSession: (cause) => this.endSession(cause),
+    };
+    this.finishing = runFinish(end, reason, this.legacy).finally(() => {
       this.finished = true;
       const usage = this.usage();
       this.trace.finish(reason, usage, this.ticket.seq);
       // frames_in against audio_in_ms: input the relay read and did not meter shows here (docs/chaos.md).
-      this.log.info({ reason, seq: this.ticket.seq, frames_in: this.framesIn, audio_in_ms: usage.audio_in_ms }, 'attachment finished');
+      const framesIn = this.fromClient.framesIn;
+      this.log.info({ reason, seq: this.ticket.seq, frames_in: framesIn, audio_in_ms: usage.audio_in_ms }, 'attachment finished');
       this.ctx.onFinished(this);
     });
     return this.finishing;

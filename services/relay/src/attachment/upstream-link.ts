@@ -1,11 +1,13 @@
-import type { CheckpointRoute } from '@s2s/contract';
-import { ZERO_USAGE, type Usage } from '@s2s/core';
+import { ZERO_USAGE } from '@s2s/core';
 import type { Logger } from '@s2s/telemetry';
 import type { InternalClientEvent } from '../codecs/events.js';
-import type { MeteredUpstream } from '../providers/shared/types.js';
+import type { MeteredUpstream, UsageReading } from '../providers/shared/types.js';
 
 /** Events held while the upstream opens; beyond this they are refused (the open is bounded anyway). */
 const MAX_PENDING = 1000;
+
+/** The meter before the upstream opened: nothing was used. */
+const NOTHING_METERED: UsageReading = Object.freeze({ usage: () => ZERO_USAGE, usageNow: () => ZERO_USAGE, routes: () => [] });
 
 /** No client event yet: the upstream opens at the first one, with the settings of a first session.update. */
 const IDLE = 0;
@@ -51,13 +53,9 @@ export class UpstreamLink {
     return this.up;
   }
 
-  usage(): Usage {
-    return this.up ? this.up.usage() : ZERO_USAGE;
-  }
-
-  /** usage() by route: none before the upstream opened (nothing was used). */
-  routes(): CheckpointRoute[] {
-    return this.up ? this.up.routes() : [];
+  /** The upstream's meter once open (and after close(), for the final checkpoint); zero and no route before. */
+  get meter(): UsageReading {
+    return this.up === null ? NOTHING_METERED : this.up.meter;
   }
 
   /** A decoded client event: applied now, or queued while the upstream opens (the first event opens it). */

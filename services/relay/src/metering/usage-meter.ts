@@ -1,7 +1,7 @@
 import type { CheckpointRoute, ModelRoute } from '@s2s/contract';
 import { addUsage, BYTES_PER_MS, USAGE_COUNTERS, usageByRoute, ZERO_USAGE, type Usage } from '@s2s/core';
 import { ZERO_TOKENS, type TokenReport } from '../agent/types.js';
-import type { ProviderAdapter } from '../providers/shared/types.js';
+import type { ProviderAdapter, UsageReading } from '../providers/shared/types.js';
 
 type TokenRatio = ProviderAdapter['tokenRatio'];
 
@@ -12,7 +12,7 @@ type TokenRatio = ProviderAdapter['tokenRatio'];
  * route serving at the time (docs/providers.md, "Failover routes"): each route's part is the difference of
  * two cumulative readings too, so the parts add up to the totals exactly.
  */
-export class UsageMeter {
+export class UsageMeter implements UsageReading {
   /** The parts of the routes that served before the current one. */
   private earlier: CheckpointRoute[] = [];
   /** Cumulative usage when the current route began serving. */

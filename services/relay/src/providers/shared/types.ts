@@ -140,6 +140,17 @@ export interface UpstreamConnection {
  * tokens from the provider's reports, or from the adapter's tokenRatio when the provider reports none.
  */
 export interface MeteredUpstream extends UpstreamConnection {
+  /** The session's one meter (UsageMeter), for every connection it goes through: what the relay reads. */
+  readonly meter: UsageReading;
+  /** meter.usage(). */
+  usage(): Usage;
+  /** meter.routes(). */
+  routes(): CheckpointRoute[];
+}
+
+/** What is read of a meter (UsageMeter, metering/usage-meter.ts). */
+export interface UsageReading {
+  /** Cumulative usage, a copy. */
   usage(): Usage;
   /** The same counters as a view kept up to date in place, for the per-frame budget screen: read, never kept. */
   usageNow(): Readonly<Usage>;

@@ -71,7 +71,7 @@ export class UpstreamSession implements MeteredUpstream {
 
   constructor(
     private readonly provider: string,
-    private readonly meter: UsageMeter,
+    readonly meter: UsageMeter,
     private readonly onEvent: (event: UpstreamEvent) => void,
     private readonly logger: Logger | undefined,
     private readonly continuity: ContinuitySetup | null = null,
@@ -226,10 +226,6 @@ export class UpstreamSession implements MeteredUpstream {
 
   usage(): Usage {
     return this.meter.usage();
-  }
-
-  usageNow(): Readonly<Usage> {
-    return this.meter.usageNow();
   }
 
   routes(): CheckpointRoute[] {
