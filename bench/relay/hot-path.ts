@@ -135,7 +135,7 @@ export async function hotPath(opts: { sessions: number; dialect: 'svc-realtime-v
   const base = new ProviderBase(
     new OpenAIRealtimeAdapter({
       name: 'local',
-      url: config.localProviderUrl,
+      url: config.providers.LOCAL_PROVIDER_URL,
       tokenRatio: { ...LOCAL_TOKEN_RATIO },
       openSocket: async () => fakeUpstream() as unknown as WebSocket,
     }),

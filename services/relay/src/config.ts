@@ -1,14 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { AgentLimits } from './agent/types.js';
+import { wsUrl } from './env-fields.js';
+import { PROVIDER_ENV, providerEnvOf } from './providers/index.js';
 import { CommonEnv, KeyLimitsEnv, commonConfig, envInt, envOriginList, envPort, keyLimitsConfig, parseEnv, z } from '@s2s/core';
-
-const optionalSecret = z
-  .string()
-  .optional()
-  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
-
-const wsUrl = () => z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' });
 
 /** A fresh relay id per process start: a restarted process must not renew the lease of the one it replaces. */
 function defaultRelayId(): string {
@@ -53,22 +48,8 @@ export const RelayConfig = CommonEnv.extend({
   UPSTREAM_RECONNECT_MARGIN_MS: envInt(60_000, { min: 1000, max: 3_600_000 }),
   // … with this many connection attempts (backoff 100 ms doubling) before the session fails upstream_unavailable.
   UPSTREAM_RECONNECT_ATTEMPTS: envInt(3, { min: 1, max: 20 }),
-  // The local upstream simulator (provider `local`).
-  LOCAL_PROVIDER_URL: wsUrl().default('ws://127.0.0.1:8090/v1/realtime'),
-  // Bearer key of the local simulator, when it was started with one.
-  LOCAL_PROVIDER_API_KEY: optionalSecret,
-  // OpenAI Realtime (provider `openai`); the key comes from configuration only.
-  OPENAI_API_KEY: optionalSecret,
-  // Its endpoint.
-  OPENAI_REALTIME_URL: wsUrl().default('wss://api.openai.com/v1/realtime'),
-  // Azure OpenAI (provider `azure`): the resource endpoint (https://<resource>.openai.azure.com) and its key;
-  // a catalog model's provider_model is the deployment name. Both set: the provider is offered.
-  AZURE_OPENAI_ENDPOINT: z.url({ protocol: /^(https?|wss?)$/, error: 'must be an https:// (or wss://) URL' }).optional(),
-  AZURE_OPENAI_API_KEY: optionalSecret,
-  // Gemini Live (provider `gemini`).
-  GEMINI_API_KEY: optionalSecret,
-  // Its endpoint; the adapter's default when unset.
-  GEMINI_LIVE_URL: wsUrl().optional(),
+  // The providers' own (providers/<name>/provider.ts): LOCAL_PROVIDER_*, OPENAI_*, AZURE_OPENAI_*, GEMINI_*.
+  ...PROVIDER_ENV,
   // Sessions created by the legacy `/v1/realtime?model=` alias snapshot the same settings as the control plane.
   SESSION_IDLE_TIMEOUT_SECONDS: envInt(300, { min: 1, max: 86_400 }),
   // Longest a legacy-alias session may last.
@@ -128,14 +109,7 @@ export const RelayConfig = CommonEnv.extend({
       marginMs: e.UPSTREAM_RECONNECT_MARGIN_MS,
       attempts: e.UPSTREAM_RECONNECT_ATTEMPTS,
     },
-    localProviderUrl: e.LOCAL_PROVIDER_URL,
-    localProviderApiKey: e.LOCAL_PROVIDER_API_KEY,
-    openaiApiKey: e.OPENAI_API_KEY,
-    openaiRealtimeUrl: e.OPENAI_REALTIME_URL,
-    azureOpenAI:
-      e.AZURE_OPENAI_ENDPOINT && e.AZURE_OPENAI_API_KEY ? { endpoint: e.AZURE_OPENAI_ENDPOINT, apiKey: e.AZURE_OPENAI_API_KEY } : undefined,
-    geminiApiKey: e.GEMINI_API_KEY,
-    geminiLiveUrl: e.GEMINI_LIVE_URL,
+    providers: providerEnvOf(e),
     session: {
       idleTimeoutSeconds: e.SESSION_IDLE_TIMEOUT_SECONDS,
       maxSeconds: e.SESSION_MAX_SECONDS,

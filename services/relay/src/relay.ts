@@ -7,8 +7,8 @@ import type { Context, Logger, Metrics } from '@s2s/telemetry';
 import type { WebSocket } from 'ws';
 import { Attachment, type AttachmentContext, type AttachmentInit } from './attachment/attachment.js';
 import { Checkpointer } from './metering/checkpoints.js';
-import { gaSessionUpdate, OpenAIGaCodec } from './codecs/openai/codec.js';
-import { SvcRealtimeV1Codec } from './codecs/svc-realtime-v1/codec.js';
+import { createCodecs } from './codecs/index.js';
+import { gaSessionUpdate } from './codecs/openai/codec.js';
 import type { Config } from './config.js';
 import { RelayLease } from './lease.js';
 import type { FinishReason } from './realtime-errors.js';
@@ -38,9 +38,10 @@ export class Relay {
   private readonly bySession = new Map<string, Set<Attachment>>();
   private readonly checkpoints: Checkpointer;
   private readonly lease: RelayLease;
-  private readonly ctx: AttachmentContext<Attachment>;
-  /** svc-realtime-v1 keeps no per-session state: one for the process. */
-  private readonly svcCodec = new SvcRealtimeV1Codec();
+  /** What every attachment shares; each adds its dialect's codec. */
+  private readonly ctx: Omit<AttachmentContext<Attachment>, 'codec'>;
+  /** Each attachment's codec, by its dialect (codecs/index.ts). */
+  private readonly codecFor = createCodecs();
   private readonly subscriptions: Subscription[] = [];
   private reconcileTimer: NodeJS.Timeout | undefined;
   private reconciling = false;
@@ -70,7 +71,6 @@ export class Relay {
       logger: deps.logger,
       providers: deps.providers,
       checkpoints: this.checkpoints,
-      codec: this.svcCodec,
       telemetry: this.telemetry,
       onFinished: (a) => this.remove(a),
     };
@@ -115,7 +115,7 @@ export class Relay {
   attach(init: AttachmentInit & { ws: WebSocket }): Attachment {
     const { session } = init;
     // The dialect negotiated before the upgrade picks the codec; nothing past it knows one.
-    const codec = init.dialect === 'openai' ? new OpenAIGaCodec({ id: session.id, model: session.modelId }) : this.svcCodec;
+    const codec = this.codecFor(init.dialect, session);
     const initial = session.initialSettings ? gaSessionUpdate(session.initialSettings, undefined) : undefined;
     const a = new Attachment({ ...this.ctx, codec }, { ...init, initial });
     this.supersede(a.sessionId, { id: a.attachmentId, startedAtMs: a.startedAtMs });

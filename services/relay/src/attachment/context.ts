@@ -6,7 +6,7 @@ import type { WebSocket } from 'ws';
 import type { Checkpointer } from '../metering/checkpoints.js';
 import type { ClientCodec, InternalClientEvent, Refusal } from '../codecs/events.js';
 import type { Config } from '../config.js';
-import type { Dialect } from '../server/handshake.js';
+import type { Dialect } from '../codecs/index.js';
 import type { AttachmentTelemetry, RelayTelemetry, UpgradeTelemetry } from '../telemetry.js';
 import type { UpstreamOpener } from '../upstream/opener.js';
 

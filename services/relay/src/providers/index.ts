@@ -1,9 +1,10 @@
-import type { Logger } from '@s2s/telemetry';
+import type { z } from '@s2s/core';
+import { azureProvider } from './azure/provider.js';
+import { geminiProvider } from './gemini/provider.js';
+import { localProvider } from './local/provider.js';
+import { openaiProvider } from './openai/provider.js';
 import { ProviderBase, type ProviderBaseOptions } from './shared/base.js';
-import { AzureOpenAIAdapter } from './azure/adapter.js';
-import { GeminiLiveAdapter } from './gemini/adapter.js';
-import { LocalAdapter } from './local/adapter.js';
-import { OpenAIRealtimeAdapter } from './openai/adapter.js';
+import type { ProviderAdapter } from './shared/types.js';
 
 export type * from './shared/types.js';
 export { UpstreamError, isUpstreamError, type UpstreamErrorKind } from './shared/errors.js';
@@ -32,23 +33,31 @@ export { AzureOpenAIAdapter, AZURE_REALTIME_PATH, azureRealtimeUrl } from './azu
 export { GeminiLiveAdapter, GEMINI_LIVE_URL, geminiVoice, type GeminiLiveOptions } from './gemini/adapter.js';
 export { Resampler24kTo16k, resampledLength } from './gemini/resample.js';
 
-export interface ProviderRegistryConfig {
-  /** Base URL of the local simulator, e.g. ws://127.0.0.1:8090/v1/realtime. */
-  localUrl: string;
-  localApiKey?: string;
-  /** The OpenAI Realtime API; absent: provider `openai` is not offered. */
-  openai?: { apiKey: string; url?: string };
-  /** Azure OpenAI (resource endpoint, key); absent: provider `azure` is not offered. */
-  azure?: { endpoint: string; apiKey: string };
-  /** Gemini Live; absent: provider `gemini` is not offered. */
-  gemini?: { apiKey: string; url?: string };
+/** Every provider the relay knows, in the order it offers them: a new provider is its folder and a line here. */
+export const PROVIDERS = [localProvider, openaiProvider, azureProvider, geminiProvider] as const;
+
+type Intersection<U> = (U extends unknown ? (x: U) => void : never) extends (x: infer I) => void ? I : never;
+type ProviderShape = Intersection<(typeof PROVIDERS)[number]['env']>;
+
+/** The environment variables of every provider, for config.ts. */
+export const PROVIDER_ENV = Object.assign({}, ...PROVIDERS.map((p) => p.env)) as ProviderShape;
+
+/** The providers' variables as parsed. */
+export type ProviderEnv = z.output<z.ZodObject<ProviderShape>>;
+
+/** Those of `env` (the relay's parsed environment). */
+export function providerEnvOf(env: ProviderEnv): ProviderEnv {
+  return Object.fromEntries(Object.keys(PROVIDER_ENV).map((k) => [k, env[k as keyof ProviderEnv]])) as ProviderEnv;
+}
+
+export interface ProviderRegistryOptions {
   connectTimeoutMs?: number;
   retries?: number;
   /** Moving sessions to new upstream connections (openai, azure, local); see ContinuityPolicy. */
   continuity?: ProviderBaseOptions['continuity'];
   /** Backoff base between connection attempts (ms). */
   backoffMs?: number;
-  logger?: Logger;
+  logger?: ProviderBaseOptions['logger'];
 }
 
 export interface ProviderRegistry {
@@ -56,34 +65,12 @@ export interface ProviderRegistry {
   get(providerName: string): ProviderBase | undefined;
 }
 
-export function createProviderRegistry(config: ProviderRegistryConfig): ProviderRegistry {
-  const opts = {
-    ...(config.connectTimeoutMs !== undefined ? { connectTimeoutMs: config.connectTimeoutMs } : {}),
-    ...(config.retries !== undefined ? { retries: config.retries } : {}),
-    ...(config.backoffMs !== undefined ? { backoffMs: config.backoffMs } : {}),
-    ...(config.continuity !== undefined ? { continuity: config.continuity } : {}),
-    ...(config.logger ? { logger: config.logger } : {}),
-  };
+/** One ProviderBase per provider the environment configures (`local` always). */
+export function createProviderRegistry(env: ProviderEnv, opts: ProviderRegistryOptions = {}): ProviderRegistry {
   const providers = new Map<string, ProviderBase>();
-  providers.set('local', new ProviderBase(new LocalAdapter({ url: config.localUrl, apiKey: config.localApiKey ?? null }), opts));
-  if (config.openai) {
-    providers.set(
-      'openai',
-      new ProviderBase(
-        new OpenAIRealtimeAdapter({ apiKey: config.openai.apiKey, ...(config.openai.url ? { url: config.openai.url } : {}) }),
-        opts,
-      ),
-    );
-  }
-  if (config.azure) providers.set('azure', new ProviderBase(new AzureOpenAIAdapter(config.azure), opts));
-  if (config.gemini) {
-    providers.set(
-      'gemini',
-      new ProviderBase(
-        new GeminiLiveAdapter({ apiKey: config.gemini.apiKey, ...(config.gemini.url ? { url: config.gemini.url } : {}) }),
-        opts,
-      ),
-    );
+  for (const p of PROVIDERS) {
+    const adapter = (p.adapter as (env: ProviderEnv) => ProviderAdapter | null)(env);
+    if (adapter) providers.set(p.name, new ProviderBase(adapter, opts));
   }
   return {
     get: (name) => providers.get(name),

@@ -1,8 +1,8 @@
 import { OPENAI_KEY_SUBPROTOCOL_PREFIX, OPENAI_REALTIME_SUBPROTOCOL, REALTIME_PROTOCOL, SVC_AUTH_SUBPROTOCOL_PREFIX } from '@s2s/contract';
 import { bearerToken, errors, isApiKeyShaped, isClientSecretShaped } from '@s2s/core';
+import type { Dialect } from '../codecs/index.js';
 
-/** The wire dialect of an attachment; the relay picks its client codec by it. */
-export type Dialect = 'svc-realtime-v1' | 'openai';
+export type { Dialect };
 
 /** How the client proved who it is: an API key (Authorization only) or an ephemeral client secret. */
 export type Credential = { kind: 'api_key'; authorization: string | undefined } | { kind: 'client_secret'; secret: string };

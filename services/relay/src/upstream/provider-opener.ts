@@ -5,14 +5,7 @@ import { NO_CAPABILITIES, type UpstreamOpener } from './opener.js';
 
 /** The configured providers (registry of ProviderBase-wrapped adapters) behind the relay's UpstreamOpener. */
 export function createProviderOpener(config: Config, logger: Logger): UpstreamOpener {
-  const registry = createProviderRegistry({
-    localUrl: config.localProviderUrl,
-    ...(config.localProviderApiKey ? { localApiKey: config.localProviderApiKey } : {}),
-    ...(config.openaiApiKey ? { openai: { apiKey: config.openaiApiKey, url: config.openaiRealtimeUrl } } : {}),
-    ...(config.azureOpenAI ? { azure: config.azureOpenAI } : {}),
-    ...(config.geminiApiKey
-      ? { gemini: { apiKey: config.geminiApiKey, ...(config.geminiLiveUrl ? { url: config.geminiLiveUrl } : {}) } }
-      : {}),
+  const registry = createProviderRegistry(config.providers, {
     connectTimeoutMs: config.providerConnectTimeoutMs,
     continuity: config.continuity,
     logger,

@@ -19,6 +19,7 @@ import type {
   SessionUpdatedEvent,
 } from 'openai/resources/realtime/realtime';
 import type { EffectiveSettings, TurnDetection } from '../../agent/types.js';
+import type { WireDialect } from '../dialect.js';
 import type { ClientCodec, InternalClientEvent, InternalServerEvent, Refusal } from '../events.js';
 import { asciiBytes } from '../../hot/frame-bytes.js';
 import {
@@ -267,3 +268,9 @@ export class OpenAIGaCodec implements ClientCodec {
     }
   }
 }
+
+/** OpenAI's session object names the session and its model: one codec per attachment. */
+export const openaiDialect = {
+  name: 'openai',
+  codecs: () => (session) => new OpenAIGaCodec({ id: session.id, model: session.modelId }),
+} as const satisfies WireDialect;

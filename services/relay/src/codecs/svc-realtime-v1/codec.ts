@@ -25,6 +25,7 @@ import type {
 import type { Audio } from '../../audio.js';
 import { asciiBytes, frameBuffer, writeAscii } from '../../hot/frame-bytes.js';
 import type { ResponseStatus } from '../../providers/shared/types.js';
+import type { WireDialect } from '../dialect.js';
 import type { ClientCodec, InternalClientEvent, InternalServerEvent, OutputPlace, Refusal } from '../events.js';
 import { AUDIO_FRAME_MESSAGES, decodePcmFrame, readCompactAppend } from '../pcm-frame.js';
 
@@ -686,3 +687,12 @@ export class SvcRealtimeV1Codec implements ClientCodec {
     }
   }
 }
+
+/** No per-session state: one codec serves every attachment of the process. */
+export const svcRealtimeV1Dialect = {
+  name: 'svc-realtime-v1',
+  codecs: () => {
+    const codec = new SvcRealtimeV1Codec();
+    return () => codec;
+  },
+} as const satisfies WireDialect;
