@@ -1,8 +1,10 @@
 # One image for every process of the gateway; the service is chosen by the working directory
 # (/app/services/<name>) and runs as `node --import @s2s/telemetry/register dist/main.js`: compiled
 # JavaScript, production dependencies only (see docker-compose.yml and deploy/helm).
-# Node 24: the Active LTS line (supported to April 2028); Node 22 leaves maintenance in April 2027 and
-# Node 20 is past its end of life. tests/e2e/compiled-entrypoints.test.ts runs on both 20 and 24.
+# Node 24: the LTS line the project runs and is tested on (supported to April 2028; README, "Node.js");
+# Node 22 leaves maintenance in April 2027 and Node 20 is past its end of life. `npm test` runs the suite,
+# tests/e2e/compiled-entrypoints.test.ts included, on Node 24 (scripts/node.mjs brings it to a machine
+# whose node is of another line); keep this line and scripts/node.mjs's BROUGHT_VERSION on the same major.
 ARG NODE_IMAGE=node:24-bookworm-slim
 
 # ---- build: the whole workspace with its dev tools, compiled, then the production tree assembled ----

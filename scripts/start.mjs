@@ -163,6 +163,7 @@ async function shutdown(code = 0) {
 async function main() {
   process.on('SIGINT', () => shutdown(0));
   process.on('SIGTERM', () => shutdown(0));
+  say(`Node.js ${process.versions.node} (${process.execPath})`);
   mkdirSync(dataDir, { recursive: true });
   await ensurePostgres();
   await ensureNats();
