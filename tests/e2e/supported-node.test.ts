@@ -3,17 +3,21 @@
 // `npm test` run on Node 24 brought from the npm registry into .tools/. Each command runs with `env -i` and
 // the machine's PATH alone, so no node of this test run leaks in.
 import { execFile } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import t from 'tap';
-import { BROUGHT_VERSION, broughtNode, isSupported } from '../../scripts/node.mjs';
 import { privateCopy } from './npm-start.js';
 
 const execFileAsync = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const MACHINE_PATH = '/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin';
+// What scripts/node.mjs says (read, not imported: scripts are their own unit).
+const launcher = readFileSync(join(ROOT, 'scripts', 'node.mjs'), 'utf8');
+const BROUGHT_VERSION = launcher.match(/BROUGHT_VERSION = '([\d.]+)'/)![1]!;
+const isSupported = (version: string) => [22, 24].includes(Number(version.split('.')[0]));
+t.match(launcher, 'SUPPORTED_MAJORS = [22, 24]', 'the lines the launcher supports');
 t.setTimeout(600_000);
 
 /** Runs `args` in `cwd` with only the machine's PATH (and a HOME); resolves with the whole output and exit code. */
@@ -37,7 +41,9 @@ t.test('the launcher brings Node 24 from the npm registry when the machine has a
   t.equal(r.code, 0, r.out);
   t.match(r.out, `Node.js ${machineNode} is not a supported line (22 or 24); installing Node.js ${BROUGHT_VERSION}`);
   t.match(r.out, `${BROUGHT_VERSION} ${join(root, '.tools')}`, 'runs the brought binary');
-  t.ok(existsSync(broughtNode(join(root, '.tools'))));
+  t.ok(
+    existsSync(join(root, '.tools', `node-${BROUGHT_VERSION}`, 'node_modules', `node-${process.platform}-${process.arch}`, 'bin', 'node')),
+  );
   const again = await machine(root, ['node', 'scripts/node.mjs', 'node', '-p', 'process.versions.node']);
   t.equal(again.out.trim(), BROUGHT_VERSION, 'once: the second run uses it without installing');
 });
