@@ -2,6 +2,7 @@
  * The JetStream mapper: what a handler's outcome means for the message (ack, nak with a delay, or a copy
  * to the dead-letter subject and term). Pure, so the policy is unit-tested without a broker.
  */
+import { backoffMs } from '@s2s/core';
 
 /** What a handler says about one message. */
 export type Outcome = { kind: 'ack' } | { kind: 'wait'; delayMs: number } | { kind: 'fail'; err: unknown; reason: string };
@@ -27,10 +28,9 @@ export function isRetryableError(err: unknown): boolean {
   return true;
 }
 
-/** Exponential backoff of a failed message: base, 2×base, 4×base, … capped at `maxMs`. */
+/** Exponential backoff of a failed message: base, 2×base, 4×base, … capped at `maxMs` (exact: no jitter). */
 export function retryDelayMs(deliveryCount: number, baseMs: number, maxMs: number): number {
-  const exponent = Math.min(Math.max(deliveryCount - 1, 0), 30);
-  return Math.min(maxMs, baseMs * 2 ** exponent);
+  return backoffMs(deliveryCount, baseMs, maxMs, 0);
 }
 
 /** A failed message goes to the dead-letter subject on its last allowed delivery. */

@@ -1,3 +1,4 @@
+import { sleep as coreSleep } from '@s2s/core';
 import type { MsgHdrs } from '@nats-io/nats-core';
 import { ACK, retryDelayMs, verdictFor, type Outcome, type RetryPolicy } from './verdict.js';
 
@@ -121,7 +122,7 @@ const OUTAGE_MAX_WAIT_MS = 2000;
  */
 export function createWorker<V extends { kind: string }>(opts: WorkerOptions<V>): Worker {
   const stats: WorkerStats = { received: 0, batches: 0, deadLettered: 0, retried: 0, waited: 0, held: 0 };
-  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const sleep = opts.sleep ?? ((ms: number) => coreSleep(ms).then(() => undefined));
   const inContext = opts.inMessageContext ?? (<T>(_msg: WorkerMsg, fn: () => Promise<T>) => fn());
   const buffer: Arrived<V>[] = [];
   let wake: (() => void) | undefined;

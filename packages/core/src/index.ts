@@ -7,3 +7,4 @@ export * from './session-resource.js';
 export * from './idempotency.js';
 export * from './usage.js';
 export * from './audio.js';
+export * from './retry.js';

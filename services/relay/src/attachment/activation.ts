@@ -1,5 +1,5 @@
 import type { Logger } from '@s2s/telemetry';
-import { backoffMs, sleep } from '../backoff.js';
+import { retry } from '@s2s/core';
 
 /**
  * ready → active on the first accepted input (decisions.md), stored in the background and retried with
@@ -36,18 +36,23 @@ export class Activation<E> {
 
   private async run(): Promise<void> {
     const { log } = this.deps;
-    for (let attempt = 0; this.deps.alive(); attempt++) {
-      if (attempt > 0) await sleep(backoffMs(attempt, 100, 5000), { unref: true });
+    const ended = new Error('the attachment ended');
+    const store = async (attempt: number) => {
+      if (!this.deps.alive()) throw ended;
       try {
         await this.deps.store();
-        if (attempt > 0) log.info({ attempts: attempt + 1 }, 'session activation stored after retries');
-        return this.release();
-      } catch (err) {
-        log.warn({ err, attempt }, 'session activation failed; retrying');
+      } finally {
         this.release();
       }
-    }
-    log.error('session activation not stored before the attachment ended');
+      if (attempt > 1) log.info({ attempts: attempt }, 'session activation stored after retries');
+    };
+    await retry(store, {
+      baseMs: 100,
+      capMs: 5000,
+      unref: true,
+      shouldRetry: (err) => err !== ended,
+      onRetry: (err, attempt) => log.warn({ err, attempt: attempt - 1 }, 'session activation failed; retrying'),
+    }).catch(() => log.error('session activation not stored before the attachment ended'));
   }
 
   private release(): void {

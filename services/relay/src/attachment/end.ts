@@ -1,7 +1,6 @@
 import type { Logger } from '@s2s/telemetry';
 import type { WebSocket } from 'ws';
 import type { AttachmentContext } from './context.js';
-import { settledWithin } from '../backoff.js';
 import type { CheckpointTicket } from '../metering/checkpoints.js';
 import { closeSocket } from './client-socket.js';
 import type { BudgetScreen } from '../metering/budget-screen.js';
@@ -54,4 +53,16 @@ export async function runFinish(p: EndParts, reason: FinishReason, legacy: boole
   if (final) await final;
   // A legacy socket is its session: closing it ends the session, unless a newer attachment took over.
   if (legacy && reason !== 'replaced') await p.endSession('client_closed');
+}
+
+/** Waits for `p` to settle, at most `ms`; never rejects. */
+function settledWithin(p: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    p.then(done, done);
+  });
 }

@@ -1,8 +1,7 @@
 import { traceHeaders, type Bus, type MsgHdrs } from '@s2s/bus';
 import { compactRoutes, type CheckpointRoute, type UsageCheckpoint } from '@s2s/contract';
-import { sameUsage, usageCheckpointMsgId, ZERO_USAGE, type Usage } from '@s2s/core';
+import { backoffMs, retry, sameUsage, usageCheckpointMsgId, ZERO_USAGE, type Usage } from '@s2s/core';
 import { context, trace, type Context, type Logger } from '@s2s/telemetry';
-import { backoffMs, sleep } from '../backoff.js';
 
 /** What the checkpointer reads of one attachment. */
 export interface MeteredSource {
@@ -306,22 +305,20 @@ export class Checkpointer {
     t.dirty = false;
     this.slices[t.slice]?.delete(t);
     this.finals++;
+    const publish = async (attempt: number) => {
+      await this.publish(t, t.source.usage(), true);
+      if (attempt > 1)
+        this.deps.logger.info(
+          { session_id: t.source.sessionId, attachment_id: t.source.attachmentId, attempts: attempt },
+          'final checkpoint published after retries',
+        );
+    };
+    const onRetry = (err: unknown) => {
+      t.failures++;
+      this.logFailure(t, err, 'final checkpoint publish failed');
+    };
     try {
-      for (let attempt = 0; ; attempt++) {
-        if (attempt > 0) await sleep(backoffMs(attempt, RETRY_BASE_MS, RETRY_CAP_MS));
-        try {
-          await this.publish(t, t.source.usage(), true);
-          if (attempt > 0)
-            this.deps.logger.info(
-              { session_id: t.source.sessionId, attachment_id: t.source.attachmentId, attempts: attempt + 1 },
-              'final checkpoint published after retries',
-            );
-          return;
-        } catch (err) {
-          t.failures++;
-          this.logFailure(t, err, 'final checkpoint publish failed');
-        }
-      }
+      await retry(publish, { baseMs: RETRY_BASE_MS, capMs: RETRY_CAP_MS, onRetry });
     } finally {
       if (--this.finals === 0) {
         const waiters = this.idleWaiters;

@@ -4,7 +4,16 @@ import type { Duplex } from 'node:stream';
 import { errors, newId } from '@s2s/core';
 import { isStoreUnavailableError } from '@s2s/db';
 import { injectConnection } from '@s2s/handoff';
-import { answerParserRefusals, httpErrorAnswer, isServerError, newRequestId, pathOf, toAppError, writeRawError } from '@s2s/http-errors';
+import {
+  answerParserRefusals,
+  SERVER_KEEP_ALIVE_MS,
+  httpErrorAnswer,
+  isServerError,
+  newRequestId,
+  pathOf,
+  toAppError,
+  writeRawError,
+} from '@s2s/http-errors';
 import { activeTraceId, context, contextLogFields, spansRecorded } from '@s2s/telemetry';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { authorizeAttach, type AttachTarget } from './authorize.js';
@@ -66,6 +75,8 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
   };
 
   const server = http.createServer((req, res) => handleRequest(req, res));
+  // The edge keeps idle connections for less time (PROXY_IDLE_MS), so it never reuses one this server is closing.
+  server.keepAliveTimeout = SERVER_KEEP_ALIVE_MS;
   // Connections handed over by the edge, each with what to call once its request is answered.
   const adopted = new WeakMap<Duplex, () => void>();
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {

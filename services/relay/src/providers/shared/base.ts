@@ -1,7 +1,7 @@
-import { BYTES_PER_MS } from '@s2s/core';
+import { backoffMs, BYTES_PER_MS, sleep } from '@s2s/core';
 import type { Logger } from '@s2s/telemetry';
 import type { TokenReport } from '../../agent/types.js';
-import { DEFAULT_CONTINUITY, sleep, type ContinuityPolicy } from './continuity.js';
+import { DEFAULT_CONTINUITY, type ContinuityPolicy } from './continuity.js';
 import { UpstreamError, isUpstreamError } from './errors.js';
 import { UpstreamSession } from './upstream-session.js';
 import type {
@@ -32,7 +32,7 @@ export interface ProviderBaseOptions {
   connectTimeoutMs?: number;
   /** Further attempts after a failed one that may succeed on retry (default 2). */
   retries?: number;
-  /** Backoff before retry n is backoffMs * 2^(n-1), with jitter (default 100 ms). */
+  /** Backoff before retry n is backoffMs · 2^(n-1), jittered (@s2s/core backoffMs; default 100 ms). */
   backoffMs?: number;
   logger?: Logger;
   /** Moving sessions to new connections (adapters that replay history); false: never. Default DEFAULT_CONTINUITY. */
@@ -132,9 +132,10 @@ export class ProviderBase {
         'upstream connect failed, retrying',
       );
       opts.onRetry?.();
-      const backoff = Math.min(this.backoffMs * 2 ** attempt * (0.5 + Math.random() / 2), deadline - Date.now());
+      const left = deadline - Date.now();
       // The deadline passing during the backoff ends it with the failure that caused the wait.
-      if (backoff <= 0 || !(await sleep(backoff, signal))) throw signal.aborted ? new UpstreamError(this.name, 'aborted') : err;
+      if (left <= 0 || !(await sleep(backoffMs(attempt + 1, this.backoffMs, left), { signal })))
+        throw signal.aborted ? new UpstreamError(this.name, 'aborted') : err;
     }
   }
 

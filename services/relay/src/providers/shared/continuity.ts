@@ -119,19 +119,3 @@ export class KeyMap {
     this.toUpstream.set(relayKey, upstreamKey);
   }
 }
-
-/** Resolves true after `ms`, or false as soon as `signal` aborts. */
-export function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve(false);
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}

@@ -1,10 +1,9 @@
 import type { CheckpointRoute } from '@s2s/contract';
-import type { Usage } from '@s2s/core';
+import { backoffMs, sleep, type Usage } from '@s2s/core';
 import type { Logger } from '@s2s/telemetry';
 import type { Audio } from '../../audio.js';
-import { backoffMs } from '../../backoff.js';
 import type { NewItem, ResponseOptions, VoiceSettings } from '../../agent/types.js';
-import { FORCE_BEFORE_DEADLINE_MS, historyOf, KeyMap, sleep, type ContinuityPolicy } from './continuity.js';
+import { FORCE_BEFORE_DEADLINE_MS, historyOf, KeyMap, type ContinuityPolicy } from './continuity.js';
 import type { UpstreamError } from './errors.js';
 import type { MeteredUpstream, ReplayContext, UpstreamConnection, UpstreamEvent, UpstreamSessionConfig } from './types.js';
 import type { UsageMeter } from '../../metering/usage-meter.js';
@@ -310,7 +309,7 @@ export class UpstreamSession implements MeteredUpstream {
       const route = setup.routes[r]!;
       const config: UpstreamSessionConfig = { ...context.settings, providerModel: route.providerModel, history };
       for (let attempt = 0; attempt < setup.policy.attempts && !this.closed; attempt++) {
-        if (attempt > 0 && !(await sleep(backoffMs(attempt, setup.policy.backoffMs, 5000), this.stop.signal))) break;
+        if (attempt > 0 && !(await sleep(backoffMs(attempt, setup.policy.backoffMs, 5000), { signal: this.stop.signal }))) break;
         setup.onReconnect?.(route.provider);
         const outcome = await route.reopen(config, this.stop.signal);
         if ('connection' in outcome) {
