@@ -7,3 +7,4 @@ export * from './client-secrets.js';
 export * from './admin-lists.js';
 export * from './console.js';
 export * from './openai-realtime.js';
+export * from './checkpoint-encoder.js';

@@ -29,6 +29,8 @@ import {
   CLIENT_EVENT_TYPES,
   UsageCheckpoint,
   fastUsageCheckpoint,
+  encodeUsageCheckpoint,
+  UsageCheckpointEncoder,
 } from '../src/index.js';
 
 t.test('create request is strict', async (t) => {
@@ -331,5 +333,32 @@ t.test('fastUsageCheckpoint accepts exactly what UsageCheckpoint accepts, with t
       return slow.success && isDeepStrictEqual(fast, slow.data);
     }),
     { numRuns: 3000 },
+  );
+
+  // The one encoder: its JSON is JSON.stringify of the message (a single route in its short form), the schema and
+  // the fast decoder accept it, and both give back the same checkpoint; one encoder serves an attachment's whole
+  // run, its single route's JSON reused while the route stays.
+  const canonical = (c: UsageCheckpoint): UsageCheckpoint => ({
+    ...c,
+    routes: c.routes === null ? null : compactRoutes(checkpointRoutes(c)!),
+  });
+  fc.assert(
+    fc.property(fc.array(validV4, { minLength: 1, maxLength: 5 }), (run) => {
+      const checkpoints = run.map((c) => UsageCheckpoint.parse(c));
+      const first = checkpoints[0]!;
+      const encoder = new UsageCheckpointEncoder(first);
+      for (const c of checkpoints) {
+        const json = encodeUsageCheckpoint(c);
+        const same = { ...c, session_id: first.session_id, attachment_id: first.attachment_id, relay_id: first.relay_id };
+        const reused = encoder.encode(c.seq, c, checkpointRoutes(c), c.final, c.emitted_at);
+        if (json !== JSON.stringify(canonical(c)) || reused !== JSON.stringify(canonical(same))) return false;
+        const slow = UsageCheckpoint.safeParse(JSON.parse(json));
+        const fast = fastUsageCheckpoint(JSON.parse(json));
+        if (!slow.success || !isDeepStrictEqual(fast, slow.data) || !isDeepStrictEqual(checkpointRoutes(fast!), checkpointRoutes(c)))
+          return false;
+      }
+      return true;
+    }),
+    { numRuns: 300 },
   );
 });

@@ -10,7 +10,6 @@ export { expireIfDue, type ExpiryCandidate, type ExpiryOutcome } from './expire-
 export { getSession, loadOwnedSession, type OwnedSessionInput } from './get.js';
 export { readHeldSessions, type HeldSessionState } from './held-sessions.js';
 export { mintClientSecret, type MintedClientSecret } from './mint-client-secret.js';
-export { publishUsageCheckpoint } from './publish-checkpoint.js';
 export { recordAttachment, type RecordedAttachment } from './record-attachment.js';
 export { announceEnd, requestEnd, type EndRequest } from './request-end.js';
 export { selectSessions, type ListedSession, type SessionListFilter } from './session-row.js';

@@ -5,10 +5,20 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
-import { connectBus, type Bus } from '@s2s/bus';
-import { compactRoutes, type CheckpointRoute, type Rate, type UsageCheckpoint } from '@s2s/contract';
-import { addUsage, newId, newTraceId, usageOf, ZERO_USAGE, type AuthenticatedKey, type SessionRecord, type Usage } from '@s2s/core';
-import { createSession, publishUsageCheckpoint } from '@s2s/sessions';
+import { connectBus, traceHeaders, type Bus } from '@s2s/bus';
+import { compactRoutes, encodeUsageCheckpoint, type CheckpointRoute, type Rate, type UsageCheckpoint } from '@s2s/contract';
+import {
+  addUsage,
+  newId,
+  newTraceId,
+  usageCheckpointMsgId,
+  usageOf,
+  ZERO_USAGE,
+  type AuthenticatedKey,
+  type SessionRecord,
+  type Usage,
+} from '@s2s/core';
+import { createSession } from '@s2s/sessions';
 import { createDb, type DbHandle } from '@s2s/db';
 import { checkLedgerInvariants, createTestDatabase, createWalletAndKey, insertCurrentRate } from '@s2s/db/testing';
 import { createLogger, type Logger } from '@s2s/telemetry';
@@ -221,8 +231,16 @@ export function history(sessionId: string, attachmentId: string, steps: Counters
   });
 }
 
-export function publish(bus: Bus, checkpoints: UsageCheckpoint[]): Promise<void[]> {
-  return Promise.all(checkpoints.map((c) => publishUsageCheckpoint({ ctx: { bus }, input: c })));
+/** Publishes checkpoints as a relay does: the contract's encoder, the Msg-Id of their attachment and seq. */
+export function publish(bus: Bus, checkpoints: UsageCheckpoint[]): Promise<unknown[]> {
+  return Promise.all(
+    checkpoints.map((c) =>
+      bus.js.publish(bus.subjects.usageCheckpoint(c.session_id), encodeUsageCheckpoint(c), {
+        msgID: usageCheckpointMsgId(c),
+        headers: traceHeaders(),
+      }),
+    ),
+  );
 }
 
 export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {

@@ -2,9 +2,8 @@
 // as a child like `npm start` runs it) on the same database and bus prefix.
 import t from 'tap';
 import { subscribeMessages } from '@s2s/bus';
-import { VoiceSession, type UsageCheckpoint } from '@s2s/contract';
-import { newId, USAGE_COUNTERS, usageOf, type Usage } from '@s2s/core';
-import { publishUsageCheckpoint } from '@s2s/sessions';
+import { encodeUsageCheckpoint, VoiceSession, type UsageCheckpoint } from '@s2s/contract';
+import { newId, USAGE_COUNTERS, usageCheckpointMsgId, usageOf, type Usage } from '@s2s/core';
 import { createDb } from '@s2s/db';
 import { checkLedgerInvariants } from '@s2s/db/testing';
 import { api, bearer, createKey, createSession, startBilling, startControlPlane, walletRow, type Harness } from './helpers.js';
@@ -62,12 +61,17 @@ async function relayAttachment(h: Harness, sessionId: string, partial: Partial<U
     final,
     emitted_at: Date.now(),
   });
-  await publishUsageCheckpoint({ ctx: h, input: cp(1, 0.5, false) });
+  await publishCheckpoint(h, cp(1, 0.5, false));
   // The final checkpoint goes out when the end request reaches the relay.
   const sub = subscribeMessages(h.bus.nc, h.bus.subjects.endRequested(sessionId), () => {
     sub.unsubscribe();
-    void publishUsageCheckpoint({ ctx: h, input: cp(2, 1, true) });
+    void publishCheckpoint(h, cp(2, 1, true));
   });
+}
+
+/** A checkpoint as a relay publishes it: the contract's encoder, the Msg-Id of its attachment and seq. */
+function publishCheckpoint(h: Harness, c: UsageCheckpoint) {
+  return h.bus.publishAcked(h.bus.subjects.usageCheckpoint(c.session_id), encodeUsageCheckpoint(c), usageCheckpointMsgId(c));
 }
 
 t.test('200: the settled terminal resource, billed from server usage of every attachment; a repeat changes nothing', async (t) => {

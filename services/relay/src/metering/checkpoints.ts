@@ -1,5 +1,5 @@
 import { traceHeaders, type Bus, type MsgHdrs } from '@s2s/bus';
-import { compactRoutes, type CheckpointRoute, type UsageCheckpoint } from '@s2s/contract';
+import { UsageCheckpointEncoder, type CheckpointRoute, type UsageCheckpoint } from '@s2s/contract';
 import { backoffMs, retry, sameUsage, usageCheckpointMsgId, ZERO_USAGE, type Usage } from '@s2s/core';
 import { context, trace, type Context, type Logger } from '@s2s/telemetry';
 
@@ -49,13 +49,9 @@ class Tracked implements CheckpointTicket {
   seenOut = 0;
   /** Due early: its visit may not wait for an acknowledged publish still in flight. */
   urgent = false;
-  /** The JSON of every checkpoint of this attachment up to its seq (type, version, ids), made once. */
-  readonly head: string;
+  /** The checkpoints' JSON (@s2s/contract's one encoder: the ids encoded once, a single route's JSON reused). */
+  private readonly encoder: UsageCheckpointEncoder;
   readonly subject: string;
-  /** The last single route's JSON (`[["provider","model"]]`) and the route it names. */
-  private routeJson = '';
-  private routeProvider = '';
-  private routeModel = '';
 
   constructor(
     readonly source: MeteredSource,
@@ -64,35 +60,13 @@ class Tracked implements CheckpointTicket {
     relayId: string,
     bus: Bus,
   ) {
-    this.head =
-      `{"type":"usage.checkpoint","version":4,"session_id":${JSON.stringify(source.sessionId)},` +
-      `"attachment_id":${JSON.stringify(source.attachmentId)},"relay_id":${JSON.stringify(relayId)},"seq":`;
+    this.encoder = new UsageCheckpointEncoder({ session_id: source.sessionId, attachment_id: source.attachmentId, relay_id: relayId });
     this.subject = bus.subjects.usageCheckpoint(source.sessionId);
   }
 
-  /**
-   * The checkpoint's JSON, what JSON.stringify of the version 4 message gives (test/checkpoints.test.ts), built
-   * from the attachment's head and the counters: no message object, and a single route's JSON reused.
-   */
+  /** The checkpoint's JSON: what JSON.stringify of the version 4 message gives (test/checkpoints.test.ts). */
   payload(seq: number, u: Usage, final: boolean, emittedAt: number): string {
-    return (
-      `${this.head}${seq},"audio_in_ms":${u.audio_in_ms},"audio_out_ms":${u.audio_out_ms},` +
-      `"input_audio_tokens":${u.input_audio_tokens},"input_text_tokens":${u.input_text_tokens},` +
-      `"cached_input_tokens":${u.cached_input_tokens},"output_audio_tokens":${u.output_audio_tokens},` +
-      `"output_text_tokens":${u.output_text_tokens},"transcribed_ms":${u.transcribed_ms},` +
-      `"routes":${this.routesJson(this.source.routes())},"final":${final},"emitted_at":${emittedAt}}`
-    );
-  }
-
-  private routesJson(routes: CheckpointRoute[]): string {
-    const only = routes.length === 1 ? routes[0] : undefined;
-    if (!only) return JSON.stringify(compactRoutes(routes));
-    if (only.provider !== this.routeProvider || only.provider_model !== this.routeModel) {
-      this.routeProvider = only.provider;
-      this.routeModel = only.provider_model;
-      this.routeJson = JSON.stringify(compactRoutes([only]));
-    }
-    return this.routeJson;
+    return this.encoder.encode(seq, u, this.source.routes(), final, emittedAt);
   }
 }
 
