@@ -24,9 +24,10 @@ window.start = async () => {
   pc.onconnectionstatechange = () => { window.state.connection = pc.connectionState; };
   const audio = document.createElement('audio'); audio.autoplay = true; document.body.append(audio);
   pc.ontrack = (e) => { audio.srcObject = e.streams[0] ?? new MediaStream([e.track]); };
-  const mic = await navigator.mediaDevices.getUserMedia({ audio: true });
-  pc.addTrack(mic.getAudioTracks()[0], mic);
+  // As @openai/agents-realtime does: the channel first, then the microphone (the application section leads).
   const dc = pc.createDataChannel('oai-events');
+  const mic = await navigator.mediaDevices.getUserMedia({ audio: true });
+  pc.addTrack(mic.getAudioTracks()[0]);
   dc.onopen = () => dc.send(JSON.stringify({ type: 'hello' }));
   dc.onmessage = (m) => window.state.messages.push(m.data);
   await pc.setLocalDescription(await pc.createOffer());
@@ -44,7 +45,7 @@ window.poll = async () => {
 </script>`;
 
 t.test('Chromium ↔ @s2s/webrtc: ICE-lite on one port, Opus both ways, oai-events', { skip: skipWithoutChromium() }, async (t) => {
-  const ep = await WebRtcEndpoint.start({ port: 0, host: '127.0.0.1', announcedAddresses: ['127.0.0.1'] });
+  const ep = await WebRtcEndpoint.start({ port: 0, announcedAddresses: ['127.0.0.1'] });
   t.teardown(() => ep.close());
   const server = createServer((_req, res) => res.setHeader('content-type', 'text/html').end(PAGE));
   server.listen(0, '127.0.0.1');

@@ -151,6 +151,11 @@ export class WebRtcCall {
     return Math.floor(this.pacer.playedBytes / BYTES_PER_MS);
   }
 
+  /** Bytes of PCM16 24 kHz output sent on the track so far. */
+  get playedBytes(): number {
+    return this.pacer.playedBytes;
+  }
+
   /** Sends one text message on `oai-events` (held until the channel opens). */
   send(text: string): void {
     if (this.isOver()) return;

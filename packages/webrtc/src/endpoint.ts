@@ -9,7 +9,11 @@ import { bindToMux } from './werift-mux.js';
 export interface WebRtcEndpointOptions {
   /** The UDP port every call shares (WEBRTC_UDP_PORT); 0 picks a free one (tests). */
   port: number;
-  /** The address the socket binds; default every IPv4 interface. */
+  /**
+   * The address the socket binds. Default: the first announced address when it is one of this host's (a reply
+   * then leaves from the address the peer expects, which a socket bound to every interface cannot promise on
+   * a host with several), otherwise every IPv4 interface (a public address behind NAT).
+   */
   host?: string;
   /** The addresses written as ICE candidates (WEBRTC_ANNOUNCED_ADDRESSES); default this host's interfaces. */
   announcedAddresses?: readonly string[];
@@ -65,7 +69,7 @@ export class WebRtcEndpoint {
       maxMessageBytes: opts.maxMessageBytes ?? DEFAULTS.maxMessageBytes,
     };
     const dropped: Record<DropReason, number> = { garbage: 0, unknown_ufrag: 0, bad_integrity: 0, unknown_address: 0 };
-    const mux = await UdpMux.listen({ port: opts.port, host: opts.host ?? '0.0.0.0', onDrop: (reason) => dropped[reason]++ });
+    const mux = await UdpMux.listen({ port: opts.port, host: opts.host ?? bindAddress(announced), onDrop: (reason) => dropped[reason]++ });
     return new WebRtcEndpoint(mux, announced, timing, dropped);
   }
 
@@ -130,6 +134,12 @@ export class WebRtcEndpoint {
     if (failure === 'dtls') this.counters.dtlsFailures++;
     else this.counters.iceFailures++;
   }
+}
+
+function bindAddress(announced: readonly string[]): string {
+  const first = announced[0];
+  const local = Object.values(networkInterfaces()).some((list) => (list ?? []).some((i) => i.address === first));
+  return first !== undefined && local && !first.includes(':') ? first : '0.0.0.0';
 }
 
 /** This host's non-internal IPv4 addresses; the loopback address when it has none. */

@@ -29,6 +29,8 @@ export interface Edge {
 }
 
 const REALTIME_PATH = '/v1/realtime';
+/** WebRTC calls (decisions.md, "WebRTC"): answered by a relay, whose UDP port then carries the call's media. */
+const CALLS_PATH = '/v1/realtime/calls';
 /** How long a closing edge waits for the relays to answer the connections it handed over. */
 const HANDOFF_CLOSE_MS = 2000;
 
@@ -63,7 +65,9 @@ export function createEdge(opts: EdgeOptions): Edge {
     else res.destroy();
   });
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
-    forward(req, res, pathOf(req.url) === REALTIME_PATH ? relay() : opts.controlPlane);
+    const path = pathOf(req.url);
+    const toRelay = path === REALTIME_PATH || path === CALLS_PATH || path.startsWith(`${CALLS_PATH}/`);
+    forward(req, res, toRelay ? relay() : opts.controlPlane);
   };
   const server = opts.tls ? https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, onRequest) : http.createServer(onRequest);
 

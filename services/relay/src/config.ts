@@ -61,6 +61,23 @@ export const RelayConfig = CommonEnv.extend({
   // Browser origins that may open realtime sockets (comma-separated, or *); unset: any origin, since a
   // client secret already scopes its session. A request without Origin (not a browser) always passes.
   REALTIME_ALLOWED_ORIGINS: envOriginList(),
+  // WebRTC (POST /v1/realtime/calls): the one UDP port every call of this relay shares; 0 picks a free one
+  // (npm start, tests). Behind NAT it must be a fixed port the clients can reach (docs/operations.md).
+  WEBRTC_UDP_PORT: envPort(0),
+  // The address the UDP port binds; unset: the first announced address when it is this host's, else 0.0.0.0.
+  WEBRTC_HOST: z.string().min(1).optional(),
+  // The addresses written into the SDP answer as ICE candidates (comma-separated IPs, the public one first);
+  // unset: this host's interfaces.
+  WEBRTC_ANNOUNCED_ADDRESSES: z
+    .string()
+    .optional()
+    .transform((v) =>
+      (v ?? '')
+        .split(',')
+        .map((a) => a.trim())
+        .filter((a) => a !== ''),
+    )
+    .pipe(z.array(z.union([z.ipv4(), z.ipv6()]))),
   // Connections in the PostgreSQL pool.
   DB_POOL_SIZE: envInt(8, { min: 1, max: 200 }),
   // Voice-agent limits (decisions.md): instructions size in bytes (UTF-8) …
@@ -118,6 +135,11 @@ export const RelayConfig = CommonEnv.extend({
     },
     dbPoolSize: e.DB_POOL_SIZE,
     allowedOrigins: e.REALTIME_ALLOWED_ORIGINS,
+    webrtc: {
+      port: e.WEBRTC_UDP_PORT,
+      ...(e.WEBRTC_HOST === undefined ? {} : { host: e.WEBRTC_HOST }),
+      announcedAddresses: e.WEBRTC_ANNOUNCED_ADDRESSES,
+    },
     agentLimits: {
       maxInstructionsBytes: e.AGENT_MAX_INSTRUCTIONS_BYTES,
       maxTools: e.AGENT_MAX_TOOLS,

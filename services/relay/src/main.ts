@@ -2,6 +2,7 @@ import { startTelemetry, createLogger } from '@s2s/telemetry';
 import { connectBus } from '@s2s/bus';
 import { createDb } from '@s2s/db';
 import { serveHandoffs } from '@s2s/handoff';
+import { WebRtcEndpoint } from '@s2s/webrtc';
 import { buildRelay } from './server/app.js';
 import { loadConfig } from './config.js';
 import { createProviderOpener } from './upstream/provider-opener.js';
@@ -25,13 +26,20 @@ const bus = await connectBus({
   noAsyncTraces: true,
   streamReplicas: config.busStreamReplicas,
 });
-const app = buildRelay({ config, db, bus, logger, metrics: telemetry.metrics, providers: createProviderOpener(config, logger) });
+const webrtc = await WebRtcEndpoint.start({ ...config.webrtc, maxMessageBytes: config.maxEventBytes });
+const app = buildRelay({ config, db, bus, logger, metrics: telemetry.metrics, providers: createProviderOpener(config, logger), webrtc });
 await new Promise<void>((resolve) => app.server.listen(config.port, config.host, resolve));
 // npm start: the edge hands /v1/realtime connections over on the IPC channel (@s2s/handoff).
 const handoffs = serveHandoffs((socket, request) => app.adopt(socket, request));
 const address = app.server.address();
 logger.info(
-  { relay_id: config.relayId, port: typeof address === 'object' && address ? address.port : config.port, handoffs },
+  {
+    relay_id: config.relayId,
+    port: typeof address === 'object' && address ? address.port : config.port,
+    handoffs,
+    webrtc_udp_port: webrtc.port,
+    webrtc_addresses: webrtc.announcedAddresses,
+  },
   'relay listening',
 );
 
@@ -49,6 +57,7 @@ async function drain(signal: string): Promise<void> {
   }, config.drainTimeoutMs);
   deadline.unref();
   await app.close();
+  await webrtc.close();
   await bus.close();
   await db.close();
   await telemetry.shutdown();

@@ -22,10 +22,14 @@ import { recordAttachment } from '@s2s/sessions';
 import { Relay, type RelayDeps } from '../relay.js';
 import type { UpgradeTelemetry } from '../telemetry.js';
 import { holdWsFrameOptions } from '../hot/ws-frame-options.js';
+import type { WebRtcEndpoint } from '@s2s/webrtc';
+import { isCallsPath, serveCalls } from './calls.js';
 
 export interface RelayAppDeps extends RelayDeps {
   /** Wall clock for expiry decisions; tests move it. */
   now?: () => Date;
+  /** WebRTC media termination (POST /v1/realtime/calls); without it those paths answer 404. */
+  webrtc?: WebRtcEndpoint;
 }
 
 export interface RelayApp {
@@ -98,6 +102,16 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
       const status = path === '/readyz' && draining ? 503 : 200;
       res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8' });
       res.end(JSON.stringify({ status: draining ? 'draining' : path === '/readyz' ? 'ready' : 'ok' }));
+      return;
+    }
+    if (deps.webrtc && isCallsPath(path)) {
+      void serveCalls(
+        { relay, endpoint: deps.webrtc, config, authCtx: { ...authCtx, traceId: () => undefined }, logger },
+        req,
+        res,
+        path,
+        requestId,
+      );
       return;
     }
     const err = path === REALTIME_PATH ? errors.invalidRequest('This endpoint accepts WebSocket upgrades only.') : errors.notFound();

@@ -74,7 +74,7 @@ export async function authorizeAttach({
 }
 
 /** The session `keyId` owns, if it can still be attached (410 otherwise). */
-async function attachable(ctx: AuthorizeContext, sessionId: string, keyId: string): Promise<SessionRecord> {
+export async function attachable(ctx: Omit<AuthorizeContext, 'traceId'>, sessionId: string, keyId: string): Promise<SessionRecord> {
   const session = await loadOwnedSession({ ctx, input: { sessionId, keyId } });
   if (isTerminal(session.status) || session.settledAt !== null || session.endRequestedAt !== null) {
     throw errors.sessionExpired();
