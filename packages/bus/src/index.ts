@@ -1,5 +1,13 @@
 import { connect } from '@nats-io/transport-node';
-import { headers as natsHeaders, nanos, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/nats-core';
+import {
+  headers as natsHeaders,
+  nanos,
+  NoRespondersError,
+  TimeoutError,
+  type MsgHdrs,
+  type NatsConnection,
+  type Subscription,
+} from '@nats-io/nats-core';
 import {
   jetstream,
   jetstreamManager,
@@ -61,6 +69,8 @@ export interface BusOptions {
    * would raise on a timeout: worth it for a process that publishes on its hot path.
    */
   noAsyncTraces?: boolean;
+  /** How long start-up waits for JetStream to answer (a cluster electing its leaders); default 60 s. */
+  startupTimeoutMs?: number;
   /** Replicas of the stream when this process creates it, or the least an existing one is raised to (default 1). */
   streamReplicas?: number;
 }
@@ -80,10 +90,15 @@ export async function connectBus(opts: BusOptions): Promise<Bus> {
     waitOnFirstConnect: opts.waitOnFirstConnect ?? false,
     noAsyncTraces: opts.noAsyncTraces ?? false,
   });
-  const jsm = await jetstreamManager(nc);
-  const js = jetstream(nc);
   const subjects = busSubjects(opts.prefix);
-  await ensureStream(jsm, subjects, { replicas: opts.streamReplicas ?? 1 });
+  // A cluster electing its JetStream leaders (a node restarting, all starting at once) answers late or 503:
+  // a service starting meanwhile waits for it rather than exiting.
+  const jsm = await untilJetStreamAnswers(async () => {
+    const m = await jetstreamManager(nc);
+    await ensureStream(m, subjects, { replicas: opts.streamReplicas ?? 1 });
+    return m;
+  }, opts.startupTimeoutMs ?? 60_000);
+  const js = jetstream(nc);
   // Made on first use: most processes never publish this way.
   let acked: AckedPublisher | undefined;
   return {
@@ -135,6 +150,24 @@ export async function ensureStream(jsm: JetStreamManager, subjects: BusSubjects,
 /** The replicas an existing stream should have: what it has (an operator's choice), or more if configured. */
 export function streamReplicas(current: number | undefined, wanted: number): number {
   return Math.max(current || 1, wanted);
+}
+
+async function untilJetStreamAnswers<T>(fn: () => Promise<T>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (let delay = 250; ; delay = Math.min(delay * 2, 2000)) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isJetStreamUnavailable(err) || Date.now() + delay > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+}
+
+/** A request that timed out or found JetStream without a leader (10008: temporarily unavailable). */
+function isJetStreamUnavailable(err: unknown): boolean {
+  if (err instanceof JetStreamApiError) return err.code === 10008 || err.status === 503;
+  return err instanceof TimeoutError || err instanceof NoRespondersError;
 }
 
 function isNotFound(err: unknown): boolean {

@@ -1,6 +1,6 @@
 // The chaos harness for the tap tests (tests/chaos): the private stack, the measuring client,
 // the campaign and its judgement.
-export { runCampaign, SCENARIO_NAMES, type CampaignOptions } from './campaign.js';
+export { CLUSTER_SCENARIO_NAMES, runCampaign, SCENARIO_NAMES, type CampaignOptions } from './campaign.js';
 export { CHUNK_MS, ChaosSession, HttpTally, operatorKey, call, type Api, type SessionView } from './client.js';
 export { freePort, killAll, Nats, NatsCluster, PgBouncer, PGBOUNCER_BIN, Postgres, sleep, TempDir, waitFor } from './infra.js';
 export { judge, lostIn, lostOut, summarize, table, details, type ScenarioResult, type SessionResult, type Summary } from './report.js';

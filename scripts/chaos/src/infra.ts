@@ -109,6 +109,13 @@ export function exited(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
+/** SIGKILL to the group of `child` (if any), resolved once it exited. */
+async function killNow(child: ChildProcess | null): Promise<void> {
+  if (!child) return;
+  killGroup(child, 'SIGKILL');
+  await exited(child);
+}
+
 /** Signals the group, then SIGKILLs it if it is still there after `graceMs`. */
 export async function stopGroup(child: ChildProcess, signal: NodeJS.Signals, graceMs: number): Promise<void> {
   killGroup(child, signal);
@@ -215,10 +222,8 @@ export class Nats {
   /** SIGKILL: a node that dies outright (its peers hold every acknowledged message of a replicated stream). */
   async kill(): Promise<void> {
     const child = this.child;
-    if (!child) return;
     this.child = null;
-    killGroup(child, 'SIGKILL');
-    await exited(child);
+    await killNow(child);
   }
 }
 
@@ -333,6 +338,8 @@ export class Postgres {
    */
   async standby(dir: TempDir, name: string): Promise<Postgres> {
     const dataDir = join(dir.path, name);
+    mkdirSync(dataDir, { mode: 0o700 });
+    if (this.user) chownSync(dataDir, this.user.uid, this.user.gid);
     const backup = spawnSync(
       join(PG_BIN, 'pg_basebackup'),
       ['-h', '127.0.0.1', '-p', String(this.port), '-U', 'postgres', '-D', dataDir, '-R', '-X', 'stream', '-c', 'fast', '--no-sync'],
@@ -627,6 +634,14 @@ export class PgBouncer {
 
   async close(): Promise<void> {
     await this.stop();
+  }
+
+  /** SIGKILL: every client and server connection of the pooler cut at once. */
+  async kill(): Promise<void> {
+    const child = this.child;
+    this.child = null;
+    await killNow(child);
+    rmSync(join(this.dir, 'pgbouncer.pid'), { force: true });
   }
 
   /** Points the pooler at another PostgreSQL port; clients keep their connections to the pooler. */

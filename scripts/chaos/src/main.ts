@@ -1,7 +1,7 @@
-// npm run chaos [-- --sessions N] [--scenario a,b] [--quick] [--nats-down-ms MS] [--pg-down-ms MS] [--ports MIN-MAX]
+// npm run chaos [-- --sessions N] [--scenario a,b] [--quick] [--nats-down-ms MS] [--pg-down-ms MS] [--ports MIN-MAX] [--cluster [--pooler]]
 import { parseArgs } from 'node:util';
 import { cpus, hostname } from 'node:os';
-import { runCampaign, SCENARIO_NAMES } from './campaign.js';
+import { CLUSTER_SCENARIO_NAMES, runCampaign, SCENARIO_NAMES } from './campaign.js';
 import { killAll, setPortRange } from './infra.js';
 import { details, table } from './report.js';
 
@@ -13,6 +13,8 @@ const { values } = parseArgs({
     'nats-down-ms': { type: 'string' },
     'pg-down-ms': { type: 'string' },
     ports: { type: 'string' },
+    cluster: { type: 'boolean', default: false },
+    pooler: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
 });
@@ -20,6 +22,9 @@ const { values } = parseArgs({
 if (values.help) {
   process.stdout.write(
     `usage: npm run chaos -- [--sessions N] [--scenario ${SCENARIO_NAMES.join(',')}] [--quick] [--nats-down-ms MS] [--pg-down-ms MS] [--ports MIN-MAX]\n` +
+      `       npm run chaos -- --cluster [--pooler] [--scenario ${CLUSTER_SCENARIO_NAMES.join(',')}] [--sessions N] [--quick] [--ports MIN-MAX]\n` +
+      '  --cluster: a three-node NATS cluster and a PostgreSQL primary with a streaming standby (its own scenarios)\n' +
+      '  --pooler: PostgreSQL behind PgBouncer in transaction mode (implied by the pooler scenario)\n' +
       '  --quick: 4 sessions per scenario and shorter outages (NATS 8 s), unless given\n' +
       '  --ports: where its NATS and PostgreSQL listen (default 17000-17999)\n',
   );
@@ -41,6 +46,8 @@ if (values.ports !== undefined) {
 const quick = values.quick;
 const opts = {
   quick,
+  cluster: values.cluster,
+  pooler: values.pooler,
   sessions: positiveInt('sessions', values.sessions, quick ? 4 : 40),
   natsDownMs: positiveInt('nats-down-ms', values['nats-down-ms'], quick ? 8000 : 45_000),
   pgDownMs: positiveInt('pg-down-ms', values['pg-down-ms'], quick ? 4000 : 6000),
@@ -66,7 +73,7 @@ const started = new Date();
 try {
   const results = await runCampaign(opts);
   process.stdout.write(
-    `\nchaos campaign, ${started.toISOString()}, ${hostname()} (${cpus().length} cores), ${opts.sessions} sessions per scenario, ` +
+    `\nchaos campaign${opts.cluster ? ' (cluster)' : ''}, ${started.toISOString()}, ${hostname()} (${cpus().length} cores), ${opts.sessions} sessions per scenario, ` +
       `NATS down ${opts.natsDownMs} ms, PostgreSQL down ${opts.pgDownMs} ms\n\n${table(results)}\n\n${results.map(details).join('\n')}\n`,
   );
 } catch (err) {

@@ -2,7 +2,7 @@
 // ends every session, waits for settlement and judges the bills (report.ts).
 import { existsSync, readFileSync } from 'node:fs';
 import { CHUNK_MS, ChaosSession, HttpTally, operatorKey, type Api } from './client.js';
-import { sleep, waitFor } from './infra.js';
+import { NatsCluster, PgBouncer, sleep, waitFor } from './infra.js';
 import { judge, type ScenarioResult } from './report.js';
 import { ADMIN_TOKEN, type Stack } from './stack.js';
 
@@ -57,6 +57,17 @@ function stagger(i: number, n: number): number {
   return Math.round(((TONE_MS + SILENCE_MS) * i) / Math.max(1, n));
 }
 
+/** Session i talks `turns(i)` turns from a staggered start, then ends; resolves when all settled (or gave up). */
+function talkAndEnd(run: Run, turns: (i: number) => number): Promise<void[]> {
+  return Promise.all(
+    run.sessions.map(async (s, i) => {
+      await sleep(stagger(i, run.sessions.length));
+      for (let t = 0; t < turns(i); t++) await s.turn();
+      await s.endAndSettle(run.api, SETTLE_TIMEOUT_MS);
+    }),
+  );
+}
+
 function finish(
   stack: Stack,
   run: Run,
@@ -81,6 +92,10 @@ function finish(
 /** Restarts whatever died on its own, so one scenario's crash does not break the next. */
 export async function heal(stack: Stack): Promise<void> {
   if (!stack.nats.running) await stack.nats.start();
+  if (stack.nats instanceof NatsCluster && !(await stack.streamHealthy(3, 30_000)))
+    throw new Error('the stream has not 3 current replicas');
+  if (stack.endpoint instanceof PgBouncer && !stack.endpoint.running) await stack.endpoint.start();
+  await stack.ensureStandby();
   if (!stack.pgsql.running) await stack.pgsql.start();
   for (let i = 0; i < stack.relays.length; i++) if (!stack.relays[i]?.running) await stack.restartRelay(i);
   for (const s of [stack.provider, stack.controlPlane, stack.billing]) if (!s.running) await s.start();
@@ -214,16 +229,12 @@ const pgRestart: Scenario = {
   fault: 'PostgreSQL crashed (immediate) and restarted mid-stream, some ends requested while it is down',
   async run(stack, opts) {
     const run = await prepare(stack, opts.sessions, { relay: 0 });
-    const talkers = run.sessions.map(async (s, i) => {
-      await sleep(stagger(i, run.sessions.length));
-      for (let t = 0; t < 1 + (i % 3); t++) await s.turn();
-      await s.endAndSettle(run.api, SETTLE_TIMEOUT_MS);
-    });
+    const talkers = talkAndEnd(run, (i) => 1 + (i % 3));
     await sleep(TONE_MS + SILENCE_MS + 1500);
     await stack.pgsql.stop('immediate');
     await sleep(3000);
     await stack.pgsql.start();
-    await Promise.all(talkers);
+    await talkers;
     return finish(stack, run, this.name, this.fault, ['completed']);
   },
 };
@@ -320,6 +331,117 @@ const endVsExpiry: Scenario = {
 };
 
 export const SCENARIOS: Scenario[] = [billingKill, relayKill, natsOutage, pgFirstInput, pgRestart, clientVanish, endVsExpiry];
+
+// The cluster scenarios (`npm run chaos -- --cluster`): a three-node NATS cluster with the stream on three
+// replicas, a PostgreSQL primary with a synchronous streaming standby, and (`pooler`) PgBouncer in front.
+
+function clusterOf(stack: Stack): NatsCluster {
+  if (!(stack.nats instanceof NatsCluster)) throw new Error('a cluster scenario needs `--cluster`');
+  return stack.nats;
+}
+
+/**
+ * Sessions talk (session i `turns(i)` turns) and end; `fault` runs `atMs` into it and returns its notes, or a
+ * function that finishes it once every session settled (e.g. a node brought back) and returns them.
+ */
+async function midStream(
+  stack: Stack,
+  opts: ScenarioOptions,
+  scenario: Pick<Scenario, 'name' | 'fault'>,
+  plan: { turns: (i: number) => number; atMs: number },
+  fault: () => Promise<string[] | (() => Promise<string[]>)>,
+): Promise<ScenarioResult> {
+  const run = await prepare(stack, opts.sessions, { relay: 0 });
+  const talkers = talkAndEnd(run, plan.turns);
+  await sleep(plan.atMs);
+  const done = await fault();
+  await talkers;
+  const notes = typeof done === 'function' ? await done() : done;
+  return finish(stack, run, scenario.name, scenario.fault, ['completed'], notes);
+}
+
+const natsLeaderKill: Scenario = {
+  name: 'nats-leader-kill',
+  fault: 'the node leading the stream SIGKILLed mid-stream (one of three); sessions talk and end on the other two',
+  run(stack, opts) {
+    const cluster = clusterOf(stack);
+    return midStream(stack, opts, this, { turns: () => 3, atMs: TONE_MS + SILENCE_MS + 900 }, async () => {
+      const { leader } = await stack.streamState();
+      if (!leader) throw new Error('the stream has no leader');
+      const killedAt = Date.now();
+      await cluster.byName(leader).kill();
+      opts.log(`  stream leader ${leader} killed`);
+      await waitFor(async () => {
+        const now = await stack.streamState().catch(() => undefined);
+        return now?.leader !== undefined && now.leader !== leader;
+      }, 30_000);
+      const after = await stack.streamState().catch(() => undefined);
+      const electedMs = Date.now() - killedAt;
+      // Back once every session settled on the other two.
+      return async () => {
+        await cluster.byName(leader).start();
+        const healthy = await stack.streamHealthy(3, 30_000);
+        return [
+          `leader ${leader} killed, ${after?.leader ?? 'none'} leads ${electedMs} ms later; ${leader} back, 3 replicas current: ${healthy}`,
+        ];
+      };
+    });
+  },
+};
+
+const natsNodeRestart: Scenario = {
+  name: 'nats-node-restart',
+  fault: 'every NATS node restarted in turn (SIGTERM, start again, wait for the stream to catch up) while sessions talk and end',
+  run(stack, opts) {
+    const cluster = clusterOf(stack);
+    return midStream(stack, opts, this, { turns: () => (opts.quick ? 3 : 5), atMs: TONE_MS }, async () => {
+      const notes: string[] = [];
+      for (const [i, node] of cluster.nodes.entries()) {
+        const before = await stack.streamState().catch(() => undefined);
+        await node.stop();
+        await sleep(opts.quick ? 500 : 1500);
+        await node.start();
+        const started = Date.now();
+        const healthy = await stack.streamHealthy(3, 30_000);
+        const leader = before?.leader === `n${i}` ? ' (leader)' : '';
+        notes.push(`n${i}${leader} restarted, current again in ${Date.now() - started} ms${healthy ? '' : ' (not within 30 s)'}`);
+      }
+      return [notes.join('; ')];
+    });
+  },
+};
+
+const pgFailover: Scenario = {
+  name: 'pg-failover',
+  fault:
+    'the PostgreSQL primary crashed (immediate) mid-stream, its synchronous standby promoted (pg_ctl promote) and the endpoint moved to it',
+  run(stack, opts) {
+    // Some end while the store is away or just back: their end requests meet the failover.
+    return midStream(stack, opts, this, { turns: (i) => 1 + (i % 3), atMs: TONE_MS + SILENCE_MS + 1200 }, async () => {
+      const awayMs = await stack.failover();
+      opts.log(`  failed over in ${awayMs} ms`);
+      const via = stack.endpoint instanceof PgBouncer ? 'PgBouncer' : 'a TCP endpoint';
+      return [`store away ${awayMs} ms (crash, promotion, endpoint moved); through ${via}`];
+    });
+  },
+};
+
+const pooler: Scenario = {
+  name: 'pooler',
+  fault: 'PgBouncer (transaction mode, unnamed statements) SIGKILLed mid-stream and started again 2 s later',
+  run(stack, opts) {
+    const bouncer = stack.endpoint;
+    if (!(bouncer instanceof PgBouncer)) throw new Error('the pooler scenario needs `--pooler`');
+    return midStream(stack, opts, this, { turns: (i) => 1 + (i % 3), atMs: TONE_MS + SILENCE_MS + 1200 }, async () => {
+      await bouncer.kill();
+      await sleep(2000);
+      await bouncer.start();
+      return [];
+    });
+  },
+};
+
+export const CLUSTER_SCENARIOS: Scenario[] = [natsLeaderKill, natsNodeRestart, pgFailover, pooler];
 
 function countStatuses(statuses: number[]): string {
   const m = new Map<number, number>();

@@ -4,8 +4,24 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { ensureDatabase, migrate } from '@s2s/db';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect as connectNats, type NatsConnection } from '@nats-io/transport-node';
+import { busSubjects } from '@s2s/contract';
 import pg from 'pg';
-import { exited, killAll, killGroup, Nats, NatsCluster, PgBouncer, Postgres, stopGroup, TcpEndpoint, TempDir, track } from './infra.js';
+import {
+  exited,
+  killAll,
+  killGroup,
+  Nats,
+  NatsCluster,
+  PgBouncer,
+  Postgres,
+  stopGroup,
+  TcpEndpoint,
+  TempDir,
+  track,
+  waitFor,
+} from './infra.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 export const ADMIN_TOKEN = 'chaos-admin-token-0123456789abcdef';
@@ -254,6 +270,23 @@ export class Stack {
     return Date.now() - downAt;
   }
 
+  private natsConn: NatsConnection | undefined;
+
+  /** The events stream as the cluster reports it: its leader's node name and how many replicas are current. */
+  async streamState(): Promise<{ leader: string | undefined; current: number }> {
+    this.natsConn ??= await connectNats({ servers: this.nats.url.split(','), maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    const jsm = await jetstreamManager(this.natsConn, { timeout: 2000 });
+    const info = await jsm.streams.info(busSubjects(this.prefix).stream);
+    const leader = info.cluster?.leader;
+    const followers = (info.cluster?.replicas ?? []).filter((r) => r.current && !r.offline).length;
+    return { leader, current: (leader ? 1 : 0) + followers };
+  }
+
+  /** On a cluster: waits until the stream has a leader and all `replicas` are current (false after `timeoutMs`). */
+  async streamHealthy(replicas: number, timeoutMs: number): Promise<boolean> {
+    return waitFor(async () => (await this.streamState().catch(() => ({ current: 0 }))).current >= replicas, timeoutMs, 250);
+  }
+
   private common(): Record<string, string> {
     return {
       DATABASE_URL: this.databaseUrl,
@@ -358,6 +391,7 @@ export class Stack {
     const services = [this.billing, this.controlPlane, ...this.extraControlPlanes.values(), ...this.relays, this.provider];
     await Promise.all(services.map((s) => s?.stop(5000)));
     await this.pool?.end().catch(() => {});
+    await this.natsConn?.close().catch(() => {});
     await this.nats.stop();
     await this.endpoint?.close();
     await Promise.all([this.pgsql.stop('fast'), this.standby?.stop('fast')]);

@@ -1,0 +1,190 @@
+// `npm run bench -- scale:creates`: the create statement alone under pgbench, over many wallets, at two client
+// counts (issue 28, item 5): its rate at 128 clients must be at least 0.8 x its rate at 32. While each run goes,
+// pg_stat_activity's wait events and pg_locks' waits are sampled, to show what serializes it.
+// --db=URL: an existing server (a database of its own is made on it); default: a private PostgreSQL 15.
+// --wallets=64 --clients=32,128 --duration=10 (s per run, after a 3 s warm-up).
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { Postgres, TempDir } from '@s2s/chaos';
+import { ensureDatabase, migrate } from '@s2s/db';
+import { createWalletAndKey, insertCurrentRate } from '@s2s/db/testing';
+import { createStatement } from '@s2s/sessions';
+import { newId, RATE_FIELDS } from '@s2s/core';
+
+const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const WALLETS = Number(flag('wallets') ?? 64);
+const CLIENTS = (flag('clients') ?? '32,128').split(',').map(Number);
+const DURATION_S = Number(flag('duration') ?? 10);
+const WARMUP_S = 3;
+const PGBENCH = process.env.PGBENCH ?? 'pgbench';
+const MODEL = 'bench/scale-1';
+
+export interface CreateRun {
+  clients: number;
+  tps: number;
+  latencyMs: number;
+  /** Samples of backends running the statement, by wait event (`CPU` when none), as shares of all samples. */
+  waits: [string, number][];
+  /** Lock waits seen in pg_locks (not granted), by lock type, summed over the samples. */
+  lockWaits: [string, number][];
+}
+
+/** A database with the catalog model and `wallets` wallets (each with one key); the keys' secret hashes. */
+async function seed(url: string, wallets: number): Promise<string[]> {
+  await ensureDatabase(url);
+  await migrate(url);
+  const pool = new pg.Pool({ connectionString: url, max: 4 });
+  try {
+    const format = { type: 'audio/pcm', encoding: 'pcm16le', sample_rate_hz: 24000, channels: 1 };
+    await pool.query(
+      `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved, capabilities, audio, modalities)
+       VALUES ($1, 'Scale', 'bench', 'local', 'echo', true, true, $2, $3, $4)`,
+      [MODEL, { speech_to_speech: true }, { input: format, output: format }, { input: ['audio'], output: ['audio'] }],
+    );
+    const rate = Object.fromEntries(RATE_FIELDS.map((f) => [f, f === 'per_minute' ? 600 : 0])) as Record<(typeof RATE_FIELDS)[number], number>;
+    await insertCurrentRate(pool, { rateId: newId('rate'), modelId: MODEL, rate });
+    const hashes: string[] = [];
+    for (let i = 0; i < wallets; i++) {
+      const { keyId } = await createWalletAndKey(pool, { balanceCents: 2 ** 50 });
+      const { rows } = await pool.query<{ secret_hash: string }>('SELECT secret_hash FROM api_keys WHERE id = $1', [keyId]);
+      hashes.push(rows[0]!.secret_hash);
+    }
+    return hashes;
+  } finally {
+    await pool.end();
+  }
+}
+
+/** The create statement as `createSession` sends it, as a pgbench script: a random wallet's key, a fresh id. */
+function pgbenchScript(hashes: string[]): { script: string; defines: string[] } {
+  const statement = createStatement(
+    {
+      key: { secretHash: 'HASH' },
+      request: { model: MODEL, mode: 'speech_to_speech' },
+      traceId: '0'.repeat(32),
+      // The control plane's defaults, except the key limits: no wallet may run into them during the runs.
+      settings: { preauthMinutes: 10, idleTimeoutSeconds: 300, maxSeconds: 3600, syncCommit: false, keyLimits: { maxLiveSessions: 2 ** 31 - 1, maxCreatesPerMinute: 2 ** 31 - 1 } },
+    },
+    'SID',
+    { rateId: 'RATE', preauthCents: 61 },
+    null,
+  );
+  const defines: string[] = [];
+  const keys = `(ARRAY[${hashes.map((h) => `'${h}'`).join(',')}])[:k]`;
+  const sql = statement.text.replace(/\$(\d+)\b/g, (_m, n: string) => {
+    const value = statement.values[Number(n) - 1];
+    if (value === null) return 'NULL';
+    if (value === 'HASH') return keys;
+    if (value === 'SID') return `('vs_scale_' || :sid)`;
+    if (value === 'RATE') return `(SELECT current_rate_id FROM catalog_models WHERE id = '${MODEL}')`;
+    defines.push('-D', `p${n}=${String(value)}`);
+    return `:p${n}`;
+  });
+  const script = `\\set k random(1, ${hashes.length})\n\\set sid random(1, 999999999999999)\n${sql.trim()};\n`;
+  return { script, defines };
+}
+
+async function sampleWaits(url: string, stop: { done: boolean }): Promise<{ waits: Map<string, number>; locks: Map<string, number>; samples: number }> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  const waits = new Map<string, number>();
+  const locks = new Map<string, number>();
+  let samples = 0;
+  try {
+    while (!stop.done) {
+      const { rows } = await c.query<{ w: string; n: number }>(
+        `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') AS w, count(*)::int AS n
+           FROM pg_stat_activity WHERE state = 'active' AND application_name = 'pgbench' GROUP BY 1`,
+      );
+      for (const r of rows) waits.set(r.w, (waits.get(r.w) ?? 0) + r.n);
+      const l = await c.query<{ t: string; n: number }>(
+        `SELECT locktype || coalesce(':' || relation::regclass::text, '') || ':' || mode AS t, count(*)::int AS n FROM pg_locks WHERE NOT granted GROUP BY 1`,
+      );
+      for (const r of l.rows) locks.set(r.t, (locks.get(r.t) ?? 0) + r.n);
+      samples++;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    await c.end();
+  }
+  return { waits, locks, samples };
+}
+
+export async function runCreates(url: string, clients: number[], wallets: number, seconds: number): Promise<CreateRun[]> {
+  const hashes = await seed(url, wallets);
+  const { script, defines } = pgbenchScript(hashes);
+  const dir = mkdtempSync(join(tmpdir(), 'scale-pgbench-'));
+  const file = join(dir, 'create.sql');
+  writeFileSync(file, script);
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  const runs: CreateRun[] = [];
+  try {
+    for (const n of clients) {
+      const pgbench = (duration: number) =>
+        promisify(execFile)(PGBENCH, ['-n', '-M', 'prepared', '-c', String(n), '-j', String(Math.min(n, 4)), '-T', String(duration), ...defines, '-f', file, url], {
+          maxBuffer: 16 * 1024 * 1024,
+        });
+      await admin.query('VACUUM ANALYZE wallets');
+      await pgbench(WARMUP_S);
+      await admin.query('VACUUM ANALYZE wallets');
+      const stop = { done: false };
+      const sampling = sampleWaits(url, stop);
+      const { stdout } = await pgbench(seconds).finally(() => (stop.done = true));
+      const { waits, locks, samples } = await sampling;
+      const tps = Number(/tps = ([\d.]+)/.exec(stdout)?.[1]);
+      if (!Number.isFinite(tps)) throw new Error(`pgbench printed no tps:\n${stdout}`);
+      const total = [...waits.values()].reduce((a, b) => a + b, 0) || 1;
+      runs.push({
+        clients: n,
+        tps,
+        latencyMs: Number(/latency average = ([\d.]+) ms/.exec(stdout)?.[1]),
+        waits: [...waits].sort((a, b) => b[1] - a[1]).map(([w, c]) => [w, c / total]),
+        lockWaits: [...locks].sort((a, b) => b[1] - a[1]).map(([w, c]) => [w, c / Math.max(1, samples)]),
+      });
+    }
+  } finally {
+    await admin.end();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return runs;
+}
+
+export function printCreates(runs: CreateRun[], wallets: number): void {
+  console.log(`\ncreate statement under pgbench, ${wallets} wallets, ${DURATION_S} s per run, ${cpus().length} cores, load ${loadavg()[0]!.toFixed(2)}`);
+  console.log('| clients | tps | latency ms | backends by wait event (share of samples) | lock waits (mean per sample) |');
+  console.log('|---:|---:|---:|---|---|');
+  for (const r of runs) {
+    const w = r.waits.slice(0, 5).map(([k, v]) => `${k} ${(100 * v).toFixed(0)}%`).join(', ');
+    const l = r.lockWaits.slice(0, 4).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ') || 'none';
+    console.log(`| ${r.clients} | ${Math.round(r.tps)} | ${r.latencyMs} | ${w} | ${l} |`);
+  }
+  const first = runs[0];
+  const last = runs[runs.length - 1];
+  if (first && last && first !== last) {
+    console.log(`\nrate at ${last.clients} clients / rate at ${first.clients} clients = ${(last.tps / first.tps).toFixed(2)} (target >= 0.8)`);
+  }
+}
+
+function onDatabase(serverUrl: string, database: string): string {
+  const u = new URL(serverUrl);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const dbFlag = flag('db');
+  const dir = dbFlag ? undefined : new TempDir('scale');
+  const server = dir ? await Postgres.create(dir, { settings: ['max_connections=300', 'shared_buffers=256MB'] }) : undefined;
+  const url = dbFlag ? onDatabase(dbFlag, `s2s_scale_${Date.now()}`) : server!.url('s2s_scale');
+  try {
+    printCreates(await runCreates(url, CLIENTS, WALLETS, DURATION_S), WALLETS);
+  } finally {
+    await server?.stop('fast');
+    dir?.remove();
+  }
+}
