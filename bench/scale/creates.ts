@@ -45,7 +45,10 @@ async function seed(url: string, wallets: number): Promise<string[]> {
        VALUES ($1, 'Scale', 'bench', 'local', 'echo', true, true, $2, $3, $4)`,
       [MODEL, { speech_to_speech: true }, { input: format, output: format }, { input: ['audio'], output: ['audio'] }],
     );
-    const rate = Object.fromEntries(RATE_FIELDS.map((f) => [f, f === 'per_minute' ? 600 : 0])) as Record<(typeof RATE_FIELDS)[number], number>;
+    const rate = Object.fromEntries(RATE_FIELDS.map((f) => [f, f === 'per_minute' ? 600 : 0])) as Record<
+      (typeof RATE_FIELDS)[number],
+      number
+    >;
     await insertCurrentRate(pool, { rateId: newId('rate'), modelId: MODEL, rate });
     const hashes: string[] = [];
     for (let i = 0; i < wallets; i++) {
@@ -67,7 +70,13 @@ function pgbenchScript(hashes: string[]): { script: string; defines: string[] } 
       request: { model: MODEL, mode: 'speech_to_speech' },
       traceId: '0'.repeat(32),
       // The control plane's defaults, except the key limits: no wallet may run into them during the runs.
-      settings: { preauthMinutes: 10, idleTimeoutSeconds: 300, maxSeconds: 3600, syncCommit: false, keyLimits: { maxLiveSessions: 2 ** 31 - 1, maxCreatesPerMinute: 2 ** 31 - 1 } },
+      settings: {
+        preauthMinutes: 10,
+        idleTimeoutSeconds: 300,
+        maxSeconds: 3600,
+        syncCommit: false,
+        keyLimits: { maxLiveSessions: 2 ** 31 - 1, maxCreatesPerMinute: 2 ** 31 - 1 },
+      },
     },
     'SID',
     { rateId: 'RATE', preauthCents: 61 },
@@ -88,7 +97,10 @@ function pgbenchScript(hashes: string[]): { script: string; defines: string[] } 
   return { script, defines };
 }
 
-async function sampleWaits(url: string, stop: { done: boolean }): Promise<{ waits: Map<string, number>; locks: Map<string, number>; samples: number }> {
+async function sampleWaits(
+  url: string,
+  stop: { done: boolean },
+): Promise<{ waits: Map<string, number>; locks: Map<string, number>; samples: number }> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   const waits = new Map<string, number>();
@@ -126,9 +138,13 @@ export async function runCreates(url: string, clients: number[], wallets: number
   try {
     for (const n of clients) {
       const pgbench = (duration: number) =>
-        promisify(execFile)(PGBENCH, ['-n', '-M', 'prepared', '-c', String(n), '-j', String(Math.min(n, 4)), '-T', String(duration), ...defines, '-f', file, url], {
-          maxBuffer: 16 * 1024 * 1024,
-        });
+        promisify(execFile)(
+          PGBENCH,
+          ['-n', '-M', 'prepared', '-c', String(n), '-j', String(Math.min(n, 4)), '-T', String(duration), ...defines, '-f', file, url],
+          {
+            maxBuffer: 16 * 1024 * 1024,
+          },
+        );
       await admin.query('VACUUM ANALYZE wallets');
       await pgbench(WARMUP_S);
       await admin.query('VACUUM ANALYZE wallets');
@@ -155,18 +171,29 @@ export async function runCreates(url: string, clients: number[], wallets: number
 }
 
 export function printCreates(runs: CreateRun[], wallets: number): void {
-  console.log(`\ncreate statement under pgbench, ${wallets} wallets, ${DURATION_S} s per run, ${cpus().length} cores, load ${loadavg()[0]!.toFixed(2)}`);
+  console.log(
+    `\ncreate statement under pgbench, ${wallets} wallets, ${DURATION_S} s per run, ${cpus().length} cores, load ${loadavg()[0]!.toFixed(2)}`,
+  );
   console.log('| clients | tps | latency ms | backends by wait event (share of samples) | lock waits (mean per sample) |');
   console.log('|---:|---:|---:|---|---|');
   for (const r of runs) {
-    const w = r.waits.slice(0, 5).map(([k, v]) => `${k} ${(100 * v).toFixed(0)}%`).join(', ');
-    const l = r.lockWaits.slice(0, 4).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ') || 'none';
+    const w = r.waits
+      .slice(0, 5)
+      .map(([k, v]) => `${k} ${(100 * v).toFixed(0)}%`)
+      .join(', ');
+    const l =
+      r.lockWaits
+        .slice(0, 4)
+        .map(([k, v]) => `${k} ${v.toFixed(1)}`)
+        .join(', ') || 'none';
     console.log(`| ${r.clients} | ${Math.round(r.tps)} | ${r.latencyMs} | ${w} | ${l} |`);
   }
   const first = runs[0];
   const last = runs[runs.length - 1];
   if (first && last && first !== last) {
-    console.log(`\nrate at ${last.clients} clients / rate at ${first.clients} clients = ${(last.tps / first.tps).toFixed(2)} (target >= 0.8)`);
+    console.log(
+      `\nrate at ${last.clients} clients / rate at ${first.clients} clients = ${(last.tps / first.tps).toFixed(2)} (target >= 0.8)`,
+    );
   }
 }
 
