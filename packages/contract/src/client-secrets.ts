@@ -25,8 +25,16 @@ export const ExpiresAfter = z.strictObject({
 });
 export type ExpiresAfter = z.infer<typeof ExpiresAfter>;
 
-/** The only wire format in OpenAI's GA spelling; `audio/pcmu` and `audio/pcma` are refused, naming the param. */
-const GaAudioFormat = z.strictObject({ type: z.literal('audio/pcm'), rate: z.literal(24000).optional() });
+/**
+ * The formats in OpenAI's GA spelling: PCM16 at 24 kHz, and G.711 μ-law and A-law at 8 kHz (decisions.md,
+ * "Phone audio"); any other is refused, naming the param.
+ */
+export const GaAudioFormat = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('audio/pcm'), rate: z.literal(24000).optional() }),
+  z.strictObject({ type: z.literal('audio/pcmu') }),
+  z.strictObject({ type: z.literal('audio/pcma') }),
+]);
+export type GaAudioFormat = z.infer<typeof GaAudioFormat>;
 
 const ServerVad = z.strictObject({
   type: z.literal('server_vad'),

@@ -8,3 +8,4 @@ export * from './admin-lists.js';
 export * from './console.js';
 export * from './openai-realtime.js';
 export * from './checkpoint-encoder.js';
+export * from './telephony.js';

@@ -1,0 +1,3 @@
+export * from './resampler.js';
+export * from './g711.js';
+export * from './frames.js';
