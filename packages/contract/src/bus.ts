@@ -322,6 +322,39 @@ export const CatalogChanged = z.strictObject({
 });
 export type CatalogChanged = z.infer<typeof CatalogChanged>;
 
+/**
+ * Core NATS only: a control socket (decisions.md, "Control sockets") of a session opened (`control.opened`) or
+ * closed (`control.closed`) on some relay. The relay that holds the session's media attachment bridges the
+ * newest open one; a control socket that sees a newer one close with 4001. A media attachment that starts
+ * announces itself (`control.media_attached`) so that an already open control socket announces itself again.
+ * The events themselves travel as their OpenAI-dialect JSON text on the `controlIn` / `controlOut` subjects.
+ */
+export const ControlOpened = z.strictObject({
+  type: z.literal('control.opened'),
+  version: z.literal(1),
+  session_id: SessionId,
+  control_id: z.string().min(1).max(128),
+  /** Unix milliseconds when it opened (the relay's clock). */
+  started_at: NonNegInt,
+});
+export type ControlOpened = z.infer<typeof ControlOpened>;
+export const ControlClosed = z.strictObject({
+  type: z.literal('control.closed'),
+  version: z.literal(1),
+  session_id: SessionId,
+  control_id: z.string().min(1).max(128),
+});
+export type ControlClosed = z.infer<typeof ControlClosed>;
+export const ControlMediaAttached = z.strictObject({
+  type: z.literal('control.media_attached'),
+  version: z.literal(1),
+  session_id: SessionId,
+  attachment_id: z.string().min(1).max(128),
+});
+export type ControlMediaAttached = z.infer<typeof ControlMediaAttached>;
+export const ControlSignal = z.discriminatedUnion('type', [ControlOpened, ControlClosed, ControlMediaAttached]);
+export type ControlSignal = z.infer<typeof ControlSignal>;
+
 /** Just enough to tell a message's kind and version before parsing it whole. */
 export const BusEnvelope = z.looseObject({ type: z.string(), version: z.int() });
 export type BusEnvelope = z.infer<typeof BusEnvelope>;
@@ -341,6 +374,11 @@ export function busSubjects(prefix: string) {
     // Core NATS, outside the stream: attachment announcements between relays.
     relayAttached: (sessionId: string) => `${prefix}.relay.attached.${sessionId}`,
     relayAttachedAll: `${prefix}.relay.attached.*`,
+    // Core NATS, outside the stream: control sockets and the media attachment they steer (ControlSignal on
+    // `control`, event text on `controlIn` (to the attachment) and `controlOut` (to the control socket)).
+    control: (sessionId: string) => `${prefix}.control.${sessionId}.signal`,
+    controlIn: (sessionId: string) => `${prefix}.control.${sessionId}.in`,
+    controlOut: (sessionId: string) => `${prefix}.control.${sessionId}.out`,
     // Core NATS, outside the stream: catalog changes between control planes.
     catalogChanged: `${prefix}.catalog.changed`,
   };

@@ -15,7 +15,7 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-export type IdPrefix = 'vs' | 'key' | 'wal' | 'rate' | 'att' | 'resp' | 'conv' | 'evt' | 'relay' | 'item';
+export type IdPrefix = 'vs' | 'key' | 'wal' | 'rate' | 'att' | 'resp' | 'conv' | 'evt' | 'relay' | 'item' | 'ctl';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${randomBase62(24)}`;

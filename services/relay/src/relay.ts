@@ -1,5 +1,5 @@
 import { subscribeMessages, type Bus, type Subscription } from '@s2s/bus';
-import { RelayAttached } from '@s2s/contract';
+import { CloseCode, RelayAttached } from '@s2s/contract';
 import { isNewerAttachment, ZERO_USAGE } from '@s2s/core';
 import { readHeldSessions, requestEnd } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
@@ -11,6 +11,7 @@ import { createCodecs } from './codecs/index.js';
 import { gaSessionUpdate } from './codecs/openai/codec.js';
 import type { Config } from './config.js';
 import { RelayLease } from './lease.js';
+import { ControlSocket } from './control/socket.js';
 import type { FinishReason } from './realtime-errors.js';
 import { RelayTelemetry } from './telemetry.js';
 import type { UpstreamOpener } from './upstream/opener.js';
@@ -36,6 +37,7 @@ const encoder = new TextEncoder();
 export class Relay {
   private readonly all = new Set<Attachment>();
   private readonly bySession = new Map<string, Set<Attachment>>();
+  private readonly controls = new Map<string, Set<ControlSocket>>();
   private readonly checkpoints: Checkpointer;
   private readonly lease: RelayLease;
   /** What every attachment shares; each adds its dialect's codec. */
@@ -90,6 +92,7 @@ export class Relay {
       subscribeMessages(bus.nc, bus.subjects.endRequestedAll, (message) => {
         if (message.type !== 'session.end_requested') return;
         for (const a of this.attachmentsOf(message.session_id)) void a.finish('end_requested');
+        for (const c of this.controls.get(message.session_id) ?? []) c.close(CloseCode.sessionEnded, 'session ended');
       }),
       bus.nc.subscribe(bus.subjects.relayAttachedAll, {
         callback: (err, msg) => {
@@ -169,7 +172,27 @@ export class Relay {
     return this.checkpoints.pendingFinals;
   }
 
+  /** Takes over an upgraded control socket (`?call_id=`): a pipe to the session's media attachment, wherever it is. */
+  openControl(input: { ws: WebSocket; sessionId: string; log: Logger }): ControlSocket {
+    const c = new ControlSocket({
+      ...input,
+      bus: this.deps.bus,
+      onClosed: (closed) => {
+        const set = this.controls.get(closed.sessionId);
+        set?.delete(closed);
+        if (set?.size === 0) this.controls.delete(closed.sessionId);
+      },
+    });
+    let set = this.controls.get(input.sessionId);
+    if (!set) this.controls.set(input.sessionId, (set = new Set()));
+    set.add(c);
+    c.start();
+    return c;
+  }
+
   private async finishAll(reason: FinishReason): Promise<void> {
+    for (const set of [...this.controls.values()])
+      for (const c of [...set]) c.close(CloseCode.relayDraining, 'relay draining, attach again');
     await Promise.all([...this.all].map((a) => a.finish(reason)));
   }
 

@@ -126,6 +126,13 @@ export class AgentSession {
     const { deps } = this;
     switch (e.type) {
       case 'session.update': {
+        if (onlyFormats(e.update)) {
+          // The client's audio formats are the codec's alone: confirmed here, the provider is not asked.
+          this.requested = { ...this.requested, ...e.update };
+          this.effective = applySettings(this.effective, e.update);
+          deps.send({ type: 'session.updated', settings: this.effective });
+          return true;
+        }
         const bad = checkSessionUpdate(e.update, this.limits, this.can) ?? this.lockedField(e.update);
         if (bad) return this.refused(bad, e.eventId);
         this.requested = { ...this.requested, ...e.update };
@@ -385,6 +392,12 @@ const NOT_AGENT: ReadonlySet<string> = new Set([
   'expiring',
   'closed',
 ]);
+
+/** An update that changes nothing but the client's audio formats. */
+function onlyFormats(update: VoiceSettings): boolean {
+  for (const k in update) if (k !== 'formats' && update[k as keyof VoiceSettings] !== undefined) return false;
+  return update.formats !== undefined;
+}
 
 function unsupported(param: string, what: string): { code: 'unsupported_parameter'; param: string; message: string } {
   return { code: 'unsupported_parameter', param, message: `${what} is not supported by this session's model.` };

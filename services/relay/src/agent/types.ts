@@ -59,6 +59,18 @@ export interface VoiceSettings {
   turnDetection?: TurnDetection;
   inputTranscription?: InputTranscription | null;
   noiseReduction?: { type: 'near_field' | 'far_field' } | null;
+  /** The client's audio formats (the OpenAI dialect's G.711): the codec's business, never a provider's. */
+  formats?: Partial<AudioFormats>;
+}
+
+/**
+ * The audio a client sends and hears: PCM16 24 kHz, or G.711 μ-law / A-law 8 kHz (decisions.md, "Phone
+ * audio"). Providers always get PCM16 24 kHz: the codec converts at the edge.
+ */
+export type ClientAudioFormat = 'pcm16' | 'pcmu' | 'pcma';
+export interface AudioFormats {
+  input: ClientAudioFormat;
+  output: ClientAudioFormat;
 }
 
 /** Per-response overrides (`response.create`'s `response` object). */
@@ -152,6 +164,7 @@ export interface EffectiveSettings {
   turnDetection: TurnDetection;
   inputTranscription: InputTranscription | null;
   noiseReduction: { type: 'near_field' | 'far_field' } | null;
+  formats: AudioFormats;
 }
 
 /** A session's settings before any update: server VAD, audio out, no instructions, no tools. */
@@ -165,6 +178,7 @@ export const DEFAULT_SETTINGS: Readonly<EffectiveSettings> = Object.freeze<Effec
   turnDetection: { type: 'server_vad' },
   inputTranscription: null,
   noiseReduction: null,
+  formats: Object.freeze({ input: 'pcm16', output: 'pcm16' }),
 });
 
 /** The settings after an (atomic, already accepted) update: present fields replace, absent ones stay. */
@@ -179,5 +193,6 @@ export function applySettings(current: Readonly<EffectiveSettings>, update: Voic
   if (update.turnDetection !== undefined) next.turnDetection = update.turnDetection;
   if (update.inputTranscription !== undefined) next.inputTranscription = update.inputTranscription;
   if (update.noiseReduction !== undefined) next.noiseReduction = update.noiseReduction;
+  if (update.formats !== undefined) next.formats = { ...current.formats, ...update.formats };
   return next;
 }

@@ -4,6 +4,7 @@ import { activateSession } from '@s2s/sessions';
 import { traceHeaders, type Logger } from '@s2s/telemetry';
 import type { WebSocket } from 'ws';
 import { AgentSession } from '../agent/session.js';
+import { ControlBridge } from '../control/bridge.js';
 import type { InternalServerEvent } from '../codecs/events.js';
 import { Budget } from '../metering/budget.js';
 import { BudgetScreen } from '../metering/budget-screen.js';
@@ -49,6 +50,8 @@ export class Attachment implements MeteredSource {
   private readonly waiter = new ResponseWaiter();
   private readonly fromClient: ClientToUpstream;
   private readonly toClient: UpstreamToClient;
+  /** Control sockets of this session (on any relay): what they see and send. */
+  private readonly control: ControlBridge;
   private finishing: Promise<void> | null = null;
   private finished = false;
   /** Spans and metrics of this attachment; also the trace its checkpoints carry. */
@@ -118,6 +121,10 @@ export class Attachment implements MeteredSource {
     this.fromClient = new ClientToUpstream({
       ...shared,
       inputAccepted: () => this.toClient.inputAccepted(),
+      signal: (sig) => {
+        if (sig.type === 'dtmf') this.control.dtmf(sig.digit, Date.now());
+        else void this.finish('client_closed');
+      },
       send: (e) => this.send(e),
       exhaustBudget: () => this.exhaustBudget(),
       abusive: () => {
@@ -126,6 +133,19 @@ export class Attachment implements MeteredSource {
       },
       crash: (err) => this.crash(err),
     });
+    this.control = new ControlBridge({
+      bus: ctx.bus,
+      session: { id: session.id, model: session.modelId },
+      attachmentId: this.attachmentId,
+      accept: this.fromClient.accept,
+      snapshot: () => ({
+        type: 'session.created',
+        session: toVoiceSession(this.session, ctx.config.realtimePublicUrl),
+        settings: this.agent.settings(),
+      }),
+      log: this.log,
+    });
+    ctx.codec.bind?.(this.fromClient.accept);
   }
 
   get isFinishing(): boolean {
@@ -154,6 +174,7 @@ export class Attachment implements MeteredSource {
     });
     this.send({ type: 'conversation.created', conversationId: newId('conv') });
     if (this.initialRefusal) this.send(this.initialRefusal);
+    this.control.start();
   }
 
   private exhaustBudget(): void {
@@ -187,6 +208,7 @@ export class Attachment implements MeteredSource {
   finish(reason: FinishReason): Promise<void> {
     if (this.finishing) return this.finishing;
     this.link.stop();
+    this.control.stop();
     const end: EndParts = {
       ctx: this.ctx,
       ws: this.ws,
@@ -217,5 +239,6 @@ export class Attachment implements MeteredSource {
   private send(e: InternalServerEvent): void {
     sendText(this.ws, this.ctx.codec.encode(e));
     this.trace.frameOut();
+    this.control.forward(e);
   }
 }

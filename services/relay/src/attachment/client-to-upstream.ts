@@ -1,6 +1,6 @@
 import type { RawData } from 'ws';
 import type { AgentSession } from '../agent/session.js';
-import type { ClientCodec, InternalClientEvent, InternalServerEvent } from '../codecs/events.js';
+import type { ClientCodec, InternalClientEvent, InternalServerEvent, TransportSignal } from '../codecs/events.js';
 import type { BudgetScreen } from '../metering/budget-screen.js';
 import type { MeteredUpstream } from '../providers/shared/types.js';
 import { REQUEST_ERRORS } from '../realtime-errors.js';
@@ -21,6 +21,8 @@ export interface ClientToUpstreamDeps {
   trace: AttachmentTelemetry;
   /** The first accepted input activates a `ready` session (Activation). */
   inputAccepted(): void;
+  /** What a transport reports beside client events (a phone stream's DTMF digit or hangup). */
+  signal(s: TransportSignal): void;
   send(e: InternalServerEvent): void;
   exhaustBudget(): void;
   /** More than the abuse window allows: the attachment closes (1008). */
@@ -48,12 +50,21 @@ export class ClientToUpstream {
     d.trace.frameIn();
     try {
       const e = d.codec.decode(data as Buffer, isBinary);
+      if (e === null) return;
       if (e.type === 'refusal') return this.refuse(e.code, e.message, e.eventId, undefined, e.wireParam);
-      if (e.type === 'audio.append') d.inputAccepted();
-      d.link.accept(e);
+      if (e.type === 'dtmf' || e.type === 'hangup') return d.signal(e);
+      this.accept(e);
     } catch (err) {
       d.crash(err);
     }
+  };
+
+  /** A client event, from the client, its control socket, or a codec acting for its client. */
+  readonly accept = (e: InternalClientEvent): void => {
+    const { d } = this;
+    if (d.link.finishing) return;
+    if (e.type === 'audio.append') d.inputAccepted();
+    d.link.accept(e);
   };
 
   /** An error event for one client event; the socket stays open unless the client keeps doing it. */

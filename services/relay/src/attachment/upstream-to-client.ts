@@ -7,7 +7,7 @@ import type { UpstreamEvent } from '../providers/shared/types.js';
 import { REQUEST_ERRORS, type FinishReason } from '../realtime-errors.js';
 import type { AttachmentTelemetry } from '../telemetry.js';
 import { Activation } from './activation.js';
-import { TEXT_FRAME } from './client-socket.js';
+import { sendText } from './client-socket.js';
 import type { ResponseWaiter } from './response-waiter.js';
 import type { ResponseTracker } from './responses.js';
 import type { UpstreamLink } from './upstream-link.js';
@@ -79,7 +79,7 @@ export class UpstreamToClient {
         d.tracker.delta(e.responseId, e.audio.bytes);
         const place = d.agent.audioPlace(e);
         if (!d.link.finishing && d.ws.readyState === WebSocket.OPEN) {
-          d.ws.send(d.codec.encode({ type: 'response.audio.delta', place, audio: e.audio }), TEXT_FRAME);
+          sendText(d.ws, d.codec.encode({ type: 'response.audio.delta', place, audio: e.audio }));
           d.trace.frameOut();
           d.trace.audioOut(place.responseId);
         }

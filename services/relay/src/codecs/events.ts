@@ -100,12 +100,26 @@ export type InternalServerEvent =
       wireParam?: string | undefined;
     };
 
+/** What a transport reports beside client events: a DTMF digit, the far end hanging up (a phone stream). */
+export type TransportSignal = { type: 'dtmf'; digit: string } | { type: 'hangup' };
+
+/** What one server event becomes on the wire: a text frame, several, or none (a phone stream hears audio only). */
+export type ClientFrames = string | Buffer | readonly (string | Buffer)[] | null;
+
 /** One wire dialect of the client protocol: no I/O and no timers, so it is unit-tested without a socket. */
 export interface ClientCodec {
-  /** The WebSocket subprotocol this dialect is negotiated by. */
-  readonly protocol: string;
-  /** One WebSocket message (text frames arrive as UTF-8 bytes, already validated by ws). */
-  decode(data: Buffer, isBinary: boolean): InternalClientEvent | Refusal;
-  /** One text frame; a Buffer when that is cheaper for the socket to write (the audio path). */
-  encode(event: InternalServerEvent): string | Buffer;
+  /** The WebSocket subprotocol this dialect is negotiated by (none for a phone stream). */
+  readonly protocol: string | null;
+  /**
+   * One WebSocket message (text frames arrive as UTF-8 bytes, already validated by ws); null when the message
+   * only informs the codec (a phone stream's mark).
+   */
+  decode(data: Buffer, isBinary: boolean): InternalClientEvent | Refusal | TransportSignal | null;
+  /** Text frames; a Buffer when that is cheaper for the socket to write (the audio path). */
+  encode(event: InternalServerEvent): ClientFrames;
+  /**
+   * A codec that acts for its client (a phone stream truncates what the caller did not hear at barge-in) is
+   * given, once, where its own client events go.
+   */
+  bind?(sink: (e: InternalClientEvent) => void): void;
 }

@@ -14,7 +14,8 @@ import {
   toAppError,
   writeRawError,
 } from '@s2s/http-errors';
-import { activeTraceId, context, contextLogFields, spansRecorded } from '@s2s/telemetry';
+import { activeTraceId, context, contextLogFields, spansRecorded, type Logger } from '@s2s/telemetry';
+import { CONTROL_SOCKET_QUERY } from '@s2s/contract';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { authorizeAttach, type AttachTarget } from './authorize.js';
 import { checkOrigin, negotiate } from './handshake.js';
@@ -143,6 +144,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
     try {
       const target = checkHandshake(req);
       checkOrigin(req.headers.origin, config.allowedOrigins);
+      if ('callId' in target) return await upgradeControl(req, socket, head, target.callId, requestId, log, upgrade);
       const negotiated = negotiate({
         offered: req.headers['sec-websocket-protocol'],
         authorization: req.headers.authorization,
@@ -211,6 +213,43 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
     }
   }
 
+  /**
+   * A control socket (`?call_id=`, decisions.md, "Control sockets"): the OpenAI dialect, the owning API key
+   * only (an `ek_` secret cannot open one), refused before the upgrade like an attach (401, 404, 410). It
+   * records no attachment: the media attachment stays, and the session does not end when it closes.
+   */
+  async function upgradeControl(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    callId: string,
+    requestId: string,
+    log: Logger,
+    upgrade: UpgradeTelemetry,
+  ): Promise<void> {
+    const negotiated = negotiate({
+      offered: req.headers['sec-websocket-protocol'],
+      authorization: req.headers.authorization,
+      legacyPath: true,
+    });
+    if (negotiated.credential.kind !== 'api_key') throw errors.invalidKey();
+    if (relay.draining) throw draining();
+    const { session } = await authorizeAttach({
+      ctx: { ...authCtx, traceId: () => activeTraceId(upgrade.context) },
+      input: { credential: negotiated.credential, target: { sessionId: callId } },
+    });
+    upgradeHeaders.set(req, [`X-Request-Id: ${requestId}`]);
+    if (negotiated.dialect === 'openai' && negotiated.protocol !== null) negotiatedProtocols.set(req, negotiated.protocol);
+    let ws: WebSocket | undefined;
+    wss.handleUpgrade(req, socket, head, (w) => {
+      ws = w;
+    });
+    if (!ws) return upgrade.refused('client_closed');
+    upgrade.upgraded();
+    relay.openControl({ ws, sessionId: session.id, log: log.child({ session_id: session.id }) });
+    log.info({ session_id: session.id }, 'control socket opened');
+  }
+
   relay.start();
   let closing: Promise<void> | null = null;
   return {
@@ -235,7 +274,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
 }
 
 /** The checks ws would make, made first so that a bad handshake creates no attachment; plus ours. */
-function checkHandshake(req: IncomingMessage): AttachTarget {
+function checkHandshake(req: IncomingMessage): AttachTarget | { callId: string } {
   const url = new URL(req.url ?? '/', 'http://relay.invalid');
   if (url.pathname !== REALTIME_PATH) throw errors.notFound();
   if (req.method !== 'GET') throw errors.invalidRequest('Use GET to attach.');
@@ -247,6 +286,12 @@ function checkHandshake(req: IncomingMessage): AttachTarget {
   }
   const sessionId = url.searchParams.get('session_id');
   const model = url.searchParams.get('model');
+  const callId = url.searchParams.get(CONTROL_SOCKET_QUERY);
+  if (callId !== null) {
+    if (sessionId !== null || model !== null) throw errors.invalidRequest('Give call_id alone.');
+    if (callId.length === 0 || callId.length > MAX_ID_LENGTH || callId.includes('\u0000')) throw errors.sessionNotFound();
+    return { callId };
+  }
   if (sessionId !== null && model !== null) throw errors.invalidRequest('Give either session_id or model, not both.');
   let target: AttachTarget;
   // An id that can never exist is simply not found (decisions.md); the store would refuse a NUL byte.

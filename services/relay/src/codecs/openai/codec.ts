@@ -1,6 +1,7 @@
 import {
   OPENAI_REALTIME_SUBPROTOCOL,
   OpenAISessionUpdateEvent,
+  type GaAudioFormat,
   REALTIME_ERROR_TYPE,
   type RealtimeSessionSettings,
   type ResponseUsage,
@@ -18,8 +19,10 @@ import type {
   SessionCreatedEvent,
   SessionUpdatedEvent,
 } from 'openai/resources/realtime/realtime';
-import type { EffectiveSettings, TurnDetection } from '../../agent/types.js';
 import type { WireDialect } from '../dialect.js';
+import { G711Decoder, G711Encoder, type G711Law } from '@s2s/audio';
+import type { AudioFormats, ClientAudioFormat, EffectiveSettings, TurnDetection } from '../../agent/types.js';
+import { Audio, checkBase64 } from '../../audio.js';
 import type { ClientCodec, InternalClientEvent, InternalServerEvent, Refusal } from '../events.js';
 import { asciiBytes } from '../../hot/frame-bytes.js';
 import {
@@ -83,7 +86,22 @@ export function gaSessionUpdate(s: RealtimeSessionSettings | GaSession, eventId:
       'session.audio.input.turn_detection.idle_timeout_ms',
     );
   }
-  return { type: 'session.update', eventId, update: settingsOf(s, output?.voice, td) };
+  const update = settingsOf(s, output?.voice, td);
+  const formats: Partial<AudioFormats> = {};
+  if (input?.format !== undefined) formats.input = formatOf(input.format);
+  if (output?.format !== undefined) formats.output = formatOf(output.format);
+  if (formats.input !== undefined || formats.output !== undefined) update.formats = formats;
+  return { type: 'session.update', eventId, update };
+}
+
+/** A GA format as the client audio format it names. */
+function formatOf(f: GaAudioFormat): ClientAudioFormat {
+  return f.type === 'audio/pcmu' ? 'pcmu' : f.type === 'audio/pcma' ? 'pcma' : 'pcm16';
+}
+
+/** The GA spelling of a client audio format. */
+function gaFormat(f: ClientAudioFormat): GaAudioFormat {
+  return f === 'pcmu' ? { type: 'audio/pcmu' } : f === 'pcma' ? { type: 'audio/pcma' } : PCM_24K;
 }
 
 type ZodIssue = NonNullable<ReturnType<typeof OpenAISessionUpdateEvent.safeParse>['error']>['issues'][number];
@@ -94,7 +112,12 @@ function sessionUpdateRefusal(issues: readonly ZodIssue[], eventId: string | und
     const at = formatPath(issue.path);
     const format = /^session\.audio\.(input|output)\.format/.exec(at);
     if (format) {
-      return refuse('invalid_audio_format', 'The only audio format is {"type":"audio/pcm","rate":24000}.', eventId, format[0]);
+      return refuse(
+        'invalid_audio_format',
+        'The audio formats are {"type":"audio/pcm","rate":24000}, {"type":"audio/pcmu"} and {"type":"audio/pcma"}.',
+        eventId,
+        format[0],
+      );
     }
   }
   const first = issues[0]!;
@@ -161,7 +184,7 @@ export type GaSessionObject = RealtimeSessionCreateRequest & { id: string; objec
 
 /** The OpenAI-shaped session of session.created / session.updated: the effective settings. */
 export function gaSessionView(who: SessionIdentity, s: EffectiveSettings): GaSessionObject {
-  const input: RealtimeAudioConfigInput = { format: PCM_24K, turn_detection: gaTurnDetection(s.turnDetection) };
+  const input: RealtimeAudioConfigInput = { format: gaFormat(s.formats.input), turn_detection: gaTurnDetection(s.turnDetection) };
   if (s.inputTranscription) input.transcription = { ...s.inputTranscription };
   if (s.noiseReduction) input.noise_reduction = { type: s.noiseReduction.type };
   return {
@@ -174,7 +197,7 @@ export function gaSessionView(who: SessionIdentity, s: EffectiveSettings): GaSes
     tools: toolsView(s.tools),
     tool_choice: toolChoiceView(s.toolChoice),
     max_output_tokens: s.maxOutputTokens,
-    audio: { input, output: { format: PCM_24K, ...(s.voice !== null ? { voice: s.voice } : {}) } },
+    audio: { input, output: { format: gaFormat(s.formats.output), ...(s.voice !== null ? { voice: s.voice } : {}) } },
     tracing: null,
   };
 }
@@ -186,6 +209,9 @@ export class OpenAIGaCodec implements ClientCodec {
   /** Events whose positions are the same in both dialects. */
   private readonly shared: SvcRealtimeV1Codec;
   private readonly heads = new AudioDeltaHeads();
+  /** G.711 in effect (decisions.md, "Phone audio"): converted here, both ways, from the confirming session.updated on. */
+  private decoder: G711Decoder | null = null;
+  private encoder: G711Encoder | null = null;
 
   constructor(
     private readonly who: SessionIdentity,
@@ -196,13 +222,30 @@ export class OpenAIGaCodec implements ClientCodec {
   }
 
   decode(data: Buffer, isBinary: boolean): InternalClientEvent | Refusal {
+    if (this.decoder !== null && !isBinary) {
+      const append = g711Append(data, this.decoder);
+      if (append !== null) return append;
+    }
     return decodeFrame(data, isBinary, this.own);
+  }
+
+  /** The formats of the settings just confirmed (session.created, session.updated) take effect. */
+  private formats(f: AudioFormats): void {
+    if (f.input === 'pcm16') this.decoder = null;
+    else if (this.decoder?.law !== f.input) this.decoder = new G711Decoder(f.input);
+    if (f.output === 'pcm16') this.encoder = null;
+    else if (this.encoder?.law !== f.output) this.encoder = new G711Encoder(f.output);
   }
 
   /** The events whose GA positions differ from svc-realtime-v1's; null for the shared ones. */
   private readonly own = (msg: object): InternalClientEvent | Refusal | null => {
     const type = (msg as { type?: unknown }).type;
     if (type === 'session.update') return this.sessionUpdate(msg);
+    // G.711 input_audio parts become PCM16 here, so the shared parsing checks and decodes them as always.
+    if (type === 'conversation.item.create' && this.decoder !== null) {
+      const bad = g711ItemAudio(msg as Record<string, unknown>, this.decoder.law);
+      if (bad !== null) return bad;
+    }
     const image = type === 'conversation.item.create' ? imageInput(msg as Record<string, unknown>) : null;
     return image === null ? null : refuse('unsupported_parameter', 'Image input is not supported.', eventIdOf(msg), image);
   };
@@ -216,14 +259,19 @@ export class OpenAIGaCodec implements ClientCodec {
 
   encode(e: InternalServerEvent): string | Buffer {
     switch (e.type) {
-      case 'response.audio.delta':
+      case 'response.audio.delta': {
         // svc's head (the same members); OpenAI's audio member is `delta`. Written as bytes, no escaping needed.
-        return audioDeltaFrame(this.heads.of(e.place), this.ids, DELTA_MEMBER, e.audio);
+        if (this.encoder === null) return audioDeltaFrame(this.heads.of(e.place), this.ids, DELTA_MEMBER, e.audio);
+        // A delta of under 3 samples completes no G.711 byte yet: its delta is empty, the sample carried.
+        return audioDeltaFrame(this.heads.of(e.place), this.ids, DELTA_MEMBER, Audio.ofPcm(this.encoder.push(e.audio.pcm)));
+      }
       case 'session.created': {
+        this.formats(e.settings.formats);
         const session: GaSessionObject = { ...gaSessionView(this.who, e.settings), expires_at: e.session.expires_at };
         return JSON.stringify({ type: 'session.created', event_id: this.ids.next(), session } satisfies SessionCreatedEvent);
       }
       case 'session.updated':
+        this.formats(e.settings.formats);
         return JSON.stringify({
           type: 'session.updated',
           event_id: this.ids.next(),
@@ -274,3 +322,47 @@ export const openaiDialect = {
   name: 'openai',
   codecs: () => (session) => new OpenAIGaCodec({ id: session.id, model: session.modelId }),
 } as const satisfies WireDialect;
+/**
+ * A G.711 `input_audio_buffer.append`: any non-empty whole number of bytes of strict base64, decoded and
+ * converted to PCM16 24 kHz (what is metered: 8 bytes of G.711 are 48 bytes of PCM16, one millisecond).
+ * null when the frame is another event.
+ */
+function g711Append(data: Buffer, decoder: G711Decoder): InternalClientEvent | Refusal | null {
+  let msg: unknown;
+  try {
+    msg = JSON.parse(data.toString());
+  } catch {
+    return null;
+  }
+  if (typeof msg !== 'object' || msg === null || (msg as { type?: unknown }).type !== 'input_audio_buffer.append') return null;
+  const ev = msg as Record<string, unknown>;
+  const eventId = eventIdOf(ev);
+  if (typeof ev.audio !== 'string' || Object.keys(ev).some((k) => k !== 'type' && k !== 'audio' && k !== 'event_id')) {
+    return refuse(
+      'invalid_event',
+      'Invalid input_audio_buffer.append event: expected type, audio (string) and an optional event_id.',
+      eventId,
+    );
+  }
+  const bytes = checkBase64(ev.audio);
+  if (bytes < 0) return refuse('invalid_audio_format', 'The audio is not valid base64.', eventId, 'audio');
+  if (bytes === 0) return refuse('invalid_audio_format', 'The audio frame is empty.', eventId, 'audio');
+  return { type: 'audio.append', audio: Audio.ofPcm(decoder.push(Buffer.from(ev.audio, 'base64'))), eventId };
+}
+
+/** Rewrites the G.711 `input_audio` parts of an item as PCM16 24 kHz; the refusal of one that is not base64. */
+function g711ItemAudio(msg: Record<string, unknown>, law: G711Law): Refusal | null {
+  const item = msg.item as { content?: unknown } | undefined;
+  if (!item || !Array.isArray(item.content)) return null;
+  for (const [i, part] of item.content.entries()) {
+    const p = part as { type?: unknown; audio?: unknown };
+    if (typeof p !== 'object' || p === null || p.type !== 'input_audio' || typeof p.audio !== 'string') continue;
+    const bytes = checkBase64(p.audio);
+    if (bytes <= 0) {
+      const message = bytes < 0 ? 'The audio is not valid base64.' : 'The audio frame is empty.';
+      return refuse('invalid_audio_format', message, eventIdOf(msg), `item.content[${i}].audio`);
+    }
+    p.audio = new G711Decoder(law).push(Buffer.from(p.audio, 'base64')).toString('base64');
+  }
+  return null;
+}

@@ -1,6 +1,6 @@
 import { generateKeyPairSync, sign } from 'node:crypto';
 import t from 'tap';
-import { checkTelnyxSignature, checkTwilioSignature, telnyxPublicKey, twilioSignature } from '../../src/telephony/signatures.js';
+import { checkTelnyxSignature, checkTwilioSignature, telnyxPublicKey, twilioSignature } from '../../src/codecs/phone/signatures.js';
 
 t.test("Twilio's documented example signs the URL and the sorted parameters", async (t) => {
   // Twilio's webhook-security example: auth token 12345, this URL and these POST parameters.
