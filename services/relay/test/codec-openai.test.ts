@@ -48,6 +48,7 @@ t.test('decode: a GA session.update (the SDK defaults) into the neutral settings
       turnDetection: { type: 'semantic_vad' },
       inputTranscription: { model: 'gpt-4o-mini-transcribe' },
       noiseReduction: null,
+      formats: { input: 'pcm16', output: 'pcm16' },
     },
   });
   t.same(
@@ -153,8 +154,8 @@ t.test('decode: refusals name the GA param and echo the event_id', async (t) => 
   const c = codec();
   const session = (s: Record<string, unknown>) => text({ type: 'session.update', event_id: 'e1', session: { type: 'realtime', ...s } });
   const cases: [Buffer, string, string][] = [
-    [session({ audio: { input: { format: { type: 'audio/pcmu' } } } }), 'invalid_audio_format', 'session.audio.input.format'],
-    [session({ audio: { output: { format: { type: 'audio/pcma' } } } }), 'invalid_audio_format', 'session.audio.output.format'],
+    [session({ audio: { input: { format: { type: 'audio/opus' } } } }), 'invalid_audio_format', 'session.audio.input.format'],
+    [session({ audio: { output: { format: { type: 'audio/pcmu', rate: 8000 } } } }), 'invalid_audio_format', 'session.audio.output.format'],
     [session({ audio: { input: { format: { type: 'audio/pcm', rate: 16000 } } } }), 'invalid_audio_format', 'session.audio.input.format'],
     [
       session({ tools: [{ type: 'mcp', server_label: 'x', server_url: 'https://mcp.example' }] }),

@@ -133,7 +133,7 @@ t.test('OpenAI-dialect refusals name the GA param, reach no upstream and bill no
   const created = await next(client, 'session.created');
   const refusals: [Record<string, unknown>, string, string][] = [
     [
-      { type: 'session.update', event_id: 'r1', session: { type: 'realtime', audio: { input: { format: { type: 'audio/pcmu' } } } } },
+      { type: 'session.update', event_id: 'r1', session: { type: 'realtime', audio: { input: { format: { type: 'audio/opus' } } } } },
       'invalid_audio_format',
       'session.audio.input.format',
     ],
