@@ -24,6 +24,7 @@ const BENCHES = {
   'control-plane': { script: 'control-plane/bench.ts', byDefault: true, quick: { env: {}, args: ['--quick'] } },
   'control-plane:cpu': { script: 'control-plane/cpu.ts', byDefault: false },
   edge: { script: 'edge/bench.ts', byDefault: false },
+  'relay:hot-tricks': { script: 'relay/hot-tricks.ts', byDefault: false },
   relay: {
     script: 'relay/bench.ts',
     byDefault: true,

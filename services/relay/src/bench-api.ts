@@ -1,8 +1,13 @@
 // What bench/relay drives in-process (the package's "./bench" export): the relay's own code per frame
 // (hot-path.ts), the checkpointer (checkpoints.ts), continuity's retained input (retention.ts) and ws's frame
-// options (ws-frame-options.ts), apart from sockets and processes. Keep it to what a benchmark names.
+// options (ws-frame-options.ts), each hot trick against its plain code (hot-tricks.ts), apart from sockets and
+// processes. Keep it to what a benchmark names.
 export { Audio, checkBase64 } from './audio.js';
 export { loadConfig } from './config.js';
+export { audioDeltaFrame, AudioDeltaHeads, audioDeltaPrefix } from './hot/audio-delta.js';
+export { EventIds } from './hot/event-ids.js';
+export { FlatMemo, FlatShape } from './hot/flat-json.js';
+export { asciiBytes } from './hot/frame-bytes.js';
 export { holdWsFrameOptions } from './hot/ws-frame-options.js';
 export { Checkpointer, type CheckpointTicket, type MeteredSource } from './metering/checkpoints.js';
 export { UsageMeter } from './metering/usage-meter.js';

@@ -8,7 +8,8 @@ import { gaParamOf, gaSessionUpdate, gaUsage, OpenAIGaCodec } from '../src/codec
 import type { ResponseContentPartAddedEvent, ResponseTextDeltaEvent } from 'openai/resources/realtime/realtime';
 import type { ContentPart } from '../src/agent/types.js';
 import type { OutputPlace } from '../src/codecs/events.js';
-import { EventIds, partView, place, SvcRealtimeV1Codec } from '../src/codecs/svc-realtime-v1/codec.js';
+import { partView, place, SvcRealtimeV1Codec } from '../src/codecs/svc-realtime-v1/codec.js';
+import { EventIds } from '../src/hot/event-ids.js';
 import { Conversation } from '../src/agent/conversation.js';
 import { openAITokens } from '../src/providers/openai/protocol.js';
 

@@ -3,15 +3,9 @@ import t from 'tap';
 import { InputAudioBufferAppendEvent, REALTIME_ERROR_TYPE, ServerEvent } from '@s2s/contract';
 import { Audio } from '../src/audio.js';
 import { decodePcmFrame } from '../src/codecs/pcm-frame.js';
-import {
-  EventIds,
-  isAppendShape,
-  isRefusal,
-  parseControlEvent,
-  serverEvents,
-  AudioDeltaHeads,
-  SvcRealtimeV1Codec,
-} from '../src/codecs/svc-realtime-v1/codec.js';
+import { isAppendShape, isRefusal, parseControlEvent, serverEvents, SvcRealtimeV1Codec } from '../src/codecs/svc-realtime-v1/codec.js';
+import { AudioDeltaHeads } from '../src/hot/audio-delta.js';
+import { EventIds } from '../src/hot/event-ids.js';
 import type { InternalServerEvent } from '../src/codecs/events.js';
 
 t.test('decodePcmFrame accepts raw aligned PCM16LE and nothing else', async (t) => {
@@ -144,33 +138,6 @@ t.test('server events are exact JSON', async (t) => {
     code: 'budget_exhausted',
     message: 'm',
   });
-});
-
-t.test('an event id written as bytes is the id next() answers, and the count moves on alike', async (t) => {
-  const ids = new EventIds();
-  const prefix = ids.next().slice(0, -1); // the first id ends in 0
-  const out = Buffer.alloc(64, 0x2a);
-  let bad = 0;
-  // Every count up to past 36^3, where the ids take a fourth digit; next() and writeNext() interleaved.
-  for (let n = 1; n < 50_000; n++) {
-    const expected = prefix + n.toString(36);
-    if (n % 7 === 0) {
-      if (ids.next() !== expected) bad++;
-      continue;
-    }
-    const length = ids.nextLength();
-    const end = ids.writeNext(out, 3);
-    if (length !== expected.length || end !== 3 + length || out.toString('latin1', 3, end) !== expected || out[end] !== 0x2a) bad++;
-  }
-  t.equal(bad, 0, 'ids that differ from next()');
-  // The deltas of both codecs carry it.
-  const c = new SvcRealtimeV1Codec(ids);
-  const place = { responseId: 'resp_x', itemId: 'item_a', outputIndex: 0, contentIndex: 0 };
-  const frame = JSON.parse(c.encode({ type: 'response.audio.delta', place, audio: Audio.ofPcm(Buffer.from([1, 2])) }).toString()) as {
-    event_id: string;
-  };
-  t.equal(frame.event_id, prefix + (50_000).toString(36));
-  t.equal(ids.next(), prefix + (50_001).toString(36));
 });
 
 const codec = () => new SvcRealtimeV1Codec();

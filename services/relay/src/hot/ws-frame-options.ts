@@ -16,6 +16,12 @@ interface QueueingSender {
   send(data: Buffer, options: { binary: boolean; mask: boolean; compress: boolean; fin: true }): void;
 }
 
+/**
+ * The ws version whose Sender this was checked against (its private `_state` and `_queue`, the options it
+ * queues). test/hot/ws-frame-options.test.ts fails when the installed ws or the relay's pin is another one.
+ */
+export const CHECKED_WS_VERSION = '8.23.0';
+
 let held: Record<string, unknown> | null = null;
 
 /** The options object of one queued frame, or null if this version of ws does not queue as expected. */

@@ -26,10 +26,7 @@ import { Audio, checkBase64 } from '../../audio.js';
 import type { ClientCodec, InternalClientEvent, InternalServerEvent, Refusal } from '../events.js';
 import { asciiBytes } from '../../hot/frame-bytes.js';
 import {
-  audioDeltaFrame,
-  AudioDeltaHeads,
   decodeFrame,
-  EventIds,
   eventIdOf,
   formatPath,
   msInt,
@@ -41,6 +38,8 @@ import {
   turnDetectionView,
   wireParamOf,
 } from '../svc-realtime-v1/codec.js';
+import { audioDeltaFrame, AudioDeltaHeads } from '../../hot/audio-delta.js';
+import { EventIds } from '../../hot/event-ids.js';
 
 /** `","delta":"`: OpenAI's audio member after the event id (svc-realtime-v1 calls it `audio`). */
 const DELTA_MEMBER = asciiBytes('","delta":"');

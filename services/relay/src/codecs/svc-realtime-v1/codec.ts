@@ -10,7 +10,6 @@ import {
   type SessionSettingsView,
   type VoiceSession,
 } from '@s2s/contract';
-import { randomBase62 } from '@s2s/core';
 import type {
   ContentPart,
   ConversationItem,
@@ -23,7 +22,9 @@ import type {
   TurnDetection,
 } from '../../agent/types.js';
 import type { Audio } from '../../audio.js';
-import { asciiBytes, frameBuffer, writeAscii } from '../../hot/frame-bytes.js';
+import { audioDeltaFrame, AudioDeltaHeads } from '../../hot/audio-delta.js';
+import { EventIds } from '../../hot/event-ids.js';
+import { asciiBytes } from '../../hot/frame-bytes.js';
 import type { ResponseStatus } from '../../providers/shared/types.js';
 import type { WireDialect } from '../dialect.js';
 import type { ClientCodec, InternalClientEvent, InternalServerEvent, OutputPlace, Refusal } from '../events.js';
@@ -395,49 +396,6 @@ export function place(p: OutputPlace): { response_id: string; item_id: string; o
   return { response_id: p.responseId, item_id: p.itemId, output_index: p.outputIndex, content_index: p.contentIndex };
 }
 
-/**
- * Server event ids: a random per-process prefix and a counter, unique without a random draw per event
- * (output deltas are the other hot path).
- */
-export class EventIds {
-  private readonly prefix = `evt_${randomBase62(10)}`;
-  private readonly prefixBytes = asciiBytes(this.prefix);
-  private n = 0;
-  next(): string {
-    return this.prefix + (this.n++).toString(36);
-  }
-
-  /** The length of the id next() would answer now. */
-  nextLength(): number {
-    return this.prefix.length + base36Digits(this.n);
-  }
-
-  /** Writes the id next() would answer (nextLength() bytes) at `at` and moves on, as next() does; the offset after it. */
-  writeNext(out: Buffer, at: number): number {
-    out.set(this.prefixBytes, at);
-    let x = this.n++;
-    const end = at + this.prefixBytes.length + base36Digits(x);
-    for (let k = end - 1; k >= at + this.prefixBytes.length; k--) {
-      out[k] = BASE36[x % 36]!;
-      x = Math.floor(x / 36);
-    }
-    return end;
-  }
-}
-
-/** Number#toString(36)'s digits, as bytes. */
-const BASE36 = asciiBytes('0123456789abcdefghijklmnopqrstuvwxyz');
-
-/** How many digits `x` (a non-negative integer) has in base 36. */
-function base36Digits(x: number): number {
-  let d = 1;
-  while (x >= 36) {
-    x = Math.floor(x / 36);
-    d++;
-  }
-  return d;
-}
-
 // Server events. JSON.stringify for the rare ones; the output delta is written as bytes (its id and base64
 // need no escaping; the head is made once per place) and handed to ws as one Buffer: a string would be
 // written by a writev that encodes it on every frame.
@@ -492,55 +450,8 @@ export const serverEvents = {
     }),
 };
 
-/** The constant head of one audio item's deltas: made once per run of deltas (they come in runs). */
-export function audioDeltaPrefix(p: OutputPlace): string {
-  return (
-    '{"type":"response.output_audio.delta","response_id":' +
-    JSON.stringify(p.responseId) +
-    ',"item_id":' +
-    JSON.stringify(p.itemId) +
-    ',"output_index":' +
-    p.outputIndex +
-    ',"content_index":' +
-    p.contentIndex +
-    ','
-  );
-}
-
-/**
- * The constant JSON head of each place's deltas, as bytes up to the event id's opening quote. One codec serves
- * every socket of the relay and their deltas interleave, but each attachment hands the same place object for
- * a run of deltas of one item.
- */
-export class AudioDeltaHeads {
-  private readonly heads = new WeakMap<OutputPlace, Buffer>();
-
-  of(place: OutputPlace): Buffer {
-    let head = this.heads.get(place);
-    if (head === undefined) this.heads.set(place, (head = asciiBytes(audioDeltaPrefix(place) + '"event_id":"')));
-    return head;
-  }
-}
-
 /** `","audio":"`: the member that follows the event id in svc-realtime-v1's delta. */
 const AUDIO_MEMBER = asciiBytes('","audio":"');
-
-/**
- * One output delta as bytes: `head` (up to the event id's quote), the event id, `member` (closing the id and
- * opening the audio's string), the base64 and `"}`. Ids are the gateway's (EventIds: ASCII, no escaping).
- */
-export function audioDeltaFrame(head: Buffer, eventId: string | EventIds, member: Buffer, audio: Audio): Buffer {
-  const idLength = typeof eventId === 'string' ? eventId.length : eventId.nextLength();
-  const out = frameBuffer(head.length + idLength + member.length + audio.base64.length + 2);
-  out.set(head, 0);
-  // The codecs hand their EventIds: the id is written as bytes, no string made per delta.
-  let at = typeof eventId === 'string' ? writeAscii(out, head.length, eventId) : eventId.writeNext(out, head.length);
-  out.set(member, at);
-  at = audio.writeBase64To(out, at + member.length);
-  out[at] = 0x22; // "
-  out[at + 1] = 0x7d; // }
-  return out;
-}
 
 export function msInt(ms: number): number {
   return Number.isFinite(ms) && ms > 0 ? Math.round(ms) : 0;
