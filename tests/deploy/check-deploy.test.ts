@@ -11,6 +11,7 @@ interface Summary {
   scenarios: Record<string, string[]>;
   routes: Record<string, string[]>;
   realtimeUrls: Record<string, Record<string, string>>;
+  clusterEnv: Record<string, Record<string, Record<string, string>>>;
   refused: number;
   failures: string[];
 }
@@ -33,7 +34,17 @@ t.test('the chart lints, renders and validates strictly; wrong shapes are refuse
   const { code, summary, stderr } = await check();
   t.same(summary.failures, [], stderr);
   t.equal(code, 0);
-  t.equal(summary.refused, 6, 'every wrong shape refused with a message naming the value');
+  t.equal(summary.refused, 8, 'every wrong shape refused with a message naming the value');
+  const single = summary.clusterEnv['existing secret (minimal)']?.['s2s-s2s-gateway-billing'];
+  t.same(single, { NATS_URL: 'nats://nats:4222', BUS_STREAM_REPLICAS: '1', DATABASE_PREPARED_STATEMENTS: 'named' }, 'defaults: one NATS, one replica, named');
+  const cluster = summary.clusterEnv['a NATS cluster (bundled), PgBouncer, a managed PostgreSQL for migrations'] ?? {};
+  for (const d of ['s2s-s2s-gateway-billing', 's2s-s2s-gateway-control-plane', 's2s-s2s-gateway-relay']) {
+    t.same(
+      cluster[d],
+      { NATS_URL: 'nats://s2s-nats:4222', BUS_STREAM_REPLICAS: '3', DATABASE_PREPARED_STATEMENTS: 'unnamed' },
+      `${d}: the bundled NATS cluster's Service, three replicas, unnamed statements behind PgBouncer`,
+    );
+  }
   const minimal = summary.scenarios['existing secret (minimal)'] ?? [];
   t.notOk(minimal.some((o) => o.startsWith('Secret/')), 'an existing Secret: the chart makes none');
   t.notOk(minimal.some((o) => o.includes('local-provider')), 'no simulator unless asked for');

@@ -127,6 +127,25 @@ downward API (dependent variables must come after the ones they reference); call
 {{- end }}
 {{- end -}}
 
+{{/* NATS_URL: config.natsUrl, or with nats.enabled and no natsUrl the bundled NATS chart's Service. */}}
+{{- define "s2s.natsUrl" -}}
+{{- if and .Values.nats.enabled (not .Values.config.natsUrl) -}}
+{{- $name := .Values.nats.fullnameOverride | default (ternary .Release.Name (printf "%s-nats" .Release.Name) (contains "nats" .Release.Name)) -}}
+nats://{{ $name }}:4222
+{{- else -}}
+{{ required "config.natsUrl is required unless nats.enabled" .Values.config.natsUrl }}
+{{- end -}}
+{{- end -}}
+
+{{/* BUS_STREAM_REPLICAS: config.busStreamReplicas, or 3 with the bundled cluster and 1 without. */}}
+{{- define "s2s.busStreamReplicas" -}}
+{{- if kindIs "invalid" .Values.config.busStreamReplicas -}}
+{{ ternary 3 1 .Values.nats.enabled }}
+{{- else -}}
+{{ .Values.config.busStreamReplicas }}
+{{- end -}}
+{{- end -}}
+
 {{/* Environment every service shares; call with the ctx dict (dict "root" $ "component" "relay"). */}}
 {{- define "s2s.commonEnv" -}}
 {{- with .root -}}
@@ -137,9 +156,13 @@ downward API (dependent variables must come after the ones they reference); call
 - name: LOG_LEVEL
   value: {{ .Values.config.logLevel | quote }}
 - name: NATS_URL
-  value: {{ .Values.config.natsUrl | quote }}
+  value: {{ include "s2s.natsUrl" . | quote }}
 - name: BUS_PREFIX
   value: {{ .Values.config.busPrefix | quote }}
+- name: BUS_STREAM_REPLICAS
+  value: {{ include "s2s.busStreamReplicas" . | quote }}
+- name: DATABASE_PREPARED_STATEMENTS
+  value: {{ .Values.config.databasePreparedStatements | quote }}
 - name: DATABASE_URL
   valueFrom:
     secretKeyRef:
