@@ -22,7 +22,7 @@ import { createSession } from '@s2s/sessions';
 import { createLogger, createMetrics } from '@s2s/telemetry';
 import type WebSocket from 'ws';
 import { insertEchoStreamModel } from './fixtures.js';
-import { loadConfig, OpenAIRealtimeAdapter, ProviderBase, Relay, type UpstreamOpener } from '@s2s/relay/bench';
+import { continuityOf, loadConfig, OpenAIRealtimeAdapter, ProviderBase, Relay, type UpstreamOpener } from '@s2s/relay/bench';
 
 const { values: opt } = parseArgs({
   strict: false,
@@ -135,11 +135,11 @@ export async function hotPath(opts: { sessions: number; dialect: 'svc-realtime-v
   const base = new ProviderBase(
     new OpenAIRealtimeAdapter({
       name: 'local',
-      url: config.providers.LOCAL_PROVIDER_URL,
+      url: config.LOCAL_PROVIDER_URL,
       tokenRatio: { ...LOCAL_TOKEN_RATIO },
       openSocket: async () => fakeUpstream() as unknown as WebSocket,
     }),
-    { logger, continuity: config.continuity },
+    { logger, continuity: continuityOf(config) },
   );
   const providers: UpstreamOpener = {
     open: (_provider, sessionConfig, onEvent, signal, hooks) =>

@@ -82,29 +82,6 @@ export const CommonEnv = z.object({
 });
 export type CommonEnv = z.infer<typeof CommonEnv>;
 
-/** The shared variables as the services' camel-cased config objects carry them. */
-export interface CommonConfig {
-  nodeEnv: CommonEnv['NODE_ENV'];
-  databaseUrl: string;
-  natsUrl: string;
-  busPrefix: string;
-  busStreamReplicas: number;
-  databasePreparedStatements: CommonEnv['DATABASE_PREPARED_STATEMENTS'];
-  logLevel: string;
-}
-
-export function commonConfig(e: CommonEnv): CommonConfig {
-  return {
-    nodeEnv: e.NODE_ENV,
-    databaseUrl: e.DATABASE_URL,
-    natsUrl: e.NATS_URL,
-    busPrefix: e.BUS_PREFIX,
-    busStreamReplicas: e.BUS_STREAM_REPLICAS,
-    databasePreparedStatements: e.DATABASE_PREPARED_STATEMENTS,
-    logLevel: e.LOG_LEVEL,
-  };
-}
-
 /** Parses `env` with `schema`, or throws one readable error naming every bad variable. */
 export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, string | undefined>): z.infer<S> {
   const result = schema.safeParse(env);
@@ -115,14 +92,32 @@ export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, str
   return result.data;
 }
 
-/** Limits of a key without its own (decisions.md, "Limits"); every service that creates sessions reads them. */
-export const KeyLimitsEnv = {
+/**
+ * The session variables of every service that creates sessions (the control plane; the relay's legacy
+ * `/v1/realtime?model=` alias), named once here: the settings a new session snapshots and the limits of a key
+ * without its own (decisions.md, "Time, status and expiry", "Money", "Limits").
+ */
+export const SessionEnv = {
+  // Idle time after which a session expires; stored per session at creation.
+  SESSION_IDLE_TIMEOUT_SECONDS: envInt(300, { min: 1, max: 86_400 }),
+  // Maximum length of a session; stored per session as max_ends_at.
+  SESSION_MAX_SECONDS: envInt(3600, { min: 1, max: 7 * 86_400 }),
+  // Minutes of audio the preauthorization covers.
+  SESSION_PREAUTH_MINUTES: envInt(10, { min: 1, max: 24 * 60 }),
   // Non-terminal sessions a key may hold.
   KEY_MAX_LIVE_SESSIONS: envInt(1000, { min: 1, max: 2_147_483_647 }),
   // Sessions a key may create per minute (a burst of this many, then refilled evenly).
   KEY_MAX_CREATES_PER_MINUTE: envInt(6000, { min: 1, max: 2_147_483_647 }),
 };
 
-export function keyLimitsConfig(e: { KEY_MAX_LIVE_SESSIONS: number; KEY_MAX_CREATES_PER_MINUTE: number }) {
-  return { maxLiveSessions: e.KEY_MAX_LIVE_SESSIONS, maxCreatesPerMinute: e.KEY_MAX_CREATES_PER_MINUTE };
+type SessionVariables = { [K in keyof typeof SessionEnv]: number };
+
+/** The settings a new session snapshots, from SessionEnv's variables (as `createSession` takes them). */
+export function sessionPolicyOf(e: SessionVariables) {
+  return {
+    idleTimeoutSeconds: e.SESSION_IDLE_TIMEOUT_SECONDS,
+    maxSeconds: e.SESSION_MAX_SECONDS,
+    preauthMinutes: e.SESSION_PREAUTH_MINUTES,
+    keyLimits: { maxLiveSessions: e.KEY_MAX_LIVE_SESSIONS, maxCreatesPerMinute: e.KEY_MAX_CREATES_PER_MINUTE },
+  };
 }

@@ -1,4 +1,4 @@
-import { CommonEnv, KeyLimitsEnv, envBoolean, envInt, envOriginList, envPort, keyLimitsConfig, parseEnv, z } from '@s2s/core';
+import { CommonEnv, SessionEnv, envBoolean, envInt, envOriginList, envPort, parseEnv, z } from '@s2s/core';
 
 /** What `npm start` uses outside production when ADMIN_TOKEN is unset (decisions.md, Keys and operators). */
 export const DEV_ADMIN_TOKEN = 'dev-admin-token';
@@ -18,12 +18,9 @@ export const ControlPlaneConfig = CommonEnv.extend({
   REALTIME_PUBLIC_URL: z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' }).default('ws://127.0.0.1:8081/v1/realtime'),
   // Bearer token of the operator API; required in production, DEV_ADMIN_TOKEN otherwise.
   ADMIN_TOKEN: optionalSecret,
-  // Idle time after which a session expires; stored per session at creation.
-  SESSION_IDLE_TIMEOUT_SECONDS: envInt(300, { min: 1, max: 86_400 }),
-  // Maximum length of a session; stored per session as max_ends_at.
-  SESSION_MAX_SECONDS: envInt(3600, { min: 1, max: 7 * 86_400 }),
-  // Minutes of audio the preauthorization covers.
-  SESSION_PREAUTH_MINUTES: envInt(10, { min: 1, max: 24 * 60 }),
+  // SESSION_IDLE_TIMEOUT_SECONDS, SESSION_MAX_SECONDS, SESSION_PREAUTH_MINUTES, KEY_MAX_LIVE_SESSIONS,
+  // KEY_MAX_CREATES_PER_MINUTE: the session variables the relay reads too (@s2s/core SessionEnv).
+  ...SessionEnv,
   // How long `POST .../end` waits for settlement before answering 409.
   END_WAIT_MS: envInt(8000, { min: 0, max: 120_000 }),
   // Largest accepted JSON request body; larger ones get 400 invalid_request.
@@ -45,7 +42,6 @@ export const ControlPlaneConfig = CommonEnv.extend({
   SEED_CATALOG: envBoolean(true),
   // Browser origins the public API answers CORS for (comma-separated, or *); none when unset (decisions.md).
   CORS_ALLOWED_ORIGINS: envOriginList(),
-  ...KeyLimitsEnv,
 })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV !== 'production') return;
@@ -60,8 +56,6 @@ export const ControlPlaneConfig = CommonEnv.extend({
     ADMIN_TOKEN: env.ADMIN_TOKEN ?? DEV_ADMIN_TOKEN,
     /** True when ADMIN_TOKEN was unset and the development default is in use. */
     adminTokenIsDevDefault: env.ADMIN_TOKEN === undefined,
-    /** Limits of keys without their own: KEY_MAX_LIVE_SESSIONS, KEY_MAX_CREATES_PER_MINUTE. */
-    keyLimits: keyLimitsConfig(env),
   }));
 export type Config = z.infer<typeof ControlPlaneConfig>;
 

@@ -1,4 +1,5 @@
 import type { Bus } from '@s2s/bus';
+import { sessionPolicyOf } from '@s2s/core';
 import type { DbHandle } from '@s2s/db';
 import type { SessionSettings } from '@s2s/sessions';
 import { disabledMetrics, type Logger, type Metrics } from '@s2s/telemetry';
@@ -34,13 +35,7 @@ export interface AppContext {
 
 /** What every session this control plane creates snapshots (decisions.md, "Time" and "Money"). */
 export function sessionSettingsOf(config: Config): SessionSettings {
-  return {
-    preauthMinutes: config.SESSION_PREAUTH_MINUTES,
-    idleTimeoutSeconds: config.SESSION_IDLE_TIMEOUT_SECONDS,
-    maxSeconds: config.SESSION_MAX_SECONDS,
-    syncCommit: config.SESSION_CREATE_SYNC_COMMIT,
-    keyLimits: config.keyLimits,
-  };
+  return { ...sessionPolicyOf(config), syncCommit: config.SESSION_CREATE_SYNC_COMMIT };
 }
 
 export function createContext(deps: AppDeps): AppContext {

@@ -3,7 +3,7 @@
 // options (ws-frame-options.ts), each hot trick against its plain code (hot-tricks.ts), apart from sockets and
 // processes. Keep it to what a benchmark names.
 export { Audio, checkBase64 } from './audio.js';
-export { loadConfig } from './config.js';
+export { continuityOf, loadConfig } from './config.js';
 export { audioDeltaFrame, AudioDeltaHeads, audioDeltaPrefix } from './hot/audio-delta.js';
 export { EventIds } from './hot/event-ids.js';
 export { FlatMemo, FlatShape } from './hot/flat-json.js';

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { AgentLimits } from './agent/types.js';
 import { wsUrl } from './env-fields.js';
-import { PROVIDER_ENV, providerEnvOf } from './providers/index.js';
-import { CommonEnv, KeyLimitsEnv, commonConfig, envInt, envOriginList, envPort, keyLimitsConfig, parseEnv, z } from '@s2s/core';
+import { PROVIDER_ENV, type ContinuityPolicy } from './providers/index.js';
+import { CommonEnv, SessionEnv, envInt, envOriginList, envPort, parseEnv, z } from '@s2s/core';
 
 /** A fresh relay id per process start: a restarted process must not renew the lease of the one it replaces. */
 function defaultRelayId(): string {
@@ -50,14 +50,9 @@ export const RelayConfig = CommonEnv.extend({
   UPSTREAM_RECONNECT_ATTEMPTS: envInt(3, { min: 1, max: 20 }),
   // The providers' own (providers/<name>/provider.ts): LOCAL_PROVIDER_*, OPENAI_*, AZURE_OPENAI_*, GEMINI_*.
   ...PROVIDER_ENV,
-  // Sessions created by the legacy `/v1/realtime?model=` alias snapshot the same settings as the control plane.
-  SESSION_IDLE_TIMEOUT_SECONDS: envInt(300, { min: 1, max: 86_400 }),
-  // Longest a legacy-alias session may last.
-  SESSION_MAX_SECONDS: envInt(3600, { min: 1, max: 7 * 86_400 }),
-  // Minutes of audio a legacy-alias session preauthorizes.
-  SESSION_PREAUTH_MINUTES: envInt(10, { min: 1, max: 24 * 60 }),
-  // The legacy alias creates sessions, so it applies the same per-key limits as the control plane.
-  ...KeyLimitsEnv,
+  // Sessions created by the legacy `/v1/realtime?model=` alias snapshot the same settings, and apply the same
+  // per-key limits, as the control plane's: the variables they share (@s2s/core SessionEnv).
+  ...SessionEnv,
   // Browser origins that may open realtime sockets (comma-separated, or *); unset: any origin, since a
   // client secret already scopes its session. A request without Origin (not a browser) always passes.
   REALTIME_ALLOWED_ORIGINS: envOriginList(),
@@ -107,51 +102,41 @@ export const RelayConfig = CommonEnv.extend({
       });
     }
   })
-  .transform((e) => ({
-    ...commonConfig(e),
-    host: e.HOST,
-    port: e.RELAY_PORT,
-    relayId: e.RELAY_ID ?? defaultRelayId(),
-    leaseRenewMs: e.RELAY_LEASE_RENEW_MS,
-    leaseTtlMs: e.RELAY_LEASE_TTL_MS,
-    realtimePublicUrl: e.REALTIME_PUBLIC_URL,
-    maxEventBytes: e.REALTIME_MAX_EVENT_BYTES,
-    checkpointIntervalMs: e.CHECKPOINT_INTERVAL_MS,
-    reconcileIntervalMs: e.RECONCILE_INTERVAL_MS,
-    drainTimeoutMs: e.DRAIN_TIMEOUT_MS,
-    responseGraceMs: e.RESPONSE_GRACE_MS,
-    providerConnectTimeoutMs: e.PROVIDER_CONNECT_TIMEOUT_MS,
-    continuity: {
-      maxConnectionMs: e.UPSTREAM_MAX_CONNECTION_MS,
-      marginMs: e.UPSTREAM_RECONNECT_MARGIN_MS,
-      attempts: e.UPSTREAM_RECONNECT_ATTEMPTS,
-    },
-    providers: providerEnvOf(e),
-    session: {
-      idleTimeoutSeconds: e.SESSION_IDLE_TIMEOUT_SECONDS,
-      maxSeconds: e.SESSION_MAX_SECONDS,
-      preauthMinutes: e.SESSION_PREAUTH_MINUTES,
-      keyLimits: keyLimitsConfig(e),
-    },
-    dbPoolSize: e.DB_POOL_SIZE,
-    allowedOrigins: e.REALTIME_ALLOWED_ORIGINS,
-    webrtc: {
-      port: e.WEBRTC_UDP_PORT,
-      ...(e.WEBRTC_HOST === undefined ? {} : { host: e.WEBRTC_HOST }),
-      announcedAddresses: e.WEBRTC_ANNOUNCED_ADDRESSES,
-    },
-    agentLimits: {
-      maxInstructionsBytes: e.AGENT_MAX_INSTRUCTIONS_BYTES,
-      maxTools: e.AGENT_MAX_TOOLS,
-      maxToolSchemaBytes: e.AGENT_MAX_TOOL_SCHEMA_BYTES,
-      maxTextPartBytes: e.AGENT_MAX_TEXT_PART_BYTES,
-      maxItems: e.AGENT_MAX_ITEMS,
-    } satisfies AgentLimits,
-  }));
+  // A relay always has an id: the configured one or one of its own.
+  .transform((e) => ({ ...e, RELAY_ID: e.RELAY_ID ?? defaultRelayId() }));
 
 export type Config = z.output<typeof RelayConfig>;
 
 /** Parses the relay's environment; throws one error naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined>): Config {
   return parseEnv(RelayConfig, env);
+}
+
+/** Moving sessions to new upstream connections (UPSTREAM_*). */
+export function continuityOf(config: Config): Pick<ContinuityPolicy, 'maxConnectionMs' | 'marginMs' | 'attempts'> {
+  return {
+    maxConnectionMs: config.UPSTREAM_MAX_CONNECTION_MS,
+    marginMs: config.UPSTREAM_RECONNECT_MARGIN_MS,
+    attempts: config.UPSTREAM_RECONNECT_ATTEMPTS,
+  };
+}
+
+/** The voice-agent limits (AGENT_MAX_*). */
+export function agentLimitsOf(config: Config): AgentLimits {
+  return {
+    maxInstructionsBytes: config.AGENT_MAX_INSTRUCTIONS_BYTES,
+    maxTools: config.AGENT_MAX_TOOLS,
+    maxToolSchemaBytes: config.AGENT_MAX_TOOL_SCHEMA_BYTES,
+    maxTextPartBytes: config.AGENT_MAX_TEXT_PART_BYTES,
+    maxItems: config.AGENT_MAX_ITEMS,
+  };
+}
+
+/** The WebRTC endpoint's UDP socket (WEBRTC_*). */
+export function webrtcOf(config: Config) {
+  return {
+    port: config.WEBRTC_UDP_PORT,
+    ...(config.WEBRTC_HOST === undefined ? {} : { host: config.WEBRTC_HOST }),
+    announcedAddresses: config.WEBRTC_ANNOUNCED_ADDRESSES,
+  };
 }

@@ -51,19 +51,19 @@ export class Relay {
   readonly telemetry: RelayTelemetry;
 
   constructor(private readonly deps: RelayDeps) {
-    this.telemetry = new RelayTelemetry(deps.metrics.meter, deps.config.relayId);
+    this.telemetry = new RelayTelemetry(deps.metrics.meter, deps.config.RELAY_ID);
     this.checkpoints = new Checkpointer({
       telemetry: this.telemetry,
       bus: deps.bus,
-      relayId: deps.config.relayId,
+      relayId: deps.config.RELAY_ID,
       logger: deps.logger,
-      intervalMs: deps.config.checkpointIntervalMs,
+      intervalMs: deps.config.CHECKPOINT_INTERVAL_MS,
     });
     this.lease = new RelayLease({
       db: deps.db,
-      relayId: deps.config.relayId,
-      renewMs: deps.config.leaseRenewMs,
-      ttlMs: deps.config.leaseTtlMs,
+      relayId: deps.config.RELAY_ID,
+      renewMs: deps.config.RELAY_LEASE_RENEW_MS,
+      ttlMs: deps.config.RELAY_LEASE_TTL_MS,
       logger: deps.logger,
     });
     this.ctx = {
@@ -111,7 +111,7 @@ export class Relay {
     );
     this.checkpoints.start();
     this.lease.start();
-    this.reconcileTimer = setInterval(() => void this.reconcile(), this.deps.config.reconcileIntervalMs);
+    this.reconcileTimer = setInterval(() => void this.reconcile(), this.deps.config.RECONCILE_INTERVAL_MS);
   }
 
   /** Takes over a freshly upgraded socket: registers it, replaces older attachments here and elsewhere. */
@@ -225,7 +225,7 @@ export class Relay {
       version: 1,
       session_id: a.sessionId,
       attachment_id: a.attachmentId,
-      relay_id: config.relayId,
+      relay_id: config.RELAY_ID,
       started_at: a.startedAtMs,
     };
     try {

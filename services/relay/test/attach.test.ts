@@ -200,7 +200,7 @@ t.test('attach: session.created, conversation.created, then the first append act
   );
   t.equal(rows.length, 1);
   t.match(rows[0]?.id, /^att_/);
-  t.equal(rows[0]?.relay_id, env.config.relayId);
+  t.equal(rows[0]?.relay_id, env.config.RELAY_ID);
   const attachedRow = await sessionRow(db, s.id);
   t.equal(attachedRow?.status, 'ready', 'attaching alone does not activate');
   t.ok((attachedRow?.last_activity_at.getTime() ?? 0) > (before?.last_activity_at.getTime() ?? Infinity), 'attach is activity');

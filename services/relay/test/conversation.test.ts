@@ -78,7 +78,7 @@ t.test('a full turn with the simulator: VAD events, the answer equals the speech
     () => env.checkpoints.find((c) => c.session_id === s.id && c.final),
     (c) => c !== undefined,
   );
-  t.match(final, { audio_in_ms: 1600, audio_out_ms: 1000, input_audio_tokens: 15, output_audio_tokens: 20, relay_id: env.config.relayId });
+  t.match(final, { audio_in_ms: 1600, audio_out_ms: 1000, input_audio_tokens: 15, output_audio_tokens: 20, relay_id: env.config.RELAY_ID });
   const raw = JSON.stringify(client.events);
   t.notMatch(raw, /event_\d|"item_\d+"|sess_|127\.0\.0\.1:\d+\/v1\/realtime\?model|vad-1/, 'nothing upstream-specific reached the client');
 });

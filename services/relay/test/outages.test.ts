@@ -61,17 +61,17 @@ t.test('the lease: held and renewed while the relay lives, deleted on a clean ex
   const env = await setupRelay(t);
   const relay = await env.startRelay({ RELAY_LEASE_RENEW_MS: '100', RELAY_LEASE_TTL_MS: '1000' });
   const first = await eventually(
-    () => leaseOf(env.db, relay.config.relayId),
+    () => leaseOf(env.db, relay.config.RELAY_ID),
     (l) => l?.alive === true,
   );
   t.ok(first?.alive, 'a live lease');
   const later = await eventually(
-    () => leaseOf(env.db, relay.config.relayId),
+    () => leaseOf(env.db, relay.config.RELAY_ID),
     (l) => l !== undefined && first !== undefined && l.renewed_at.getTime() > first.renewed_at.getTime(),
   );
   t.ok(later && first && later.renewed_at > first.renewed_at, 'renewed');
   await relay.app.close();
-  t.equal(await leaseOf(env.db, relay.config.relayId), undefined, 'deleted after the drain');
+  t.equal(await leaseOf(env.db, relay.config.RELAY_ID), undefined, 'deleted after the drain');
 });
 
 t.test('a final checkpoint is retried past the old window; the drain waits for it, lease held meanwhile', async (t) => {
@@ -89,7 +89,7 @@ t.test('a final checkpoint is retried past the old window; the drain waits for i
   const outage = sleep(6000).then(() => (down = false));
   const closing = relay.app.close();
   await sleep(500);
-  t.equal((await leaseOf(env.db, relay.config.relayId))?.alive, true, 'billing sees a live relay while usage is unpublished');
+  t.equal((await leaseOf(env.db, relay.config.RELAY_ID))?.alive, true, 'billing sees a live relay while usage is unpublished');
   t.notOk(
     env.checkpoints.some((c) => c.session_id === s.id),
     'nothing published during the outage',
@@ -100,7 +100,7 @@ t.test('a final checkpoint is retried past the old window; the drain waits for i
   t.ok(final, 'the final checkpoint was published once the bus came back');
   t.equal(final?.audio_in_ms, 200, 'all the input');
   t.equal(final?.audio_out_ms, 200, 'all the output');
-  t.equal(await leaseOf(env.db, relay.config.relayId), undefined, 'the lease is deleted only after it');
+  t.equal(await leaseOf(env.db, relay.config.RELAY_ID), undefined, 'the lease is deleted only after it');
   t.equal(client.closeCode, 1012, 'the client was told to attach again');
 });
 

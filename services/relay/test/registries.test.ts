@@ -17,19 +17,19 @@ t.test('providers: one entry per name, no variable read by two, each adapter nam
     AZURE_OPENAI_API_KEY: 'azure-key-0123456789',
     GEMINI_API_KEY: 'gm-test-0123456789',
   });
-  const registry = createProviderRegistry(all.providers);
+  const registry = createProviderRegistry(all);
   for (const name of names) t.equal(registry.get(name)?.adapter.name, name, `${name} offered under its name`);
 });
 
 t.test('providers: only local without keys; azure needs both its endpoint and its key', async (t) => {
-  const bare = createProviderRegistry(loadConfig({}).providers);
+  const bare = createProviderRegistry(loadConfig({}));
   t.same(
     PROVIDERS.map((p) => bare.get(p.name) !== undefined),
     [true, false, false, false],
   );
-  const half = createProviderRegistry(loadConfig({ AZURE_OPENAI_API_KEY: 'azure-key-0123456789' }).providers);
+  const half = createProviderRegistry(loadConfig({ AZURE_OPENAI_API_KEY: 'azure-key-0123456789' }));
   t.equal(half.get('azure'), undefined);
-  const blank = createProviderRegistry(loadConfig({ OPENAI_API_KEY: '  ' }).providers);
+  const blank = createProviderRegistry(loadConfig({ OPENAI_API_KEY: '  ' }));
   t.equal(blank.get('openai'), undefined, 'a blank key is no key');
 });
 

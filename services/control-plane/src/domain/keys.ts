@@ -49,14 +49,14 @@ export async function createKey({
       ],
     );
   });
-  const { keyLimits } = ctx.config;
+  const { KEY_MAX_LIVE_SESSIONS, KEY_MAX_CREATES_PER_MINUTE } = ctx.config;
   return {
     id: keyId,
     key: issued.secret,
     wallet_id: walletId,
     balance_cents: input.balance_cents,
-    max_live_sessions: input.max_live_sessions ?? keyLimits.maxLiveSessions,
-    max_creates_per_minute: input.max_creates_per_minute ?? keyLimits.maxCreatesPerMinute,
+    max_live_sessions: input.max_live_sessions ?? KEY_MAX_LIVE_SESSIONS,
+    max_creates_per_minute: input.max_creates_per_minute ?? KEY_MAX_CREATES_PER_MINUTE,
   };
 }
 
@@ -93,10 +93,10 @@ export async function getKey({
   input: { keyId: string };
 }): Promise<ApiKeyResource> {
   if (!isPossibleId(input.keyId)) throw errors.keyNotFound();
-  const { keyLimits } = ctx.config;
+  const { KEY_MAX_LIVE_SESSIONS, KEY_MAX_CREATES_PER_MINUTE } = ctx.config;
   const { rows } = await ctx.db.pool.query<KeyRow>(`${KEY_SELECT} WHERE k.id = $3`, [
-    keyLimits.maxLiveSessions,
-    keyLimits.maxCreatesPerMinute,
+    KEY_MAX_LIVE_SESSIONS,
+    KEY_MAX_CREATES_PER_MINUTE,
     input.keyId,
   ]);
   const key = rows[0];
@@ -114,7 +114,7 @@ export async function listKeys({
 }): Promise<AdminListPage<ApiKeyResource>> {
   const limit = input.limit ?? LIST_DEFAULT_LIMIT;
   const after = decodeTimeCursor(input.after);
-  const { keyLimits } = ctx.config;
+  const { KEY_MAX_LIVE_SESSIONS, KEY_MAX_CREATES_PER_MINUTE } = ctx.config;
   const { rows } = await ctx.db.pool.query<KeyRow>(
     `${KEY_SELECT}
       WHERE ($3::text IS NULL OR k.wallet_id = $3)
@@ -123,8 +123,8 @@ export async function listKeys({
       ORDER BY k.created_at DESC, k.id DESC
       LIMIT $7`,
     [
-      keyLimits.maxLiveSessions,
-      keyLimits.maxCreatesPerMinute,
+      KEY_MAX_LIVE_SESSIONS,
+      KEY_MAX_CREATES_PER_MINUTE,
       input.wallet_id ?? null,
       input.revoked ?? null,
       after?.[0] ?? null,

@@ -1,4 +1,5 @@
 import { newId, toVoiceSession, type SessionRecord, type Usage } from '@s2s/core';
+import { agentLimitsOf } from '../config.js';
 import type { CheckpointRoute } from '@s2s/contract';
 import { activateSession } from '@s2s/sessions';
 import { traceHeaders, type Logger } from '@s2s/telemetry';
@@ -74,7 +75,7 @@ export class Attachment implements MeteredSource {
       ctx.checkpoints,
       this.ticket,
     );
-    this.agent = new AgentSession(ctx.providers.capabilities(init.session.provider), ctx.config.agentLimits, {
+    this.agent = new AgentSession(ctx.providers.capabilities(init.session.provider), agentLimitsOf(ctx.config), {
       send: (e) => this.send(e),
       refuse: (code, message, clientEventId, param) => this.fromClient.refuse(code, message, clientEventId, param),
       responseId: (upstreamId) => this.tracker.resolve(upstreamId).id,
@@ -140,7 +141,7 @@ export class Attachment implements MeteredSource {
       accept: this.fromClient.accept,
       snapshot: () => ({
         type: 'session.created',
-        session: toVoiceSession(this.session, ctx.config.realtimePublicUrl),
+        session: toVoiceSession(this.session, ctx.config.REALTIME_PUBLIC_URL),
         settings: this.agent.settings(),
       }),
       log: this.log,
@@ -169,7 +170,7 @@ export class Attachment implements MeteredSource {
     ws.on('error', (err) => this.log.debug({ err }, 'client socket error'));
     this.send({
       type: 'session.created',
-      session: toVoiceSession(this.session, this.ctx.config.realtimePublicUrl),
+      session: toVoiceSession(this.session, this.ctx.config.REALTIME_PUBLIC_URL),
       settings: this.agent.settings(),
     });
     this.send({ type: 'conversation.created', conversationId: newId('conv') });

@@ -45,11 +45,6 @@ export const PROVIDER_ENV = Object.assign({}, ...PROVIDERS.map((p) => p.env)) as
 /** The providers' variables as parsed. */
 export type ProviderEnv = z.output<z.ZodObject<ProviderShape>>;
 
-/** Those of `env` (the relay's parsed environment). */
-export function providerEnvOf(env: ProviderEnv): ProviderEnv {
-  return Object.fromEntries(Object.keys(PROVIDER_ENV).map((k) => [k, env[k as keyof ProviderEnv]])) as ProviderEnv;
-}
-
 export interface ProviderRegistryOptions {
   connectTimeoutMs?: number;
   retries?: number;

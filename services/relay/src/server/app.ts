@@ -1,7 +1,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { errors, newId } from '@s2s/core';
+import { errors, newId, sessionPolicyOf } from '@s2s/core';
 import { isStoreUnavailableError } from '@s2s/db';
 import { injectConnection } from '@s2s/handoff';
 import {
@@ -62,7 +62,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
   const relay = new Relay(deps);
   const wss = new WebSocketServer({
     noServer: true,
-    maxPayload: config.maxEventBytes,
+    maxPayload: config.REALTIME_MAX_EVENT_BYTES,
     perMessageDeflate: false,
     clientTracking: false,
     // The protocol negotiate() chose for this request; false sends none (a client that offered nothing).
@@ -75,7 +75,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
     db: deps.db,
     bus: deps.bus,
     log: logger,
-    sessionPolicy: config.session,
+    sessionPolicy: sessionPolicyOf(config),
     now,
   };
 
@@ -143,7 +143,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
     let legacySessionId: string | null = null;
     try {
       const target = checkHandshake(req);
-      checkOrigin(req.headers.origin, config.allowedOrigins);
+      checkOrigin(req.headers.origin, config.REALTIME_ALLOWED_ORIGINS);
       if ('callId' in target) return await upgradeControl(req, socket, head, target.callId, requestId, log, upgrade);
       const negotiated = negotiate({
         offered: req.headers['sec-websocket-protocol'],
@@ -160,7 +160,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
       // The legacy alias's sessions and those minted by POST /v1/realtime/client_secrets end with their socket.
       const legacy = created || session.endsWithSocket;
       const attachmentId = newId('att');
-      const recorded = await recordAttachment({ ctx: deps, input: { sessionId: session.id, attachmentId, relayId: config.relayId } });
+      const recorded = await recordAttachment({ ctx: deps, input: { sessionId: session.id, attachmentId, relayId: config.RELAY_ID } });
       if (!recorded) throw errors.sessionExpired();
       attached = { sessionId: session.id, attachmentId, legacy };
       upgrade.session(session.id, attachmentId);

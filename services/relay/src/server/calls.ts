@@ -123,7 +123,7 @@ async function createCall(deps: CallsDeps, req: IncomingMessage, res: ServerResp
   const attachmentId = newId('att');
   let attached = false;
   try {
-    const recorded = await recordAttachment({ ctx: authCtx, input: { sessionId: session.id, attachmentId, relayId: config.relayId } });
+    const recorded = await recordAttachment({ ctx: authCtx, input: { sessionId: session.id, attachmentId, relayId: config.RELAY_ID } });
     if (!recorded) throw errors.sessionExpired();
     attached = true;
     upgrade.session(session.id, attachmentId);
@@ -131,7 +131,7 @@ async function createCall(deps: CallsDeps, req: IncomingMessage, res: ServerResp
     upgrade.upgraded();
     // A call ends its session when it closes or fails, whatever created the session (decisions.md).
     relay.attach({
-      ws: new CallSocket(call, config.maxEventBytes) as unknown as WebSocket,
+      ws: new CallSocket(call, config.REALTIME_MAX_EVENT_BYTES) as unknown as WebSocket,
       upgrade,
       session: { ...session, lastActivityAt: recorded.lastActivityAt },
       attachmentId,
@@ -163,14 +163,14 @@ async function hangUp(deps: CallsDeps, req: IncomingMessage, res: ServerResponse
   const session = await loadOwnedSession({ ctx: authCtx, input: { sessionId, keyId: key.keyId } });
   const settled = await endAndWait({ ctx: authCtx, input: { session, reason: 'client_closed', waitMs: HANGUP_WAIT_MS } });
   res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8' });
-  res.end(JSON.stringify(toVoiceSession(settled, config.realtimePublicUrl)));
+  res.end(JSON.stringify(toVoiceSession(settled, config.REALTIME_PUBLIC_URL)));
 }
 
 /** CORS for browsers calling with a client secret (REALTIME_ALLOWED_ORIGINS; unset: any origin). */
 function cors(config: Config, req: IncomingMessage, res: ServerResponse): void {
   const origin = req.headers.origin;
   if (origin === undefined) return;
-  const allowed = config.allowedOrigins;
+  const allowed = config.REALTIME_ALLOWED_ORIGINS;
   if (allowed !== undefined && allowed !== '*' && !allowed.includes(origin.toLowerCase())) return;
   res.setHeader('Access-Control-Allow-Origin', origin);
   res.setHeader('Vary', 'Origin');

@@ -1,13 +1,13 @@
 import type { Logger } from '@s2s/telemetry';
-import type { Config } from '../config.js';
+import { continuityOf, type Config } from '../config.js';
 import { createProviderRegistry } from '../providers/index.js';
 import { NO_CAPABILITIES, type UpstreamOpener } from './opener.js';
 
 /** The configured providers (registry of ProviderBase-wrapped adapters) behind the relay's UpstreamOpener. */
 export function createProviderOpener(config: Config, logger: Logger): UpstreamOpener {
-  const registry = createProviderRegistry(config.providers, {
-    connectTimeoutMs: config.providerConnectTimeoutMs,
-    continuity: config.continuity,
+  const registry = createProviderRegistry(config, {
+    connectTimeoutMs: config.PROVIDER_CONNECT_TIMEOUT_MS,
+    continuity: continuityOf(config),
     logger,
   });
   return {
