@@ -2,9 +2,10 @@
 // counts (issue 28, item 5): its rate at 128 clients must be at least 0.8 x its rate at 32. While each run goes,
 // pg_stat_activity's wait events and pg_locks' waits are sampled, to show what serializes it.
 // --db=URL: an existing server (a database of its own is made on it); default: a private PostgreSQL 15.
-// --wallets=64 --clients=32,128 --duration=10 (s per run, after a 3 s warm-up).
+// --wallets=64 --clients=32,128 --duration=10 (s per run, after a 3 s warm-up); --setup-sql=<file>: SQL run on
+// the seeded database before the runs (an experiment: an index or a constraint dropped).
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -22,6 +23,7 @@ const DURATION_S = Number(flag('duration') ?? 10);
 const WARMUP_S = 3;
 const PGBENCH = process.env.PGBENCH ?? 'pgbench';
 const MODEL = 'bench/scale-1';
+const SETUP_SQL = flag('setup-sql');
 
 export interface CreateRun {
   clients: number;
@@ -34,7 +36,7 @@ export interface CreateRun {
 }
 
 /** A database with the catalog model and `wallets` wallets (each with one key); the keys' secret hashes. */
-async function seed(url: string, wallets: number): Promise<string[]> {
+export async function seed(url: string, wallets: number): Promise<string[]> {
   await ensureDatabase(url);
   await migrate(url);
   const pool = new pg.Pool({ connectionString: url, max: 4 });
@@ -56,6 +58,8 @@ async function seed(url: string, wallets: number): Promise<string[]> {
       const { rows } = await pool.query<{ secret_hash: string }>('SELECT secret_hash FROM api_keys WHERE id = $1', [keyId]);
       hashes.push(rows[0]!.secret_hash);
     }
+    // An experiment on the schema (e.g. an index or a constraint dropped), run once the database is seeded.
+    if (SETUP_SQL) await pool.query(readFileSync(SETUP_SQL, 'utf8'));
     return hashes;
   } finally {
     await pool.end();
@@ -63,7 +67,7 @@ async function seed(url: string, wallets: number): Promise<string[]> {
 }
 
 /** The create statement as `createSession` sends it, as a pgbench script: a random wallet's key, a fresh id. */
-function pgbenchScript(hashes: string[]): { script: string; defines: string[] } {
+export function pgbenchScript(hashes: string[]): { script: string; defines: string[] } {
   const statement = createStatement(
     {
       key: { secretHash: 'HASH' },
