@@ -1,4 +1,4 @@
-// An unmodified `openai` (7.57) realtime client, run by openai-sdk.test.ts as its own process: the base URL
+// An unmodified `openai` (7.59) realtime client, run by openai-sdk.test.ts as its own process: the base URL
 // and the key come from the environment, the certificate is trusted through NODE_EXTRA_CA_CERTS. It speaks
 // one turn, reads the answer's audio, the transcript and the usage, and prints one JSON line.
 import OpenAI from 'openai';

@@ -64,10 +64,34 @@ const ToolChoice = z.union([
   z.strictObject({ type: z.literal('function'), name: z.string().min(1) }),
 ]);
 
+/** The current session fields of OpenAI's types (decisions.md, "Current OpenAI session fields"). */
+export const REASONING_EFFORTS = ['minimal', 'low', 'medium', 'high', 'xhigh'] as const;
+export const Reasoning = z.strictObject({ effort: z.enum(REASONING_EFFORTS).optional() });
+export const Truncation = z.union([
+  z.enum(['auto', 'disabled']),
+  z.strictObject({
+    type: z.literal('retention_ratio'),
+    retention_ratio: z.number().min(0).max(1),
+    token_limits: z.strictObject({ post_instructions: z.int().min(0).optional() }).optional(),
+  }),
+]);
+/** A stored prompt of the provider by reference; its variables as text (image and file inputs are not offered). */
+export const PromptReference = z.strictObject({
+  id: z.string().min(1).max(200),
+  version: z.string().max(64).nullable().optional(),
+  variables: z
+    .record(z.string(), z.string().max(64 * 1024))
+    .nullable()
+    .optional(),
+});
+export const IncludeField = z.literal('item.input_audio_transcription.logprobs');
+
 /**
  * The settings of OpenAI's GA realtime session that a client secret keeps for the first attach (decisions.md,
  * "The OpenAI-compatible dialect"): what the gateway offers, strictly, so an unsupported field is refused
- * naming it; `tracing`, `prompt` and `include` are accepted and ignored.
+ * naming it; `tracing` is accepted and ignored. `reasoning` and `prompt` are refused where the model's
+ * provider cannot honour them; `parallel_tool_calls`, `truncation` and `include` are hints, reported in
+ * session.updated as what takes effect.
  */
 export const RealtimeSessionSettings = z.strictObject({
   instructions: z
@@ -108,8 +132,11 @@ export const RealtimeSessionSettings = z.strictObject({
   output_modalities: z.union([z.tuple([z.literal('audio')]), z.tuple([z.literal('text')])]).optional(),
   max_output_tokens: z.union([z.int().min(1).max(4096), z.literal('inf')]).optional(),
   tracing: z.unknown().optional(),
-  prompt: z.unknown().optional(),
-  include: z.unknown().optional(),
+  reasoning: Reasoning.optional(),
+  prompt: PromptReference.nullable().optional(),
+  parallel_tool_calls: z.boolean().optional(),
+  truncation: Truncation.optional(),
+  include: z.array(IncludeField).max(1).optional(),
 });
 export type RealtimeSessionSettings = z.infer<typeof RealtimeSessionSettings>;
 
@@ -124,10 +151,18 @@ export const OpenAISessionUpdateEvent = z.strictObject({
 });
 export type OpenAISessionUpdateEvent = z.infer<typeof OpenAISessionUpdateEvent>;
 
+/** A session's `type`: `realtime` only; transcription-only sessions are refused by name (decisions.md). */
+export const RealtimeSessionType = z.literal('realtime', {
+  error: (issue) =>
+    issue.input === 'transcription'
+      ? 'transcription sessions are not offered yet: the only session type is "realtime"'
+      : 'the only session type is "realtime"',
+});
+
 /** `POST /v1/realtime/client_secrets`: OpenAI's body; `session.model` is a catalog id. */
 export const CreateRealtimeClientSecretRequest = z.strictObject({
   expires_after: ExpiresAfter.optional(),
-  session: RealtimeSessionSettings.extend({ type: z.literal('realtime'), model: ModelId }),
+  session: RealtimeSessionSettings.extend({ type: RealtimeSessionType, model: ModelId }),
 });
 export type CreateRealtimeClientSecretRequest = z.infer<typeof CreateRealtimeClientSecretRequest>;
 

@@ -94,6 +94,22 @@ export type ToolChoice = z.infer<typeof ToolChoice>;
 const OutputModalities = z.union([z.tuple([z.literal('audio')]), z.tuple([z.literal('text')])]);
 export type OutputModalities = z.infer<typeof OutputModalities>;
 const MaxOutputTokens = z.union([z.int().min(1).max(4096), z.literal('inf')]);
+/** The current session fields of OpenAI's types (decisions.md, "Current OpenAI session fields"). */
+export const REASONING_EFFORTS = ['minimal', 'low', 'medium', 'high', 'xhigh'] as const;
+const Reasoning = z.object({ effort: z.enum(REASONING_EFFORTS).optional() });
+const Truncation = z.union([
+  z.enum(['auto', 'disabled']),
+  z.object({
+    type: z.literal('retention_ratio'),
+    retention_ratio: z.number().min(0).max(1),
+    token_limits: z.object({ post_instructions: z.int().min(0).optional() }).optional(),
+  }),
+]);
+const PromptReference = z.object({
+  id: z.string().min(1),
+  version: z.string().nullable().optional(),
+  variables: z.record(z.string(), z.string()).nullable().optional(),
+});
 
 export const SessionUpdate = z.object({
   type: z.literal('session.update'),
@@ -106,6 +122,11 @@ export const SessionUpdate = z.object({
     tool_choice: ToolChoice.optional(),
     output_modalities: OutputModalities.optional(),
     max_output_tokens: MaxOutputTokens.optional(),
+    reasoning: Reasoning.optional(),
+    truncation: Truncation.optional(),
+    parallel_tool_calls: z.boolean().optional(),
+    prompt: PromptReference.nullable().optional(),
+    include: z.array(z.literal('item.input_audio_transcription.logprobs')).optional(),
     audio: z
       .object({
         input: z

@@ -51,6 +51,14 @@ export function decideReply(pending: PendingEntry[], tools: FunctionTool[], tool
   return { kind: 'text', text: last.text };
 }
 
+/**
+ * The simulator honours `reasoning` deterministically: with an effort set, a text reply starts with
+ * `(<effort> effort) `, so a test sees that the setting reached it; other replies are unchanged.
+ */
+export function withReasoning(reply: Reply, effort: string | undefined): Reply {
+  return effort !== undefined && reply.kind === 'text' ? { kind: 'text', text: `(${effort} effort) ${reply.text}` } : reply;
+}
+
 function mayCall(name: string, tools: FunctionTool[], toolChoice: ToolChoice): boolean {
   if (toolChoice === 'none') return false;
   if (typeof toolChoice === 'object' && toolChoice.name !== name) return false;

@@ -31,7 +31,7 @@ import {
   type ToolChoice,
   type TurnDetection,
 } from './protocol.js';
-import { decideReply, shapeReply, speechTranscript, type Output, type PendingEntry } from './reply.js';
+import { decideReply, shapeReply, speechTranscript, withReasoning, type Output, type PendingEntry } from './reply.js';
 import { EnergyVad } from './vad.js';
 
 type ResponseStatus = 'completed' | 'cancelled' | 'incomplete';
@@ -48,6 +48,8 @@ interface Settings {
   transcription: { model?: string; language?: string; prompt?: string } | null;
   noiseReduction: { type: 'near_field' | 'far_field' } | null;
   turnDetection: TurnDetection;
+  /** Honoured (reasoning) or kept and reported as set (the rest): OpenAI's current session fields. */
+  current: Pick<RealtimeSessionCreateRequest, 'reasoning' | 'truncation' | 'parallel_tool_calls' | 'prompt' | 'include'>;
 }
 
 interface ActiveResponse {
@@ -89,6 +91,7 @@ export class SimulatedSession {
     transcription: null,
     noiseReduction: null,
     turnDetection: { type: 'server_vad', silence_duration_ms: DEFAULT_SILENCE_DURATION_MS },
+    current: {},
   };
   private readonly vad = new EnergyVad(DEFAULT_SILENCE_DURATION_MS);
   private readonly echoStream: boolean;
@@ -240,6 +243,9 @@ export class SimulatedSession {
     if (s.max_output_tokens !== undefined) settings.maxOutputTokens = s.max_output_tokens;
     if (input?.transcription !== undefined) settings.transcription = input.transcription;
     if (input?.noise_reduction !== undefined) settings.noiseReduction = input.noise_reduction;
+    for (const k of ['reasoning', 'truncation', 'parallel_tool_calls', 'prompt', 'include'] as const) {
+      if (s[k] !== undefined) settings.current = { ...settings.current, [k]: s[k] };
+    }
     if (input?.turn_detection !== undefined && !this.echoStream) {
       let td = input.turn_detection;
       if (td?.type === 'server_vad' && td.silence_duration_ms === undefined) {
@@ -451,7 +457,14 @@ export class SimulatedSession {
     this.previousContext = context;
     const reply = this.echoStream
       ? ({ kind: 'audio', audio: Buffer.alloc(0), transcript: '', truncated: false } as const)
-      : shapeReply(decideReply(this.pending, params.tools ?? s.tools, params.tool_choice ?? s.toolChoice), modalities[0], maxOutputTokens);
+      : shapeReply(
+          withReasoning(
+            decideReply(this.pending, params.tools ?? s.tools, params.tool_choice ?? s.toolChoice),
+            s.current.reasoning?.effort ?? undefined,
+          ),
+          modalities[0],
+          maxOutputTokens,
+        );
     if (inConversation) this.pending = [];
     const id = `resp_${++this.respSeq}`;
     const itemId = this.nextItemId();
@@ -690,6 +703,7 @@ export class SimulatedSession {
       tool_choice: s.toolChoice,
       output_modalities: s.outputModalities,
       max_output_tokens: s.maxOutputTokens,
+      ...s.current,
       audio: {
         input: {
           format: PCM,

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { contextUsage, Conversation, itemTokens, type StoredItem } from '../src/conversation.js';
 import { pcmTone } from '../src/index.js';
-import { decideReply, shapeReply, type PendingEntry } from '../src/reply.js';
+import { decideReply, shapeReply, withReasoning, type PendingEntry } from '../src/reply.js';
 
 const TOOL = { type: 'function' as const, name: 'lookup' };
 
@@ -84,4 +84,13 @@ t.test('context usage: every piece weighed, the common prefix with the previous 
   t.same(contextUsage(c.segments('abcd'), third), { text: 4, audio: 1, cachedText: 4, cachedAudio: 0 }, 'a truncated item is a new piece');
   t.notOk(c.delete('nope'));
   t.equal(c.insert(user('u2', 'y'), 'nope'), undefined);
+});
+
+t.test('reasoning is honoured deterministically: a text reply names the effort, other replies are unchanged', async (t) => {
+  t.same(withReasoning({ kind: 'text', text: 'hello' }, 'high'), { kind: 'text', text: '(high effort) hello' });
+  t.same(withReasoning({ kind: 'text', text: 'hello' }, undefined), { kind: 'text', text: 'hello' }, 'no effort, no change');
+  const call = { kind: 'function_call', name: 'lookup', arguments: '{}' } as const;
+  t.same(withReasoning(call, 'low'), call);
+  const speech = { kind: 'speech', audio: pcmTone(100), transcript: 'speech 100 ms' } as const;
+  t.same(withReasoning(speech, 'low'), speech);
 });

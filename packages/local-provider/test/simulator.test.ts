@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap';
+import type { RealtimeSessionCreateRequest } from 'openai/resources/realtime/realtime';
 import { pcmFrames, pcmSilence, pcmTone, startLocalProvider, type LocalProvider, type ReceivedClientEvent } from '../src/index.js';
 import { TestClient, deltaBytes, types, type Ev } from './client.js';
 
@@ -332,4 +333,29 @@ t.test('terminateConnections drops clients without a close frame; close() ends t
   await p.close();
   t.equal(await closed2, 1001);
   await t.rejects(TestClient.connect(p.url, 'echo-1'), 'no longer listening');
+});
+
+t.test("the current OpenAI session fields: accepted in the openai package's terms, echoed, reasoning honoured", async (t) => {
+  const p = await provider(t);
+  const c = await client(t, p);
+  const session = {
+    type: 'realtime',
+    output_modalities: ['text'],
+    reasoning: { effort: 'medium' },
+    truncation: { type: 'retention_ratio', retention_ratio: 0.5 },
+    parallel_tool_calls: false,
+    include: ['item.input_audio_transcription.logprobs'],
+  } satisfies RealtimeSessionCreateRequest;
+  c.send({ type: 'session.update', session });
+  const updated = await c.next('session.updated');
+  t.match(updated.session, {
+    reasoning: session.reasoning,
+    truncation: session.truncation,
+    parallel_tool_calls: false,
+    include: session.include,
+  });
+  c.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] } });
+  c.send({ type: 'response.create' });
+  const done = await c.next('response.output_text.done');
+  t.equal(done.text, '(medium effort) hi');
 });

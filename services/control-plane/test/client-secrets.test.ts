@@ -100,7 +100,10 @@ t.test('unsupported settings are refused naming the param, and create nothing', 
     ['G.711 input', { audio: { input: { format: { type: 'audio/pcmu' } } } }, /session\.audio\.input\.format\.type/],
     ['16 kHz output', { audio: { output: { format: { type: 'audio/pcm', rate: 16000 } } } }, /session\.audio\.output\.format\.rate/],
     ['an MCP tool', { tools: [{ type: 'mcp', server_label: 'x' }] }, /session\.tools\.0/],
-    ['an unknown field', { truncation: 'auto' }, /truncation/],
+    ['an unknown field', { temperature: 0.7 }, /temperature/],
+    ['a transcription session', { type: 'transcription' }, /session\.type: transcription sessions are not offered yet/],
+    ['a bad reasoning effort', { reasoning: { effort: 'extreme' } }, /session\.reasoning\.effort/],
+    ['a bad truncation', { truncation: { type: 'retention_ratio', retention_ratio: 2 } }, /session\.truncation/],
   ];
   for (const [name, extra, param] of cases) {
     const res = await mint(h, key.key, { session: { ...BODY.session, ...(extra as object) } });

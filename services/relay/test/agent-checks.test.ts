@@ -1,7 +1,7 @@
 import t from 'tap';
-import { checkNewItem, checkResponseOptions, checkSessionUpdate } from '../src/agent/checks.js';
+import { checkNewItem, checkResponseOptions, checkSessionUpdate, resolveHints } from '../src/agent/checks.js';
 import { DEFAULT_AGENT_LIMITS } from '../src/agent/types.js';
-import { OPENAI_CAPABILITIES } from '../src/providers/index.js';
+import { AzureOpenAIAdapter, GEMINI_CAPABILITIES, LocalAdapter, OPENAI_CAPABILITIES } from '../src/providers/index.js';
 import { NO_CAPABILITIES } from '../src/upstream/opener.js';
 
 const L = DEFAULT_AGENT_LIMITS;
@@ -100,4 +100,53 @@ t.test('items: text parts and outputs over the limit', async (t) => {
   t.match(checkResponseOptions({ instructions: 'x'.repeat(L.maxInstructionsBytes + 1) }, L, OPENAI_CAPABILITIES), {
     param: 'response.instructions',
   });
+});
+
+const AZURE_CAPABILITIES = new AzureOpenAIAdapter({ endpoint: 'https://r.openai.azure.com', apiKey: 'k' }).supports;
+const LOCAL_CAPABILITIES = new LocalAdapter({ url: 'ws://127.0.0.1:1/v1/realtime' }).supports;
+
+t.test('the current OpenAI session fields: refused where they change the answer, hints resolved to what takes effect', async (t) => {
+  const reasoning = { reasoning: { effort: 'high' as const } };
+  const prompt = { prompt: { id: 'pmpt_1' } };
+  const hints = {
+    parallelToolCalls: true,
+    truncation: { type: 'retention_ratio' as const, retentionRatio: 0.5 },
+    include: ['item.input_audio_transcription.logprobs' as const],
+  };
+  for (const [name, can] of [
+    ['openai', OPENAI_CAPABILITIES],
+    ['azure', AZURE_CAPABILITIES],
+  ] as const) {
+    t.equal(checkSessionUpdate({ ...reasoning, ...prompt, ...hints }, L, can), null, `${name} honours every field`);
+    t.same(
+      resolveHints({ ...reasoning, ...hints }, can),
+      { upstream: { ...reasoning, ...hints }, effective: { ...reasoning, ...hints } },
+      `${name}: all passed on`,
+    );
+  }
+  for (const [name, can] of [
+    ['local', LOCAL_CAPABILITIES],
+    ['gemini', GEMINI_CAPABILITIES],
+    ['a provider this relay does not have', NO_CAPABILITIES],
+  ] as const) {
+    t.match(
+      checkSessionUpdate(reasoning, L, can),
+      { code: 'unsupported_parameter', param: 'session.reasoning', message: /Reasoning/ },
+      name,
+    );
+    t.match(checkSessionUpdate(prompt, L, can), { code: 'unsupported_parameter', param: 'session.prompt', message: /stored prompt/ }, name);
+    t.equal(checkSessionUpdate({ prompt: null, ...hints }, L, can), null, `${name}: hints and clearing a prompt are accepted`);
+    const { upstream, effective } = resolveHints({ instructions: 'x', ...hints }, can);
+    t.same(upstream, { instructions: 'x' }, `${name}: hints it does not honour are not sent`);
+    t.same(
+      effective,
+      { instructions: 'x', parallelToolCalls: can.sessionFields.parallelToolCalls, truncation: can.sessionFields.truncation, include: [] },
+      `${name}: what takes effect`,
+    );
+  }
+  t.same(
+    LOCAL_CAPABILITIES.sessionFields,
+    { reasoning: false, prompt: false, parallelToolCalls: false, truncation: 'disabled', include: 'none' },
+    'the simulator: one call per response, never truncates',
+  );
 });

@@ -144,6 +144,14 @@ t.test('every refusal before the upgrade is an HTTP ErrorResponse and creates no
     t.match(r.body.error.request_id, /^req_[0-9a-f]{32}$/, `${c.name}: request id`);
     t.equal(r.headers['x-request-id'], r.body.error.request_id, `${c.name}: X-Request-Id`);
   }
+  for (const url of [`${env.url}?intent=transcription`, `${env.url}?model=local%2Fecho-1&intent=transcription`]) {
+    const r = await refused(url, { secret: owner.secret, protocol: 'realtime' });
+    t.equal(r.status, 400, `${url}: refused before the upgrade`);
+    t.match(r.body.error, {
+      code: 'invalid_request',
+      message: /intent=transcription is not supported: transcription sessions are not offered yet/,
+    });
+  }
   const notFound = await refused(env.url.replace('/v1/realtime', '/v1/other'), { secret: owner.secret });
   t.equal(notFound.status, 404);
 

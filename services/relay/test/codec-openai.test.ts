@@ -3,9 +3,13 @@
 import t from 'tap';
 import { Audio } from '../src/audio.js';
 import { DEFAULT_SETTINGS, applySettings, type ConversationItem } from '../src/agent/types.js';
-import type { InternalServerEvent } from '../src/codecs/events.js';
+import type { InternalClientEvent, InternalServerEvent } from '../src/codecs/events.js';
 import { gaParamOf, gaSessionUpdate, gaUsage, OpenAIGaCodec } from '../src/codecs/openai/codec.js';
-import type { ResponseContentPartAddedEvent, ResponseTextDeltaEvent } from 'openai/resources/realtime/realtime';
+import type {
+  RealtimeSessionCreateRequest,
+  ResponseContentPartAddedEvent,
+  ResponseTextDeltaEvent,
+} from 'openai/resources/realtime/realtime';
 import type { ContentPart } from '../src/agent/types.js';
 import type { OutputPlace } from '../src/codecs/events.js';
 import { partView, place, SvcRealtimeV1Codec } from '../src/codecs/svc-realtime-v1/codec.js';
@@ -36,7 +40,7 @@ const SDK_SESSION = {
   tools: [{ type: 'function', name: 'lookup', description: 'd', parameters: { type: 'object', properties: {} } }],
 };
 
-t.test('decode: a GA session.update (the SDK defaults) into the neutral settings; model, tracing, prompt, include ignored', async (t) => {
+t.test('decode: a GA session.update (the SDK defaults) into the neutral settings; model and tracing ignored', async (t) => {
   const c = codec();
   t.same(c.decode(text({ type: 'session.update', event_id: 'u1', session: SDK_SESSION }), false), {
     type: 'session.update',
@@ -99,9 +103,11 @@ t.test('decode: a GA session.update (the SDK defaults) into the neutral settings
         },
         inputTranscription: { model: 'whisper-1', language: 'en', prompt: 'p' },
         noiseReduction: { type: 'far_field' },
+        prompt: { id: 'p' },
+        include: ['item.input_audio_transcription.logprobs'],
       },
     },
-    'model, tracing, prompt and include change nothing',
+    'model and tracing change nothing; prompt and include are decoded (checked against the provider after)',
   );
   t.same(c.decode(text({ type: 'session.update', session: { type: 'realtime', tracing: null } }), false), {
     type: 'session.update',
@@ -164,7 +170,9 @@ t.test('decode: refusals name the GA param and echo the event_id', async (t) => 
       'session.tools[0]',
     ],
     [session({ temperature: 0.7 }), 'unsupported_parameter', 'session.temperature'],
-    [session({ truncation: 'auto' }), 'unsupported_parameter', 'session.truncation'],
+    [session({ reasoning: { effort: 'extreme' } }), 'invalid_event', 'session.reasoning.effort'],
+    [session({ truncation: 'sometimes' }), 'invalid_event', 'session.truncation'],
+    [session({ reasoning: { effort: 'low', summary: 'auto' } }), 'unsupported_parameter', 'session.reasoning.summary'],
     [session({ voice: 'marin' }), 'unsupported_parameter', 'session.voice'],
     [session({ audio: { output: { speed: 1.25 } } }), 'unsupported_parameter', 'session.audio.output.speed'],
     [
@@ -314,6 +322,8 @@ t.test('encode: session.created and session.updated carry the OpenAI-shaped sess
       output: { format: { type: 'audio/pcm', rate: 24000 }, voice: 'marin' },
     },
     tracing: null,
+    truncation: 'auto',
+    include: [],
     expires_at: 1234,
   });
   const updated = json(c.encode({ type: 'session.updated', settings: { ...DEFAULT_SETTINGS, turnDetection: null } }));
@@ -453,3 +463,56 @@ t.test('encode: speech events name the user item they become; the conversation k
 // Type level: the views both dialects share are OpenAI's published shapes (tsc fails otherwise).
 void (partView satisfies (p: ContentPart) => ResponseContentPartAddedEvent['part']);
 void (place satisfies (p: OutputPlace) => Pick<ResponseTextDeltaEvent, 'response_id' | 'item_id' | 'output_index' | 'content_index'>);
+
+t.test("decode and encode: the current OpenAI session fields in the openai package's types", async (t) => {
+  const c = codec();
+  const session = {
+    type: 'realtime',
+    reasoning: { effort: 'high' },
+    parallel_tool_calls: false,
+    truncation: { type: 'retention_ratio', retention_ratio: 0.8, token_limits: { post_instructions: 5000 } },
+    prompt: { id: 'pmpt_1', version: '2', variables: { city: 'Paris' } },
+    include: ['item.input_audio_transcription.logprobs'],
+  } satisfies RealtimeSessionCreateRequest;
+  const decoded = c.decode(text({ type: 'session.update', event_id: 'f1', session }), false);
+  t.same(decoded, {
+    type: 'session.update',
+    eventId: 'f1',
+    update: {
+      reasoning: { effort: 'high' },
+      parallelToolCalls: false,
+      truncation: { type: 'retention_ratio', retentionRatio: 0.8, tokenLimits: { postInstructions: 5000 } },
+      prompt: { id: 'pmpt_1', version: '2', variables: { city: 'Paris' } },
+      include: ['item.input_audio_transcription.logprobs'],
+    },
+  });
+  for (const truncation of ['auto', 'disabled'] as const) {
+    t.match(c.decode(text({ type: 'session.update', session: { type: 'realtime', truncation } }), false), { update: { truncation } });
+  }
+  t.match(c.decode(text({ type: 'session.update', session: { type: 'realtime', prompt: null } }), false), { update: { prompt: null } });
+
+  const settings = applySettings(DEFAULT_SETTINGS, (decoded as Extract<InternalClientEvent, { type: 'session.update' }>).update);
+  const view = json(c.encode({ type: 'session.updated', settings })).session as RealtimeSessionCreateRequest;
+  t.same(
+    {
+      reasoning: view.reasoning,
+      parallel_tool_calls: view.parallel_tool_calls,
+      truncation: view.truncation,
+      prompt: view.prompt,
+      include: view.include,
+    },
+    {
+      reasoning: session.reasoning,
+      parallel_tool_calls: false,
+      truncation: session.truncation,
+      prompt: session.prompt,
+      include: session.include,
+    },
+    'session.updated reports them in the same terms',
+  );
+  const plain = json(c.encode({ type: 'session.updated', settings: DEFAULT_SETTINGS })).session as RealtimeSessionCreateRequest;
+  t.same(
+    [plain.truncation, plain.include, 'reasoning' in plain, 'prompt' in plain, 'parallel_tool_calls' in plain],
+    ['auto', [], false, false, false],
+  );
+});

@@ -85,7 +85,34 @@ export function checkSessionUpdate(update: VoiceSettings, limits: AgentLimits, c
   if (td?.type === 'semantic_vad' && !can.semanticVad) return unsupported('session.turnDetection', 'Semantic VAD');
   if (update.inputTranscription && !can.inputTranscription) return unsupported('session.inputTranscription', 'Input transcription');
   if (update.noiseReduction && !can.noiseReduction) return unsupported('session.noiseReduction', 'Noise reduction');
+  // Fields that change the answer: refused where not honoured (decisions.md, "Current OpenAI session fields").
+  if (update.reasoning && !can.sessionFields.reasoning) return unsupported('session.reasoning', 'Reasoning');
+  if (update.prompt && !can.sessionFields.prompt) return unsupported('session.prompt', 'A stored prompt');
   return null;
+}
+
+/**
+ * An accepted update split for its two destinations: `upstream`, what is passed to the provider (the hints
+ * it does not honour left out), and `effective`, what takes effect (those hints replaced by what the
+ * provider does whatever is asked), which session.updated reports.
+ */
+export function resolveHints(update: VoiceSettings, can: ProviderCapabilities): { upstream: VoiceSettings; effective: VoiceSettings } {
+  const f = can.sessionFields;
+  const upstream: VoiceSettings = { ...update };
+  const effective: VoiceSettings = { ...update };
+  if (update.parallelToolCalls !== undefined && f.parallelToolCalls !== 'honoured') {
+    delete upstream.parallelToolCalls;
+    effective.parallelToolCalls = f.parallelToolCalls;
+  }
+  if (update.truncation !== undefined && f.truncation !== 'honoured') {
+    delete upstream.truncation;
+    effective.truncation = f.truncation;
+  }
+  if (update.include !== undefined && f.include !== 'honoured') {
+    delete upstream.include;
+    effective.include = [];
+  }
+  return { upstream, effective };
 }
 
 export function checkResponseOptions(options: ResponseOptions, limits: AgentLimits, can: ProviderCapabilities): CheckRefusal | null {

@@ -1,5 +1,5 @@
 import type { RealtimeErrorCode } from '@s2s/contract';
-import { checkNewItem, checkResponseOptions, checkSessionUpdate } from './checks.js';
+import { checkNewItem, checkResponseOptions, checkSessionUpdate, resolveHints } from './checks.js';
 import { applySettings, DEFAULT_SETTINGS, type AgentLimits, type EffectiveSettings, type ItemBody, type VoiceSettings } from './types.js';
 import type { InternalClientEvent, InternalServerEvent, OutputPlace, Refusal } from '../codecs/events.js';
 import { Conversation } from './conversation.js';
@@ -70,8 +70,11 @@ export class AgentSession {
 
   /** What a new upstream connection of this session is seeded with (continuity): settings in force, the conversation. */
   replayContext(): ReplayContext {
-    const { voice, ...rest } = this.effective;
-    return { settings: { ...rest, ...(voice !== null ? { voice } : {}) }, items: this.conversation.entries() };
+    const { voice, parallelToolCalls, ...rest } = this.effective;
+    return {
+      settings: { ...rest, ...(voice !== null ? { voice } : {}), ...(parallelToolCalls !== null ? { parallelToolCalls } : {}) },
+      items: this.conversation.entries(),
+    };
   }
 
   /**
@@ -88,8 +91,9 @@ export class AgentSession {
   private stage(update: VoiceSettings): { code: RealtimeErrorCode; message: string; param: string } | null {
     const bad = checkSessionUpdate(update, this.limits, this.can);
     if (bad) return bad;
-    this.requested = { ...this.requested, ...update };
-    this.effective = applySettings(this.effective, update);
+    const { upstream, effective } = resolveHints(update, this.can);
+    this.requested = { ...this.requested, ...upstream };
+    this.effective = applySettings(this.effective, effective);
     return null;
   }
 
@@ -135,9 +139,10 @@ export class AgentSession {
         }
         const bad = checkSessionUpdate(e.update, this.limits, this.can) ?? this.lockedField(e.update);
         if (bad) return this.refused(bad, e.eventId);
-        this.requested = { ...this.requested, ...e.update };
-        this.pendingUpdates.push({ update: e.update, eventId: e.eventId });
-        up.updateSession(e.update);
+        const { upstream, effective } = resolveHints(e.update, this.can);
+        this.requested = { ...this.requested, ...upstream };
+        this.pendingUpdates.push({ update: effective, eventId: e.eventId });
+        up.updateSession(upstream);
         return true;
       }
       case 'response.create': {

@@ -43,6 +43,25 @@ export interface InputTranscription {
 
 export type OutputModality = 'audio' | 'text';
 
+/** Reasoning of reasoning-capable models (changes the answer): the effort asked for. */
+export interface Reasoning {
+  effort?: 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
+}
+
+/** A stored prompt template of the provider, by reference (changes the answer). */
+export interface PromptReference {
+  id: string;
+  version?: string | null;
+  variables?: Record<string, unknown> | null;
+}
+
+/** How the conversation is cut when it outgrows the model's context (a hint). */
+export type Truncation =
+  'auto' | 'disabled' | { type: 'retention_ratio'; retentionRatio: number; tokenLimits?: { postInstructions?: number } };
+
+/** Extra fields in server outputs (a hint). */
+export type IncludeField = 'item.input_audio_transcription.logprobs';
+
 /**
  * The voice settings of a session: voice, instructions, turns, tools (not the deployment's session policy,
  * `SessionPolicy` in server/authorize.ts). In an update, an absent field is unchanged; `null` (where
@@ -61,6 +80,14 @@ export interface VoiceSettings {
   noiseReduction?: { type: 'near_field' | 'far_field' } | null;
   /** The client's audio formats (the OpenAI dialect's G.711): the codec's business, never a provider's. */
   formats?: Partial<AudioFormats>;
+  /** Refused where the provider cannot honour it (it changes the answer). */
+  reasoning?: Reasoning | null;
+  /** Refused where the provider cannot honour it (it changes the answer). */
+  prompt?: PromptReference | null;
+  /** Hints: where the provider cannot honour them, what takes effect is reported instead. */
+  parallelToolCalls?: boolean;
+  truncation?: Truncation;
+  include?: IncludeField[];
 }
 
 /**
@@ -165,6 +192,12 @@ export interface EffectiveSettings {
   inputTranscription: InputTranscription | null;
   noiseReduction: { type: 'near_field' | 'far_field' } | null;
   formats: AudioFormats;
+  reasoning: Reasoning | null;
+  prompt: PromptReference | null;
+  /** null: the provider's default, never set. */
+  parallelToolCalls: boolean | null;
+  truncation: Truncation;
+  include: IncludeField[];
 }
 
 /** A session's settings before any update: server VAD, audio out, no instructions, no tools. */
@@ -179,6 +212,11 @@ export const DEFAULT_SETTINGS: Readonly<EffectiveSettings> = Object.freeze<Effec
   inputTranscription: null,
   noiseReduction: null,
   formats: Object.freeze({ input: 'pcm16', output: 'pcm16' }),
+  reasoning: null,
+  prompt: null,
+  parallelToolCalls: null,
+  truncation: 'auto',
+  include: [],
 });
 
 /** The settings after an (atomic, already accepted) update: present fields replace, absent ones stay. */
@@ -194,5 +232,10 @@ export function applySettings(current: Readonly<EffectiveSettings>, update: Voic
   if (update.inputTranscription !== undefined) next.inputTranscription = update.inputTranscription;
   if (update.noiseReduction !== undefined) next.noiseReduction = update.noiseReduction;
   if (update.formats !== undefined) next.formats = { ...current.formats, ...update.formats };
+  if (update.reasoning !== undefined) next.reasoning = update.reasoning;
+  if (update.prompt !== undefined) next.prompt = update.prompt;
+  if (update.parallelToolCalls !== undefined) next.parallelToolCalls = update.parallelToolCalls;
+  if (update.truncation !== undefined) next.truncation = update.truncation;
+  if (update.include !== undefined) next.include = update.include;
   return next;
 }

@@ -284,6 +284,13 @@ function checkHandshake(req: IncomingMessage): AttachTarget | { callId: string }
   if (key === undefined || !KEY_REGEX.test(key) || (version !== 13 && version !== 8)) {
     throw errors.invalidRequest('The WebSocket handshake headers are invalid.');
   }
+  // Transcription-only sessions (OpenAI's `?intent=transcription`) are not offered yet (decisions.md).
+  const intent = url.searchParams.get('intent');
+  if (intent !== null) {
+    throw errors.invalidRequest(
+      `The query parameter intent=${intent.slice(0, 32)} is not supported: transcription sessions are not offered yet.`,
+    );
+  }
   const sessionId = url.searchParams.get('session_id');
   const model = url.searchParams.get('model');
   const callId = url.searchParams.get(CONTROL_SOCKET_QUERY);

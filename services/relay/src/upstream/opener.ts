@@ -50,4 +50,5 @@ export const NO_CAPABILITIES: Readonly<ProviderCapabilities> = Object.freeze({
   itemDelete: false,
   itemTruncate: false,
   responseOptions: false,
+  sessionFields: { reasoning: false, prompt: false, parallelToolCalls: false, truncation: 'disabled' as const, include: 'none' as const },
 });

@@ -1,11 +1,12 @@
 import { usageOf } from '@s2s/core';
-import type { RealtimeServerEvent } from 'openai/resources/realtime/realtime';
+import type { RealtimeServerEvent, RealtimeSessionCreateRequest } from 'openai/resources/realtime/realtime';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { pcmFrames, pcmTone } from '@s2s/local-provider';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { OpenAIRealtimeAdapter, ProviderBase, UpstreamError, type MeteredUpstream } from '../../src/providers/index.js';
+import { openAISessionUpdate } from '../../src/providers/openai/protocol.js';
 import { Events, adapterSuite } from './adapter-suite.js';
 import { openAIProtocolSpec } from './simulator-harness.js';
 import { Audio } from '../../src/audio.js';
@@ -329,4 +330,29 @@ t.test('openai: output audio deltas read from the bytes equal those parsed whole
     expected.map((e) => e.pcm.length / 2),
     'metered sizes are the decoded sizes',
   );
+});
+
+t.test("the current OpenAI session fields go upstream in OpenAI's own terms", async (t) => {
+  const sent = openAISessionUpdate(
+    {
+      reasoning: { effort: 'low' },
+      prompt: { id: 'pmpt_1', version: null, variables: { city: 'Paris' } },
+      parallelToolCalls: false,
+      truncation: { type: 'retention_ratio', retentionRatio: 0.8, tokenLimits: { postInstructions: 5000 } },
+      include: ['item.input_audio_transcription.logprobs'],
+    },
+    false,
+    'e1',
+  );
+  const expected = {
+    reasoning: { effort: 'low' },
+    prompt: { id: 'pmpt_1', version: null, variables: { city: 'Paris' } },
+    parallel_tool_calls: false,
+    truncation: { type: 'retention_ratio', retention_ratio: 0.8, token_limits: { post_instructions: 5000 } },
+    include: ['item.input_audio_transcription.logprobs'],
+  } satisfies Partial<RealtimeSessionCreateRequest>;
+  t.match(sent, { type: 'session.update', event_id: 'e1', session: { type: 'realtime', ...expected } });
+  t.match(openAISessionUpdate({ truncation: 'disabled', prompt: null }, false).session, { truncation: 'disabled', prompt: null });
+  const none = openAISessionUpdate({ instructions: 'x' }, false).session;
+  for (const k of ['reasoning', 'prompt', 'parallel_tool_calls', 'truncation', 'include']) t.notOk(k in none, `no ${k} unless set`);
 });

@@ -19,9 +19,10 @@ import type {
   SessionCreatedEvent,
   SessionUpdatedEvent,
 } from 'openai/resources/realtime/realtime';
+import { openAIPrompt, openAITruncation } from '../../providers/openai/protocol.js';
 import type { WireDialect } from '../dialect.js';
 import { G711Decoder, G711Encoder, type G711Law } from '@s2s/audio';
-import type { AudioFormats, ClientAudioFormat, EffectiveSettings, TurnDetection } from '../../agent/types.js';
+import type { AudioFormats, ClientAudioFormat, EffectiveSettings, TurnDetection, VoiceSettings } from '../../agent/types.js';
 import { Audio, checkBase64 } from '../../audio.js';
 import type { ClientCodec, InternalClientEvent, InternalServerEvent, Refusal } from '../events.js';
 import { asciiBytes } from '../../hot/frame-bytes.js';
@@ -67,7 +68,9 @@ export type SessionUpdate = Extract<InternalClientEvent, { type: 'session.update
 
 /**
  * A GA session (a session.update's, or a client secret's stored settings) as the internal session.update,
- * or the refusal of what the gateway does not offer. `model`, `tracing`, `prompt` and `include` change nothing.
+ * or the refusal of what the gateway does not offer. `model` and `tracing` change nothing; the current session
+ * fields (`reasoning`, `prompt`, `parallel_tool_calls`, `truncation`, `include`) are checked against the
+ * model's provider after decoding (decisions.md, "Current OpenAI session fields").
  */
 export function gaSessionUpdate(s: RealtimeSessionSettings | GaSession, eventId: string | undefined): SessionUpdate | Refusal {
   const input = s.audio?.input;
@@ -85,7 +88,7 @@ export function gaSessionUpdate(s: RealtimeSessionSettings | GaSession, eventId:
       'session.audio.input.turn_detection.idle_timeout_ms',
     );
   }
-  const update = settingsOf(s, output?.voice, td);
+  const update: VoiceSettings = { ...settingsOf(s, output?.voice, td), ...currentFieldsOf(s) };
   const formats: Partial<AudioFormats> = {};
   if (input?.format !== undefined) formats.input = formatOf(input.format);
   if (output?.format !== undefined) formats.output = formatOf(output.format);
@@ -101,6 +104,38 @@ function formatOf(f: GaAudioFormat): ClientAudioFormat {
 /** The GA spelling of a client audio format. */
 function gaFormat(f: ClientAudioFormat): GaAudioFormat {
   return f === 'pcmu' ? { type: 'audio/pcmu' } : f === 'pcma' ? { type: 'audio/pcma' } : PCM_24K;
+}
+
+/** The current OpenAI session fields of a GA session, in the neutral settings' terms. */
+function currentFieldsOf(s: RealtimeSessionSettings | GaSession): VoiceSettings {
+  const out: VoiceSettings = {};
+  if (s.reasoning !== undefined) out.reasoning = s.reasoning.effort !== undefined ? { effort: s.reasoning.effort } : {};
+  if (s.prompt !== undefined) {
+    out.prompt =
+      s.prompt === null
+        ? null
+        : {
+            id: s.prompt.id,
+            ...(s.prompt.version !== undefined ? { version: s.prompt.version } : {}),
+            ...(s.prompt.variables !== undefined ? { variables: s.prompt.variables } : {}),
+          };
+  }
+  if (s.parallel_tool_calls !== undefined) out.parallelToolCalls = s.parallel_tool_calls;
+  const t = s.truncation;
+  if (t !== undefined) {
+    out.truncation =
+      typeof t === 'string'
+        ? t
+        : {
+            type: 'retention_ratio',
+            retentionRatio: t.retention_ratio,
+            ...(t.token_limits?.post_instructions !== undefined
+              ? { tokenLimits: { postInstructions: t.token_limits.post_instructions } }
+              : {}),
+          };
+  }
+  if (s.include !== undefined) out.include = [...s.include];
+  return out;
 }
 
 type ZodIssue = NonNullable<ReturnType<typeof OpenAISessionUpdateEvent.safeParse>['error']>['issues'][number];
@@ -198,6 +233,12 @@ export function gaSessionView(who: SessionIdentity, s: EffectiveSettings): GaSes
     max_output_tokens: s.maxOutputTokens,
     audio: { input, output: { format: gaFormat(s.formats.output), ...(s.voice !== null ? { voice: s.voice } : {}) } },
     tracing: null,
+    // What takes effect: as set where the provider honours it, else what it does whatever is asked.
+    truncation: openAITruncation(s.truncation),
+    include: [...s.include],
+    ...(s.parallelToolCalls !== null ? { parallel_tool_calls: s.parallelToolCalls } : {}),
+    ...(s.reasoning !== null ? { reasoning: { ...s.reasoning } } : {}),
+    ...(s.prompt !== null ? { prompt: openAIPrompt(s.prompt) } : {}),
   };
 }
 

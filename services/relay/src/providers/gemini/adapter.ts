@@ -60,6 +60,9 @@ export const GEMINI_CAPABILITIES: Readonly<ProviderCapabilities> = Object.freeze
   itemDelete: false,
   itemTruncate: false,
   responseOptions: false,
+  // No reasoning or stored prompts here; Gemini may call several functions at once, keeps the whole context
+  // (no truncation) and has no extra output fields.
+  sessionFields: { reasoning: false, prompt: false, parallelToolCalls: true, truncation: 'disabled' as const, include: 'none' as const },
 });
 
 export interface GeminiLiveOptions {

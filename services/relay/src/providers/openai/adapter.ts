@@ -26,6 +26,7 @@ import {
   openAITokens,
   str,
 } from './protocol.js';
+import { ALL_SESSION_FIELDS } from '../shared/types.js';
 import type {
   OutputRef,
   ProviderAdapter,
@@ -58,6 +59,7 @@ export const OPENAI_CAPABILITIES: Readonly<ProviderCapabilities> = Object.freeze
   itemDelete: true,
   itemTruncate: true,
   responseOptions: true,
+  sessionFields: ALL_SESSION_FIELDS,
 });
 
 /** How long an upstream `error` event waits to learn whether the socket closes right after it (fatal). */

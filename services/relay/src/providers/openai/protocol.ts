@@ -6,8 +6,10 @@ import type {
   RealtimeResponseCreateParams,
   RealtimeSessionCreateRequest,
   ResponseCreateEvent,
+  RealtimeTruncation,
   SessionUpdateEvent,
 } from 'openai/resources/realtime/realtime';
+import type { ResponsePrompt } from 'openai/resources/responses/responses';
 import {
   ZERO_TOKENS,
   type ContentPart,
@@ -15,7 +17,9 @@ import {
   type ItemBody,
   type ItemStatus,
   type NewItem,
+  type PromptReference,
   type ResponseOptions,
+  type Truncation,
   type VoiceSettings,
   type TokenReport,
   type ToolChoice,
@@ -83,6 +87,25 @@ function toolChoice(choice: ToolChoice): NonNullable<RealtimeSessionCreateReques
   return typeof choice === 'string' ? choice : { type: 'function', name: choice.name };
 }
 
+/** A stored prompt reference in OpenAI's terms. */
+export function openAIPrompt(p: PromptReference): ResponsePrompt {
+  return {
+    id: p.id,
+    ...(p.version !== undefined ? { version: p.version } : {}),
+    ...(p.variables !== undefined ? { variables: p.variables as ResponsePrompt['variables'] } : {}),
+  } satisfies ResponsePrompt;
+}
+
+/** Truncation in OpenAI's terms. */
+export function openAITruncation(t: Truncation): RealtimeTruncation {
+  if (typeof t === 'string') return t;
+  return {
+    type: 'retention_ratio',
+    retention_ratio: t.retentionRatio,
+    ...(t.tokenLimits?.postInstructions !== undefined ? { token_limits: { post_instructions: t.tokenLimits.postInstructions } } : {}),
+  } satisfies RealtimeTruncation;
+}
+
 /**
  * The GA `session.update`. `initial`: the opening configuration (formats, server VAD and a voice always set,
  * so the upstream never starts on its own defaults); otherwise only the fields `settings` names change.
@@ -115,6 +138,12 @@ export function openAISessionUpdate(settings: VoiceSettings, initial: boolean, e
   if (settings.tools !== undefined) session.tools = tools(settings.tools);
   if (settings.toolChoice !== undefined) session.tool_choice = toolChoice(settings.toolChoice);
   if (settings.maxOutputTokens !== undefined) session.max_output_tokens = settings.maxOutputTokens;
+  // The current session fields, in OpenAI's own terms (the relay passes only what this provider honours).
+  if (settings.reasoning !== undefined) session.reasoning = settings.reasoning ?? {};
+  if (settings.prompt !== undefined) session.prompt = settings.prompt && openAIPrompt(settings.prompt);
+  if (settings.parallelToolCalls !== undefined) session.parallel_tool_calls = settings.parallelToolCalls;
+  if (settings.truncation !== undefined) session.truncation = openAITruncation(settings.truncation);
+  if (settings.include !== undefined) session.include = [...settings.include];
   return { type: 'session.update', ...(eventId !== undefined ? { event_id: eventId } : {}), session };
 }
 

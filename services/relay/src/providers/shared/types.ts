@@ -192,7 +192,34 @@ export interface ProviderCapabilities {
   itemTruncate: boolean;
   /** `response.create` with a `response` object (per-response overrides, `conversation: "none"`). */
   responseOptions: boolean;
+  /** The current OpenAI session fields (decisions.md, "Current OpenAI session fields"). */
+  sessionFields: SessionFieldSupport;
 }
+
+/** Passed on to the provider as the client set it. */
+export const HONOURED = 'honoured';
+
+/**
+ * What a provider does with the current OpenAI session fields. `reasoning` and `prompt` change the answer:
+ * refused, naming the param, where not honoured. The hints are accepted everywhere; where not honoured, the
+ * value is what takes effect at that provider whatever the client asks (reported in session.updated).
+ */
+export interface SessionFieldSupport {
+  reasoning: boolean;
+  prompt: boolean;
+  parallelToolCalls: typeof HONOURED | boolean;
+  truncation: typeof HONOURED | 'auto' | 'disabled';
+  include: typeof HONOURED | 'none';
+}
+
+/** Every field passed on (OpenAI's own protocol). */
+export const ALL_SESSION_FIELDS: Readonly<SessionFieldSupport> = Object.freeze({
+  reasoning: true,
+  prompt: true,
+  parallelToolCalls: HONOURED,
+  truncation: HONOURED,
+  include: HONOURED,
+});
 
 export interface ProviderAdapter {
   /** Catalog provider name, e.g. `local`, `openai`, `gemini`. */
