@@ -75,6 +75,13 @@ module.exports = {
       to: { path: ['^packages/db/', 'node_modules/(pg|pg-pool|@prisma/[^/]+|prisma)/'] },
     },
     {
+      name: 'prisma-only-where-used',
+      comment: 'Prisma Client (@s2s/db/prisma) is loaded only by the processes that use it: not the relay, billing or the edge.',
+      severity: 'error',
+      from: { path: '^services/(relay|billing|edge)/src/' },
+      to: { path: ['^packages/db/src/(prisma\\.ts|generated/)', 'node_modules/@prisma/'] },
+    },
+    {
       name: 'no-circular',
       comment: 'Workspace packages form a graph without cycles.',
       severity: 'error',

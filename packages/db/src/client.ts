@@ -1,17 +1,8 @@
-import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
-import { PrismaClient, type Prisma } from './generated/prisma/client.js';
 import { once } from './once.js';
 
-/** The Prisma client of the gateway's database. */
-export type Db = PrismaClient;
-/** The client handed to an interactive `$transaction` callback. */
-export type DbTx = Prisma.TransactionClient;
-/** What a domain function that can run inside or outside a transaction accepts. */
-export type DbOrTx = Db | DbTx;
-
 export interface CreateDbOptions {
-  /** Pool size; Prisma and raw `pool.query` share these connections. */
+  /** Pool size; raw `pool.query` and Prisma (`@s2s/db/prisma`, where a process uses it) share these connections. */
   max?: number;
   /** Server-side `statement_timeout` of every connection; unset means none. */
   statementTimeoutMs?: number;
@@ -30,10 +21,13 @@ export interface CreateDbOptions {
 
 export type PreparedStatements = 'named' | 'unnamed';
 
+/**
+ * The database of a process: one `pg` pool. Prisma Client is not built here: a process that uses it gets it
+ * from `prismaOf(db)` (`@s2s/db/prisma`), over this same pool, so one that never does never loads it.
+ */
 export interface DbHandle {
-  prisma: Db;
   pool: pg.Pool;
-  /** Disconnects Prisma and ends the pool; safe to call more than once. */
+  /** Ends the pool (and so whatever Prisma client runs over it); safe to call more than once. */
   close(): Promise<void>;
 }
 
@@ -89,13 +83,5 @@ export function createDb(databaseUrl: string, opts: CreateDbOptions = {}): DbHan
   // pg-pool emits 'error' for idle connections that die; without a listener that
   // event would crash the process, and PrismaPg only listens while Prisma is connected.
   pool.on('error', opts.onPoolError ?? (() => {}));
-  // Passing the Pool itself (not a config) makes PrismaPg use it instead of opening its own;
-  // it leaves the pool open on $disconnect (disposeExternalPool defaults to false).
-  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
-  return { prisma, pool, close: once(() => closeAll(prisma, pool)) };
-}
-
-async function closeAll(prisma: Db, pool: pg.Pool): Promise<void> {
-  await prisma.$disconnect();
-  await pool.end();
+  return { pool, close: once(() => pool.end()) };
 }

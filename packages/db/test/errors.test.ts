@@ -1,6 +1,7 @@
 // Real failures from PostgreSQL, pg and Prisma 7, classified through whatever wraps them.
 import pg from 'pg';
 import t from 'tap';
+import { prismaOf } from '../src/prisma.js';
 import { createDb, isRetryableDbError, isStoreUnavailableError, type DbHandle } from '../src/index.js';
 import { createTestDatabase } from '../src/testing.js';
 import { seedWallet } from './fixtures/seed.js';
@@ -30,7 +31,7 @@ async function serializationFailure(db: DbHandle, write: 'model' | 'raw'): Promi
   let bothRead!: () => void;
   const barrier = new Promise<void>((resolve) => (bothRead = resolve));
   const attempt = () =>
-    db.prisma.$transaction(
+    prismaOf(db).$transaction(
       async (tx) => {
         const wallet = await tx.wallet.findUniqueOrThrow({ where: { id: 'wal_race' } });
         if (++arrived === 2) bothRead();
@@ -52,18 +53,18 @@ t.test('connection refused, from pg and from every Prisma entry point', async (t
   const fromPool = await rejectionOf(db.pool.query('SELECT 1'));
   t.equal((fromPool as { code?: string }).code, 'ECONNREFUSED');
   t.same(classify(fromPool), DOWN, 'pg');
-  const fromModel = await rejectionOf(db.prisma.wallet.findMany());
+  const fromModel = await rejectionOf(prismaOf(db).wallet.findMany());
   t.equal((fromModel as { code?: string }).code, 'P1001');
   t.same(classify(fromModel), DOWN, 'Prisma model query (P1001)');
-  const fromRaw = await rejectionOf(db.prisma.$queryRaw`SELECT 1`);
+  const fromRaw = await rejectionOf(prismaOf(db).$queryRaw`SELECT 1`);
   t.equal((fromRaw as { code?: string }).code, 'P2010', 'raw queries wrap every failure in P2010');
   t.same(classify(fromRaw), DOWN, 'Prisma raw query');
-  t.same(classify(await rejectionOf(db.prisma.$transaction(async (tx) => tx.wallet.count()))), DOWN, 'Prisma transaction start');
+  t.same(classify(await rejectionOf(prismaOf(db).$transaction(async (tx) => tx.wallet.count()))), DOWN, 'Prisma transaction start');
 });
 
 t.test('serialization failures are retryable but not an outage', async (t) => {
   const { db } = await createTestDatabase(t);
-  await db.prisma.wallet.create({ data: { id: 'wal_race', balanceCents: 100n } });
+  await prismaOf(db).wallet.create({ data: { id: 'wal_race', balanceCents: 100n } });
   const fromModel = await serializationFailure(db, 'model');
   t.equal((fromModel as { code?: string }).code, 'P2034');
   t.same(classify(fromModel), CONFLICT, 'Prisma model write (P2034)');
@@ -96,7 +97,7 @@ t.test('an exhausted pool is an outage (Prisma passes the pg-pool error through)
   const db = createDb(url, { max: 1, connectionTimeoutMs: 200 });
   t.teardown(db.close);
   const held = await db.pool.connect();
-  const err = await rejectionOf(db.prisma.wallet.count());
+  const err = await rejectionOf(prismaOf(db).wallet.count());
   held.release();
   t.match(err, { message: /timeout exceeded when trying to connect/ });
   t.same(classify(err), DOWN);
@@ -106,7 +107,7 @@ t.test('a connection terminated by the server (57P01) is an outage', async (t) =
   const { url, db: admin } = await createTestDatabase(t);
   const db = createDb(url);
   t.teardown(db.close);
-  const sleeping = rejectionOf(db.prisma.$queryRaw`SELECT pg_sleep(30)`);
+  const sleeping = rejectionOf(prismaOf(db).$queryRaw`SELECT pg_sleep(30)`);
   // Poll until the query is visible in pg_stat_activity, then terminate its backend.
   for (let killed = 0, tries = 0; killed === 0; tries++) {
     if (tries > 250) throw new Error('the sleeping query never showed up');
@@ -123,12 +124,12 @@ t.test('a connection terminated by the server (57P01) is an outage', async (t) =
 
 t.test('constraint violations and bugs are neither', async (t) => {
   const { db } = await createTestDatabase(t);
-  await seedWallet(db.prisma, 'wal_dup', 1n);
-  const unique = await rejectionOf(db.prisma.wallet.create({ data: { id: 'wal_dup', balanceCents: 1n } }));
+  await seedWallet(prismaOf(db), 'wal_dup', 1n);
+  const unique = await rejectionOf(prismaOf(db).wallet.create({ data: { id: 'wal_dup', balanceCents: 1n } }));
   t.equal((unique as { code?: string }).code, 'P2002');
   t.same(classify(unique), PERMANENT, 'unique violation (P2002)');
   t.same(classify(await rejectionOf(db.pool.query(`UPDATE wallets SET balance_cents = -1`))), PERMANENT, 'check violation (pg)');
-  t.same(classify(await rejectionOf(db.prisma.$executeRaw`UPDATE wallets SET balance_cents = -1`)), PERMANENT, 'check violation (raw)');
+  t.same(classify(await rejectionOf(prismaOf(db).$executeRaw`UPDATE wallets SET balance_cents = -1`)), PERMANENT, 'check violation (raw)');
   t.same(classify(await rejectionOf(db.pool.query('SELEC 1'))), PERMANENT, 'syntax error');
   for (const err of [new Error('boom'), undefined, null, 'ECONNREFUSED', { code: 42 }]) t.same(classify(err), PERMANENT);
 });

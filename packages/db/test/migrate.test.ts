@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import t from 'tap';
+import { prismaOf } from '../src/prisma.js';
 import { ensureDatabase, migrate, MIGRATIONS_DIR, withClient, withDatabase } from '../src/migrate.js';
 import { adminDatabaseUrl, createTestDatabase, type TeardownHost } from '../src/testing.js';
 import { MODEL_ID, RATE_ID, seedCatalog } from './fixtures/seed.js';
@@ -53,11 +54,11 @@ t.test('migrate reports dbmate failures without the URL', async (t) => {
 
 t.test('rate snapshots refuse UPDATE and DELETE', async (t) => {
   const { db } = await createTestDatabase(t);
-  await seedCatalog(db.prisma);
+  await seedCatalog(prismaOf(db));
   await t.rejects(db.pool.query('UPDATE rate_snapshots SET per_minute = 7 WHERE id = $1', [RATE_ID]), /immutable/);
-  await t.rejects(db.prisma.rateSnapshot.update({ where: { id: RATE_ID }, data: { perMinute: 7 } }), /immutable/);
+  await t.rejects(prismaOf(db).rateSnapshot.update({ where: { id: RATE_ID }, data: { perMinute: 7 } }), /immutable/);
   await t.rejects(db.pool.query('DELETE FROM rate_snapshots WHERE id = $1', [RATE_ID]), /immutable/);
-  const rate = await db.prisma.rateSnapshot.findUniqueOrThrow({ where: { id: RATE_ID } });
+  const rate = await prismaOf(db).rateSnapshot.findUniqueOrThrow({ where: { id: RATE_ID } });
   t.equal(rate.perMinute, 6n, 'the row is unchanged');
   t.equal(rate.modelId, MODEL_ID);
 });
@@ -66,10 +67,10 @@ t.test('wallet checks refuse a negative balance and an uncovered reservation', a
   const { db } = await createTestDatabase(t);
   const checkViolation = { code: '23514' };
   await t.rejects(db.pool.query(`INSERT INTO wallets (id, balance_cents) VALUES ('wal_neg', -1)`), checkViolation);
-  await t.rejects(db.prisma.wallet.create({ data: { id: 'wal_neg', balanceCents: -1n } }), /wallets_balance_nonnegative/);
-  await db.prisma.wallet.create({ data: { id: 'wal_ok', balanceCents: 10n } });
+  await t.rejects(prismaOf(db).wallet.create({ data: { id: 'wal_neg', balanceCents: -1n } }), /wallets_balance_nonnegative/);
+  await prismaOf(db).wallet.create({ data: { id: 'wal_ok', balanceCents: 10n } });
   await t.rejects(db.pool.query(`UPDATE wallets SET reserved_cents = 11 WHERE id = 'wal_ok'`), checkViolation);
   await t.rejects(db.pool.query(`UPDATE wallets SET balance_cents = balance_cents - 11 WHERE id = 'wal_ok'`), checkViolation);
-  const wallet = await db.prisma.wallet.findUniqueOrThrow({ where: { id: 'wal_ok' } });
+  const wallet = await prismaOf(db).wallet.findUniqueOrThrow({ where: { id: 'wal_ok' } });
   t.equal(wallet.balanceCents, 10n, 'BigInt columns come back as bigint');
 });

@@ -1,5 +1,6 @@
 import t from 'tap';
-import type { DbOrTx } from '../src/index.js';
+import { prismaOf } from '../src/prisma.js';
+import type { DbOrTx } from '../src/prisma.js';
 import { withClient } from '../src/migrate.js';
 import { adminDatabaseUrl, checkLedgerInvariants, createTestDatabase } from '../src/testing.js';
 import { seedCatalog, seedSession, seedWallet } from './fixtures/seed.js';
@@ -37,9 +38,9 @@ async function seedConsistentLedger(db: DbOrTx): Promise<void> {
 t.test('each test database is fresh, migrated and isolated', async (t) => {
   const [a, b] = await Promise.all([createTestDatabase(t), createTestDatabase(t)]);
   t.not(a.url, b.url);
-  await a.db.prisma.wallet.create({ data: { id: 'wal_only_in_a', balanceCents: 5n } });
-  t.equal(await a.db.prisma.wallet.count(), 1);
-  t.equal(await b.db.prisma.wallet.count(), 0, 'the other database does not see it');
+  await prismaOf(a.db).wallet.create({ data: { id: 'wal_only_in_a', balanceCents: 5n } });
+  t.equal(await prismaOf(a.db).wallet.count(), 1);
+  t.equal(await prismaOf(b.db).wallet.count(), 0, 'the other database does not see it');
 });
 
 t.test('drop closes the client and removes the database, once', async (t) => {
@@ -65,13 +66,13 @@ t.test('the template is named after the migrations and refuses connections', asy
 
 t.test('a consistent ledger has no violations', async (t) => {
   const { db } = await createTestDatabase(t);
-  await db.prisma.$transaction((tx) => seedConsistentLedger(tx));
+  await prismaOf(db).$transaction((tx) => seedConsistentLedger(tx));
   t.same(await checkLedgerInvariants(db.pool), []);
 });
 
 t.test('an inconsistent ledger is reported', async (t) => {
   const { db } = await createTestDatabase(t);
-  await db.prisma.$transaction((tx) => seedConsistentLedger(tx));
+  await prismaOf(db).$transaction((tx) => seedConsistentLedger(tx));
   // A balance no ledger row explains, a reservation no session holds, a charge without settlement.
   await db.pool.query(`INSERT INTO wallets (id, balance_cents) VALUES ('wal_unexplained', 100)`);
   await db.pool.query(`UPDATE wallets SET reserved_cents = 60 WHERE id = 'wal_a'`);
@@ -92,10 +93,13 @@ t.test('an inconsistent ledger is reported', async (t) => {
 
 t.test('a settled session without its settlement and charge is reported', async (t) => {
   const { db } = await createTestDatabase(t);
-  await seedCatalog(db.prisma);
-  const keyId = await seedWallet(db.prisma, 'wal_b', 500n);
-  await seedSession(db.prisma, { id: 'vs_half', walletId: 'wal_b', keyId, preauthorizedCents: 100, reservedCents: 0 });
-  await db.prisma.voiceSession.update({ where: { id: 'vs_half' }, data: { status: 'completed', settledAt: new Date(), billedCents: 40 } });
+  await seedCatalog(prismaOf(db));
+  const keyId = await seedWallet(prismaOf(db), 'wal_b', 500n);
+  await seedSession(prismaOf(db), { id: 'vs_half', walletId: 'wal_b', keyId, preauthorizedCents: 100, reservedCents: 0 });
+  await prismaOf(db).voiceSession.update({
+    where: { id: 'vs_half' },
+    data: { status: 'completed', settledAt: new Date(), billedCents: 40 },
+  });
   const violations = await checkLedgerInvariants(db.pool);
   t.same(
     violations.map((v) => v.invariant),

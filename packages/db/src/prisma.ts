@@ -1,0 +1,42 @@
+// Prisma Client over a process's pool, for the statements it fits (the operator API's reads and writes, the
+// console's listings); the hot statements stay hand-written SQL on the pool. A separate entry point, so a
+// process that never uses Prisma (relay, billing, edge) never loads it.
+import { PrismaPg } from '@prisma/adapter-pg';
+import type { DbHandle } from './client.js';
+import { PrismaClient, type Prisma } from './generated/prisma/client.js';
+
+/** The Prisma client of the gateway's database. */
+export type Db = PrismaClient;
+/** The client handed to an interactive `$transaction` callback. */
+export type DbTx = Prisma.TransactionClient;
+/** What a domain function that can run inside or outside a transaction accepts. */
+export type DbOrTx = Db | DbTx;
+
+const clients = new WeakMap<DbHandle, Db>();
+
+/**
+ * The Prisma client of `db`, made on first use: it runs over `db.pool` (PrismaPg given the pool itself opens
+ * no connection of its own and leaves the pool open on $disconnect), so `db.close()` ends both.
+ */
+export function prismaOf(db: DbHandle): Db {
+  let prisma = clients.get(db);
+  if (!prisma) {
+    prisma = new PrismaClient({ adapter: new PrismaPg(db.pool) });
+    clients.set(db, prisma);
+  }
+  return prisma;
+}
+
+// The Prisma namespace carries the error classes, `Prisma.sql` and the input/output types.
+export { Prisma } from './generated/prisma/client.js';
+export type {
+  ApiKey,
+  CatalogModel,
+  IdempotencyKey,
+  LedgerEntry,
+  RateSnapshot,
+  SessionAttachment,
+  Settlement,
+  VoiceSession,
+  Wallet,
+} from './generated/prisma/client.js';
