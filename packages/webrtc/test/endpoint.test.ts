@@ -3,7 +3,7 @@ import t, { type Test } from 'tap';
 import { Message, classes, methods } from 'werift';
 import { SdpOfferError } from '@s2s/core';
 import { WebRtcEndpoint, type CallState, type WebRtcCall } from '../src/index.js';
-import { BrowserPeer, UdpHop, rms, waitFor, zeroCrossingHz } from './peer.js';
+import { BrowserPeer, UdpHop, rms, waitFor, zeroCrossingHz } from '../src/testing.js';
 
 async function endpoint(t: Test, opts: Partial<Parameters<typeof WebRtcEndpoint.start>[0]> = {}): Promise<WebRtcEndpoint> {
   const ep = await WebRtcEndpoint.start({ port: 0, host: '127.0.0.1', announcedAddresses: ['127.0.0.1'], ...opts });

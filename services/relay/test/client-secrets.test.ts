@@ -2,12 +2,12 @@
 // upgrade (decisions.md, "Ephemeral client secrets (browsers)", "The legacy path").
 import t, { type Test } from 'tap';
 import { REALTIME_PROTOCOL } from '@s2s/contract';
-import { createSession, mintClientSecret } from '@s2s/sessions';
+import { mintClientSecret } from '@s2s/sessions';
 import WebSocket from 'ws';
 import {
   Client,
-  TEST_SETTINGS,
   attachUrl,
+  browserSession,
   countRows,
   createKey,
   createModel,
@@ -15,7 +15,6 @@ import {
   newSession,
   sessionRow,
   setupRelay,
-  type KeyFixture,
   type Refusal,
 } from './helpers.js';
 import type { DbHandle } from '@s2s/db';
@@ -68,21 +67,6 @@ async function refusal(p: Promise<Opened | Refusal>): Promise<Refusal> {
 async function secretFor(db: DbHandle, sessionId: string, opts: { ageSeconds?: number; ttlSeconds?: number } = {}) {
   const now = new Date(Date.now() - (opts.ageSeconds ?? 0) * 1000);
   return (await mintClientSecret({ ctx: { db }, input: { sessionId, ttlSeconds: opts.ttlSeconds ?? 60, now } })).value;
-}
-
-/** A session as POST /v1/realtime/client_secrets makes it: ends with its socket, settings kept. */
-async function browserSession(db: DbHandle, key: KeyFixture) {
-  const { session } = await createSession({
-    ctx: { db },
-    input: {
-      key: { keyId: key.keyId, walletId: key.walletId },
-      request: { model: MODEL, mode: 'speech_to_speech' },
-      clientSecretSettings: { instructions: 'Be brief.' },
-      traceId: 'a'.repeat(32),
-      settings: TEST_SETTINGS,
-    },
-  });
-  return session;
 }
 
 t.test('the three ways of presenting a secret attach its session; the secret is never echoed', async (t) => {
@@ -148,7 +132,7 @@ t.test('the legacy path with a secret attaches the minted session and creates no
   await createModel(env.db, { id: MODEL });
   await createModel(env.db, { id: 'test/other-1' });
   const key = await createKey(env.db, 1000);
-  const session = await browserSession(env.db, key);
+  const session = await browserSession(env.db, key, MODEL);
   const ek = await secretFor(env.db, session.id);
 
   const wrong = await refusal(connect(`${env.url}?model=test/other-1`, [REALTIME_PROTOCOL], { Authorization: `Bearer ${ek}` }));

@@ -1,3 +1,4 @@
+import { WebRtcEndpoint, type WebRtcEndpointOptions } from '@s2s/webrtc';
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { connectBus, subscribeMessages, type Bus } from '@s2s/bus';
@@ -64,7 +65,9 @@ export interface RelayEnv {
   startRelay(
     overrides?: Record<string, string>,
     faults?: RelayFaults,
-  ): Promise<{ app: RelayApp; url: string; config: Config; metrics: Metrics }>;
+  ): Promise<{ app: RelayApp; url: string; config: Config; metrics: Metrics; webrtc: WebRtcEndpoint }>;
+  /** The relay's WebRTC media termination (POST /v1/realtime/calls), announcing 127.0.0.1. */
+  webrtc: WebRtcEndpoint;
 }
 
 /** Fault injection for one relay: its view of the database or the bus, wrapped. */
@@ -78,6 +81,7 @@ export async function setupRelay(
   t: Teardown,
   env: Record<string, string> = {},
   simOptions: Pick<LocalProviderOptions, 'maxConnectionMs' | 'capWarningMs'> = {},
+  webrtcTiming: Pick<WebRtcEndpointOptions, 'connectTimeoutMs' | 'livenessMs' | 'failAfterMs'> = {},
 ): Promise<RelayEnv> {
   const { db, url: dbUrl } = await createTestDatabase(t);
   const bus = await testBus(t);
@@ -113,7 +117,10 @@ export async function setupRelay(
     const logger = testLogger();
     const metrics = createMetrics({ serviceName: 'relay' });
     t.teardown(() => metrics.shutdown());
+    const webrtc = await WebRtcEndpoint.start({ port: 0, announcedAddresses: ['127.0.0.1'], ...webrtcTiming });
+    t.teardown(() => webrtc.close());
     const app = buildRelay({
+      webrtc,
       metrics,
       config,
       db: faults.db ? faults.db(db) : db,
@@ -124,7 +131,7 @@ export async function setupRelay(
     await new Promise<void>((resolve) => app.server.listen(0, '127.0.0.1', resolve));
     t.teardown(() => app.close());
     const port = (app.server.address() as AddressInfo).port;
-    return { app, url: `ws://127.0.0.1:${port}/v1/realtime`, config, metrics };
+    return { app, url: `ws://127.0.0.1:${port}/v1/realtime`, config, metrics, webrtc };
   };
   const first = await startRelay();
   return {
@@ -136,6 +143,7 @@ export async function setupRelay(
     app: first.app,
     url: first.url,
     metrics: first.metrics,
+    webrtc: first.webrtc,
     checkpoints,
     endRequests,
     simEvents,
@@ -202,6 +210,21 @@ export async function newSession(db: DbHandle, key: KeyFixture, model: string): 
       key: { keyId: key.keyId, walletId: key.walletId },
       request: { model, mode: 'speech_to_speech' },
       traceId: randomBytes(16).toString('hex'),
+      settings: TEST_SETTINGS,
+    },
+  });
+  return session;
+}
+
+/** A session as POST /v1/realtime/client_secrets makes it: ends with its socket, settings kept. */
+export async function browserSession(db: DbHandle, key: KeyFixture, model: string): Promise<SessionRecord> {
+  const { session } = await createSession({
+    ctx: { db },
+    input: {
+      key: { keyId: key.keyId, walletId: key.walletId },
+      request: { model, mode: 'speech_to_speech' },
+      clientSecretSettings: { instructions: 'Be brief.' },
+      traceId: 'a'.repeat(32),
       settings: TEST_SETTINGS,
     },
   });

@@ -12,7 +12,7 @@ import {
 } from '@s2s/core';
 import { isStoreUnavailableError } from '@s2s/db';
 import { httpErrorAnswer, isServerError, toAppError } from '@s2s/http-errors';
-import { authenticateClientSecret, authenticateKey, createSession, endAndWait, loadOwnedSession, recordAttachment } from '@s2s/sessions';
+import { authenticateClientSecret, authenticateKey, createSession, loadOwnedSession, recordAttachment, requestEnd } from '@s2s/sessions';
 import type { Logger } from '@s2s/telemetry';
 import { checkOffer, type WebRtcEndpoint } from '@s2s/webrtc';
 import type { WebSocket } from 'ws';
@@ -25,8 +25,6 @@ export const CALLS_PATH = '/v1/realtime/calls';
 const HANGUP_PATH = /^\/v1\/realtime\/calls\/([^/]{1,255})\/hangup$/;
 /** An offer is at most 64 KiB; a multipart body adds the session's JSON. */
 const MAX_BODY_BYTES = 256 * 1024;
-/** How long a hangup waits for the settled session before answering 409 (it is settled anyway). */
-const HANGUP_WAIT_MS = 10_000;
 
 export interface CallsDeps {
   relay: Relay;
@@ -156,14 +154,19 @@ async function createCall(deps: CallsDeps, req: IncomingMessage, res: ServerResp
   }
 }
 
-/** The owning API key ends the call's session (client_closed) and gets it settled, as `POST .../end` answers. */
+/**
+ * The owning API key ends the call's session (client_closed): the end is recorded and announced, so the relay
+ * holding the call closes it and billing settles it; answered at once with the session as it now stands
+ * (`GET /v1/voice/sessions/{id}` shows the settled bill). A repeat changes nothing.
+ */
 async function hangUp(deps: CallsDeps, req: IncomingMessage, res: ServerResponse, sessionId: string): Promise<void> {
   const { authCtx, config } = deps;
   const key = await authenticateKey({ ctx: authCtx, input: { authorization: req.headers.authorization } });
+  await loadOwnedSession({ ctx: authCtx, input: { sessionId, keyId: key.keyId } });
+  await requestEnd({ ctx: authCtx, input: { sessionId, cause: 'client_closed' } });
   const session = await loadOwnedSession({ ctx: authCtx, input: { sessionId, keyId: key.keyId } });
-  const settled = await endAndWait({ ctx: authCtx, input: { session, reason: 'client_closed', waitMs: HANGUP_WAIT_MS } });
   res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8' });
-  res.end(JSON.stringify(toVoiceSession(settled, config.REALTIME_PUBLIC_URL)));
+  res.end(JSON.stringify(toVoiceSession(session, config.REALTIME_PUBLIC_URL)));
 }
 
 /** CORS for browsers calling with a client secret (REALTIME_ALLOWED_ORIGINS; unset: any origin). */

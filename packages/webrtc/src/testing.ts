@@ -1,3 +1,5 @@
+// Test helpers for the packages that use this one (`@s2s/webrtc/testing`): a werift browser stand-in and a UDP hop.
+
 import { createSocket, type Socket } from 'node:dgram';
 import OpusScript from 'opusscript';
 import { MediaStreamTrack, RTCPeerConnection, RtpHeader, RtpPacket, useOPUS, type RTCDataChannel, type RtpPacket as Rtp } from 'werift';
@@ -37,11 +39,11 @@ export class BrowserPeer {
     return waitFor(() => this.channel.readyState === 'open', timeoutMs, 'browser data channel open');
   }
 
-  /** Sends `ms` of a 440 Hz tone as 20 ms Opus packets at 48 kHz, paced in real time; resolves when sent. */
-  async speak(ms: number): Promise<void> {
+  /** Sends `ms` of a 440 Hz tone (amplitude 0: silence) as 20 ms Opus packets at 48 kHz, in real time. */
+  async speak(ms: number, amplitude = 8000): Promise<void> {
     for (let t = 0; t < ms; t += 20) {
       const pcm = Buffer.alloc(1920);
-      for (let i = 0; i < 960; i++) pcm.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * (t * 48 + i)) / 48_000)), 2 * i);
+      for (let i = 0; i < 960; i++) pcm.writeInt16LE(Math.round(amplitude * Math.sin((2 * Math.PI * 440 * (t * 48 + i)) / 48_000)), 2 * i);
       const payload = Buffer.from(this.encoder.encode(pcm, 960));
       this.mic.writeRtp(
         new RtpPacket(
