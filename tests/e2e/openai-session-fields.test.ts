@@ -79,6 +79,27 @@ t.test('reasoning and truncation from the openai client: passed on where honoure
     },
   });
   t.equal(put.status, 200, 'a model on provider openai');
+  // The catalog says what each model's provider honours, as the relay then does.
+  const models = await api<{ data: { id: string; capabilities: { session_fields?: Record<string, unknown> } }[] }>(
+    stack,
+    'GET',
+    '/v1/models',
+  );
+  const fieldsOf = (id: string) => models.body.data.find((m) => m.id === id)?.capabilities.session_fields;
+  t.same(fieldsOf('openai/gpt-realtime-2'), {
+    reasoning: true,
+    prompt: true,
+    parallel_tool_calls: 'honoured',
+    truncation: 'honoured',
+    include: 'honoured',
+  });
+  t.same(fieldsOf('local/echo-1'), {
+    reasoning: false,
+    prompt: false,
+    parallel_tool_calls: false,
+    truncation: 'disabled',
+    include: 'none',
+  });
   const key = CreateKeyResponse.parse(
     (await api<CreateKeyResponse>(stack, 'POST', '/admin/v1/keys', { admin: true, body: { balance_cents: 10_000, label: 'fields' } })).body,
   );

@@ -47,12 +47,28 @@ export const ModelId = z
   .regex(/^[a-z0-9][a-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._:-]*$/, 'must look like <namespace>/<model_name>');
 export type ModelId = z.infer<typeof ModelId>;
 
+/**
+ * What the model's provider does with the current OpenAI session fields (decisions.md, "Current OpenAI
+ * session fields"): `reasoning` and `prompt` are passed on (true) or refused naming the param (false); a hint
+ * is `honoured` (passed on) or the value that takes effect there whatever the client asks.
+ */
+export const SessionFieldCapabilities = z.strictObject({
+  reasoning: z.boolean(),
+  prompt: z.boolean(),
+  parallel_tool_calls: z.union([z.literal('honoured'), z.boolean()]),
+  truncation: z.enum(['honoured', 'auto', 'disabled']),
+  include: z.enum(['honoured', 'none']),
+});
+export type SessionFieldCapabilities = z.infer<typeof SessionFieldCapabilities>;
+
 export const Capabilities = z.strictObject({
   speech_to_speech: z.boolean(),
   server_vad: z.boolean(),
   barge_in: z.boolean(),
   input_transcription: z.string(),
   output_transcription: z.string(),
+  /** In the catalog: what the model's provider honours (set from the provider, not by the operator). */
+  session_fields: SessionFieldCapabilities.optional(),
 });
 export type Capabilities = z.infer<typeof Capabilities>;
 

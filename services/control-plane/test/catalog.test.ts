@@ -119,6 +119,8 @@ t.test('PUT /admin/v1/models: create with defaults, then snapshot only on pricin
     barge_in: true,
     input_transcription: 'optional',
     output_transcription: 'optional',
+    // What the provider (the simulator) does with the current OpenAI session fields.
+    session_fields: { reasoning: false, prompt: false, parallel_tool_calls: false, truncation: 'disabled', include: 'none' },
   });
   t.same(created.body.modalities, { input: ['audio'], output: ['audio'] });
   t.equal(created.body.audio.output.sample_rate_hz, 24000);
