@@ -10,6 +10,8 @@ export const ERROR_STATUS = {
   insufficient_wallet_balance: 402,
   /** A browser upgrade whose Origin is not in REALTIME_ALLOWED_ORIGINS. */
   origin_not_allowed: 403,
+  /** A phone stream's upgrade without a valid signature of its provider (TWILIO_AUTH_TOKEN, TELNYX_PUBLIC_KEY set). */
+  invalid_signature: 403,
   model_not_found: 404,
   session_not_found: 404,
   key_not_found: 404,

@@ -60,6 +60,7 @@ export const errors = {
       'invalid_vr_sk',
       'API keys are not accepted in a WebSocket subprotocol; keep them server-side and mint a client secret (ek_) for the browser.',
     ),
+  invalidSignature: () => new AppError('invalid_signature', 'The request does not carry a valid signature of the telephony provider.'),
   originNotAllowed: () => new AppError('origin_not_allowed', 'This Origin may not open realtime connections (REALTIME_ALLOWED_ORIGINS).'),
   invalidAdminToken: () => new AppError('invalid_admin_token', 'The admin token is missing or invalid.'),
   notFound: () => new AppError('not_found', 'No such route.'),

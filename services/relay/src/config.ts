@@ -73,6 +73,15 @@ export const RelayConfig = CommonEnv.extend({
         .filter((a) => a !== ''),
     )
     .pipe(z.array(z.union([z.ipv4(), z.ipv6()]))),
+  // Phone streams (GET /v1/telephony/twilio): with Twilio's auth token set, an upgrade without a valid
+  // X-Twilio-Signature of its URL is refused with 403 before the upgrade (docs/telephony.md).
+  TWILIO_AUTH_TOKEN: z.string().min(1).optional(),
+  // Phone streams (GET /v1/telephony/telnyx): with Telnyx's public key set (base64 of the raw 32-byte Ed25519
+  // key, as Mission Control shows it), an upgrade without a valid telnyx-signature-ed25519 is refused with 403.
+  TELNYX_PUBLIC_KEY: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined || Buffer.from(v, 'base64').length === 32, 'must be the base64 of a 32-byte Ed25519 key'),
   // Connections in the PostgreSQL pool.
   DB_POOL_SIZE: envInt(8, { min: 1, max: 200 }),
   // Voice-agent limits (decisions.md): instructions size in bytes (UTF-8) …

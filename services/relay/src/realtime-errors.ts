@@ -17,6 +17,8 @@ export interface RealtimeAnswer {
 /** Why an attachment ends. */
 export type FinishReason =
   | 'client_closed'
+  /** A phone stream's `stop`: the caller hung up (the socket is closed with 1000 by us). */
+  | 'hangup'
   | 'replaced'
   | 'end_requested'
   | 'budget_exhausted'
@@ -31,6 +33,7 @@ const INTERNAL_MESSAGE = 'An internal error occurred; the session has ended.';
 
 const FINISH: Record<FinishReason, RealtimeAnswer> = {
   client_closed: {},
+  hangup: { close: { code: CloseCode.sessionEnded, reason: 'call ended' } },
   replaced: { close: { code: CloseCode.replaced, reason: 'replaced by a newer attachment' } },
   end_requested: { close: { code: CloseCode.sessionEnded, reason: 'session ended' } },
   budget_exhausted: {

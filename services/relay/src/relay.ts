@@ -118,8 +118,13 @@ export class Relay {
   attach(init: AttachmentInit & { ws: WebSocket }): Attachment {
     const { session } = init;
     // The dialect negotiated before the upgrade picks the codec; nothing past it knows one.
-    const codec = this.codecFor(init.dialect, session);
-    const initial = session.initialSettings ? gaSessionUpdate(session.initialSettings, undefined) : undefined;
+    const codec = this.codecFor(init.dialect, { ...session, ...(init.streamId === undefined ? {} : { streamId: init.streamId }) });
+    let initial = session.initialSettings ? gaSessionUpdate(session.initialSettings, undefined) : undefined;
+    // A phone stream is μ-law both ways whatever the secret's session said (its codec converts).
+    if (init.streamId !== undefined && initial?.type !== 'refusal') {
+      const update = { ...initial?.update, formats: { input: 'pcmu', output: 'pcmu' } as const };
+      initial = { type: 'session.update', eventId: undefined, update };
+    }
     const a = new Attachment({ ...this.ctx, codec }, { ...init, initial });
     this.supersede(a.sessionId, { id: a.attachmentId, startedAtMs: a.startedAtMs });
     this.all.add(a);

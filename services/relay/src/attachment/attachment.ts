@@ -124,7 +124,7 @@ export class Attachment implements MeteredSource {
       inputAccepted: () => this.toClient.inputAccepted(),
       signal: (sig) => {
         if (sig.type === 'dtmf') this.control.dtmf(sig.digit, Date.now());
-        else void this.finish('client_closed');
+        else void this.finish('hangup');
       },
       send: (e) => this.send(e),
       exhaustBudget: () => this.exhaustBudget(),

@@ -36,6 +36,8 @@ export interface AttachmentInit {
   legacy: boolean;
   /** The wire dialect negotiated before the upgrade; the client codec is chosen by it. */
   dialect: Dialect;
+  /** A phone stream's id, from its start message. */
+  streamId?: string;
   requestId: string;
   /**
    * The session's opening settings kept with its client secret (`initialSettings`), in the neutral model, or

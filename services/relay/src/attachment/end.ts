@@ -38,7 +38,7 @@ export async function runFinish(p: EndParts, reason: FinishReason, legacy: boole
   try {
     if (reason === 'budget_exhausted' || reason === 'upstream_failure') await p.endSession(reason);
     const up = await p.link.settled();
-    if (up && reason === 'client_closed' && p.tracker.expectingResponse && !p.screen.exhausted) {
+    if (up && (reason === 'client_closed' || reason === 'hangup') && p.tracker.expectingResponse && !p.screen.exhausted) {
       await p.waiter.wait(p.ctx.config.RESPONSE_GRACE_MS);
     }
     await p.link.close(up);

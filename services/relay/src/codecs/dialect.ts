@@ -5,6 +5,8 @@ export interface CodecSession {
   id: string;
   /** The catalog model id. */
   modelId: string;
+  /** A phone stream's id (its provider's `streamSid` / `stream_id`), which its messages carry. */
+  streamId?: string;
 }
 
 /**

@@ -15,9 +15,22 @@ import {
   writeRawError,
 } from '@s2s/http-errors';
 import { activeTraceId, context, contextLogFields, spansRecorded, type Logger } from '@s2s/telemetry';
-import { CONTROL_SOCKET_QUERY } from '@s2s/contract';
+import {
+  CONTROL_SOCKET_QUERY,
+  TELEPHONY_PATHS,
+  TELEPHONY_START_TIMEOUT_MS,
+  TELNYX_SIGNATURE_HEADER,
+  TELNYX_TIMESTAMP_HEADER,
+  TWILIO_SIGNATURE_HEADER,
+} from '@s2s/contract';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { authorizeAttach, type AttachTarget } from './authorize.js';
+import { authorizeAttach, authorizeClientSecret, type AttachTarget } from './authorize.js';
+import { awaitPhoneStart } from './phone.js';
+import type { PhoneWire } from '../codecs/phone/wire.js';
+import { checkTelnyxSignature, checkTwilioSignature, telnyxPublicKey } from '../codecs/phone/signatures.js';
+import { telnyxWire } from '../codecs/telnyx/wire.js';
+import { twilioWire } from '../codecs/twilio/wire.js';
+import type { Config } from '../config.js';
 import { checkOrigin, negotiate } from './handshake.js';
 import { recordAttachment } from '@s2s/sessions';
 import { Relay, type RelayDeps } from '../relay.js';
@@ -145,6 +158,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
       const target = checkHandshake(req);
       checkOrigin(req.headers.origin, config.REALTIME_ALLOWED_ORIGINS);
       if ('callId' in target) return await upgradeControl(req, socket, head, target.callId, requestId, log, upgrade);
+      if ('phone' in target) return upgradePhone(req, socket, head, target.phone, requestId, log, upgrade);
       const negotiated = negotiate({
         offered: req.headers['sec-websocket-protocol'],
         authorization: req.headers.authorization,
@@ -250,6 +264,62 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
     log.info({ session_id: session.id }, 'control socket opened');
   }
 
+  /**
+   * A phone stream (`GET /v1/telephony/twilio`, `/telnyx`; decisions.md, "Phone calls"): the provider's
+   * signature is checked before the upgrade when its secret is configured (403); the session is known only
+   * from the start message's client secret, after the upgrade (server/phone.ts).
+   */
+  function upgradePhone(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    phone: PhoneDialect,
+    requestId: string,
+    log: Logger,
+    upgrade: UpgradeTelemetry,
+  ): void {
+    if (!phoneSignatureValid(req, phone.dialect, config, now())) throw errors.invalidSignature();
+    if (relay.draining) throw draining();
+    upgradeHeaders.set(req, [`X-Request-Id: ${requestId}`]);
+    let ws: WebSocket | undefined;
+    wss.handleUpgrade(req, socket, head, (w) => {
+      ws = w;
+    });
+    if (!ws) return upgrade.refused('client_closed');
+    upgrade.upgraded();
+    const stream = ws;
+    const streamLog = log.child({ dialect: phone.dialect });
+    awaitPhoneStart({
+      ws: stream,
+      wire: phone.wire,
+      log: streamLog,
+      timeoutMs: TELEPHONY_START_TIMEOUT_MS,
+      attach: async ({ secret, streamId }) => {
+        const session = await authorizeClientSecret({ ctx: authCtx, input: { secret } });
+        const attachmentId = newId('att');
+        const recorded = await recordAttachment({ ctx: deps, input: { sessionId: session.id, attachmentId, relayId: config.RELAY_ID } });
+        if (!recorded) throw errors.sessionExpired();
+        upgrade.session(session.id, attachmentId);
+        // A phone call ends with its stream: the session is ended (client_closed) when the socket closes.
+        const attached = { sessionId: session.id, attachmentId, legacy: true };
+        if (stream.readyState !== stream.OPEN) return relay.abandon(attached, upgrade.context);
+        relay.attach({
+          ws: stream,
+          upgrade,
+          session: { ...session, lastActivityAt: recorded.lastActivityAt },
+          attachmentId,
+          startedAt: recorded.startedAt,
+          prior: recorded.prior,
+          legacy: true,
+          dialect: phone.dialect,
+          streamId,
+          requestId,
+        });
+        streamLog.info({ session_id: session.id, attachment_id: attachmentId }, 'phone stream attached');
+      },
+    });
+  }
+
   relay.start();
   let closing: Promise<void> | null = null;
   return {
@@ -274,9 +344,10 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
 }
 
 /** The checks ws would make, made first so that a bad handshake creates no attachment; plus ours. */
-function checkHandshake(req: IncomingMessage): AttachTarget | { callId: string } {
+function checkHandshake(req: IncomingMessage): AttachTarget | { callId: string } | { phone: PhoneDialect } {
   const url = new URL(req.url ?? '/', 'http://relay.invalid');
-  if (url.pathname !== REALTIME_PATH) throw errors.notFound();
+  const phone = PHONE_DIALECTS.find((p) => TELEPHONY_PATHS[p.dialect] === url.pathname);
+  if (url.pathname !== REALTIME_PATH && phone === undefined) throw errors.notFound();
   if (req.method !== 'GET') throw errors.invalidRequest('Use GET to attach.');
   if (req.headers.upgrade?.toLowerCase() !== 'websocket') throw errors.invalidRequest('A WebSocket upgrade is required.');
   const key = req.headers['sec-websocket-key'];
@@ -284,6 +355,7 @@ function checkHandshake(req: IncomingMessage): AttachTarget | { callId: string }
   if (key === undefined || !KEY_REGEX.test(key) || (version !== 13 && version !== 8)) {
     throw errors.invalidRequest('The WebSocket handshake headers are invalid.');
   }
+  if (phone !== undefined) return { phone };
   // Transcription-only sessions (OpenAI's `?intent=transcription`) are not offered yet (decisions.md).
   const intent = url.searchParams.get('intent');
   if (intent !== null) {
@@ -307,6 +379,47 @@ function checkHandshake(req: IncomingMessage): AttachTarget | { callId: string }
   else if (model !== null && model.length > 0 && sessionId === null) target = { model };
   else throw errors.invalidRequest('The query parameter session_id is required.');
   return target;
+}
+
+interface PhoneDialect {
+  dialect: 'twilio' | 'telnyx';
+  wire: PhoneWire;
+}
+const PHONE_DIALECTS: readonly PhoneDialect[] = [
+  { dialect: 'twilio', wire: twilioWire },
+  { dialect: 'telnyx', wire: telnyxWire },
+];
+
+/** The provider's signature of the upgrade, when its secret is configured (none configured: any stream passes). */
+function phoneSignatureValid(req: IncomingMessage, dialect: PhoneDialect['dialect'], config: Config, now: Date): boolean {
+  const { TWILIO_AUTH_TOKEN: twilioAuthToken, TELNYX_PUBLIC_KEY: telnyxPublicKey } = config;
+  if (dialect === 'twilio') {
+    if (twilioAuthToken === undefined) return true;
+    // The URL as the application wrote it in its TwiML: the public origin's, or the Host this request names.
+    const origin = new URL(config.REALTIME_PUBLIC_URL).origin.replace(/^http/, 'ws');
+    const urls = [`${origin}${req.url ?? ''}`, `wss://${req.headers.host ?? ''}${req.url ?? ''}`];
+    return checkTwilioSignature({ authToken: twilioAuthToken, signature: headerOf(req, TWILIO_SIGNATURE_HEADER), urls });
+  }
+  if (telnyxPublicKey === undefined) return true;
+  const key = telnyxPublicKey === undefined ? null : telnyxKey(telnyxPublicKey);
+  if (key === null) return false;
+  return checkTelnyxSignature({
+    publicKey: key,
+    signature: headerOf(req, TELNYX_SIGNATURE_HEADER),
+    timestamp: headerOf(req, TELNYX_TIMESTAMP_HEADER),
+    nowMs: now.getTime(),
+  });
+}
+
+function headerOf(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+const telnyxKeys = new Map<string, ReturnType<typeof telnyxPublicKey>>();
+function telnyxKey(base64: string): ReturnType<typeof telnyxPublicKey> {
+  if (!telnyxKeys.has(base64)) telnyxKeys.set(base64, telnyxPublicKey(base64));
+  return telnyxKeys.get(base64) ?? null;
 }
 
 const draining = () => errors.serviceUnavailable(undefined, 'This relay is shutting down; attach again.');

@@ -88,3 +88,18 @@ export async function attachable(ctx: Omit<AuthorizeContext, 'traceId'>, session
   if (outcome === null || outcome.due !== null) throw errors.sessionExpired();
   return session;
 }
+
+/**
+ * A phone stream's client secret (its start message's custom parameter, never the URL): the session it was
+ * minted for, if it can still be attached (401 for an unknown or expired secret, 410 for an ended session).
+ */
+export async function authorizeClientSecret({
+  ctx,
+  input,
+}: {
+  ctx: Omit<AuthorizeContext, 'traceId'>;
+  input: { secret: string };
+}): Promise<SessionRecord> {
+  const minted = await authenticateClientSecret({ ctx, input: { secret: input.secret, now: ctx.now() } });
+  return attachable(ctx, minted.sessionId, minted.keyId);
+}
