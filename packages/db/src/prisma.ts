@@ -27,6 +27,16 @@ export function prismaOf(db: DbHandle): Db {
   return prisma;
 }
 
+/**
+ * A bigint column as a number: every amount the gateway stores is at most 2^53 - 1 (docs/architecture.md
+ * "Amounts"), so this is exact; a larger one throws instead of rounding silently (as `parseInt8` keeps it a BigInt).
+ */
+export function exactNumber(v: bigint): number {
+  const n = Number(v);
+  if (!Number.isSafeInteger(n)) throw new RangeError(`${v} is beyond the exact range of a number`);
+  return n;
+}
+
 // The Prisma namespace carries the error classes, `Prisma.sql` and the input/output types.
 export { Prisma } from './generated/prisma/client.js';
 export type {
