@@ -1,7 +1,7 @@
 // Attaching with an ephemeral client secret, subprotocol negotiation and the Origin allow-list, before the
 // upgrade (decisions.md, "Ephemeral client secrets (browsers)", "The legacy path").
 import t, { type Test } from 'tap';
-import { REALTIME_PROTOCOL } from '@s2s/contract';
+import { REALTIME_PROTOCOL, type RealtimeSessionSettings } from '@s2s/contract';
 import { mintClientSecret } from '@s2s/sessions';
 import WebSocket from 'ws';
 import {
@@ -210,4 +210,42 @@ t.test('unset REALTIME_ALLOWED_ORIGINS: any Origin passes', async (t) => {
     'any',
   );
   o.ws.close();
+});
+
+t.test("a secret's current OpenAI session fields: applied at attach as the model's provider honours them", async (t) => {
+  const env = await setupRelay(t);
+  await createModel(env.db, { id: MODEL });
+  const key = await createKey(env.db, 1000);
+  /** The OpenAI-dialect events of the secret's session: session.created and what follows at once. */
+  const firstEvents = async (settings: RealtimeSessionSettings): Promise<Record<string, any>[]> => {
+    const session = await browserSession(env.db, key, MODEL, settings);
+    const ek = await secretFor(env.db, session.id);
+    const ws = new WebSocket(`${env.url}?model=${MODEL}`, ['realtime', `openai-insecure-api-key.${ek}`]);
+    const events: Record<string, any>[] = [];
+    await new Promise<void>((resolve, reject) => {
+      ws.on('message', (d) => {
+        events.push(JSON.parse(d.toString()) as Record<string, any>);
+        // A refusal of the kept settings follows session.created at once.
+        if (events.at(-1)!.type === 'session.created') setTimeout(resolve, 300);
+      });
+      ws.once('error', reject);
+    });
+    ws.close();
+    return events;
+  };
+  // The simulator (provider local) honours neither reasoning nor truncation.
+  const refused = await firstEvents({ reasoning: { effort: 'high' }, truncation: 'auto' });
+  t.same(
+    refused.map((e) => e.type),
+    ['session.created', 'conversation.created', 'error'],
+  );
+  t.match(refused[2], { type: 'error', error: { code: 'unsupported_parameter', param: 'session.reasoning' } }, 'reasoning refused, named');
+  t.notOk('reasoning' in refused[0]!.session, 'the defaults stay');
+  const hinted = await firstEvents({ truncation: { type: 'retention_ratio', retention_ratio: 0.5 }, parallel_tool_calls: true });
+  t.same(
+    hinted.map((e) => e.type),
+    ['session.created', 'conversation.created'],
+    'hints are accepted',
+  );
+  t.match(hinted[0]!.session, { truncation: 'disabled', parallel_tool_calls: false, include: [] }, 'reported as what takes effect');
 });

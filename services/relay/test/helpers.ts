@@ -2,7 +2,7 @@ import { WebRtcEndpoint, type WebRtcEndpointOptions } from '@s2s/webrtc';
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { connectBus, subscribeMessages, type Bus } from '@s2s/bus';
-import { REALTIME_PROTOCOL, type BusMessage, type Rate, type UsageCheckpoint } from '@s2s/contract';
+import { REALTIME_PROTOCOL, type BusMessage, type Rate, type RealtimeSessionSettings, type UsageCheckpoint } from '@s2s/contract';
 import { newId, SEED_RATE, type SessionRecord } from '@s2s/core';
 import { createSession } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
@@ -217,13 +217,18 @@ export async function newSession(db: DbHandle, key: KeyFixture, model: string): 
 }
 
 /** A session as POST /v1/realtime/client_secrets makes it: ends with its socket, settings kept. */
-export async function browserSession(db: DbHandle, key: KeyFixture, model: string): Promise<SessionRecord> {
+export async function browserSession(
+  db: DbHandle,
+  key: KeyFixture,
+  model: string,
+  clientSecretSettings: RealtimeSessionSettings = { instructions: 'Be brief.' },
+): Promise<SessionRecord> {
   const { session } = await createSession({
     ctx: { db },
     input: {
       key: { keyId: key.keyId, walletId: key.walletId },
       request: { model, mode: 'speech_to_speech' },
-      clientSecretSettings: { instructions: 'Be brief.' },
+      clientSecretSettings,
       traceId: 'a'.repeat(32),
       settings: TEST_SETTINGS,
     },
