@@ -29,6 +29,12 @@ export const METRIC_ATTRS = {
   model: 'gen_ai.request.model',
   /** The session's terminal status at settlement (`completed`, `expired`, …). */
   sessionStatus: 's2s.session.status',
+  /** Why a WebRTC call failed: `ice` or `dtls`. */
+  webrtcFailure: 's2s.webrtc.failure',
+  /** Why a datagram on the WebRTC port was dropped. */
+  webrtcDrop: 's2s.webrtc.drop',
+  /** `received` or `lost`. */
+  webrtcPackets: 's2s.webrtc.packets',
 } as const;
 
 // Seconds: from a few milliseconds (local upstream, fast publish) to a minute (settlement after a grace).
@@ -89,6 +95,32 @@ export const RELAY_METRICS = {
     kind: 'counter',
     unit: '{session}',
     description: 'Sessions ended by the relay because their preauthorization was used up.',
+  }),
+  webrtcCalls: def({
+    name: 's2s.relay.webrtc.calls',
+    kind: 'observablecounter',
+    unit: '{call}',
+    description: 'WebRTC calls answered by this relay (POST /v1/realtime/calls); failed ones again by s2s.webrtc.failure (ice, dtls).',
+  }),
+  webrtcDatagramsDropped: def({
+    name: 's2s.relay.webrtc.datagrams_dropped',
+    kind: 'observablecounter',
+    unit: '{datagram}',
+    description:
+      'Datagrams on the WebRTC UDP port that belong to no call, by s2s.webrtc.drop (garbage, unknown_ufrag, bad_integrity, unknown_address).',
+  }),
+  webrtcPackets: def({
+    name: 's2s.relay.webrtc.packets',
+    kind: 'observablecounter',
+    unit: '{packet}',
+    description: 'Incoming RTP packets of ended calls: received, and lost (RFC 3550, by sequence number), by s2s.webrtc.packets.',
+  }),
+  webrtcJitter: def({
+    name: 's2s.relay.webrtc.jitter',
+    kind: 'histogram',
+    unit: 's',
+    description: "RFC 3550 interarrival jitter of a call's incoming audio, recorded when the call ends.",
+    buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2],
   }),
 } as const;
 

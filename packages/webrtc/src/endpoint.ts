@@ -1,7 +1,7 @@
 import { networkInterfaces } from 'node:os';
 import { SdpOfferError, type SdpOfferProblem } from '@s2s/core';
 import { MediaStreamTrack, RTCPeerConnection, useOPUS } from 'werift';
-import { WebRtcCall, type CallFailure, type CallState, type CallTiming } from './call.js';
+import { WebRtcCall, type CallFailure, type CallState, type CallStats, type CallTiming } from './call.js';
 import { checkOffer } from './offer.js';
 import { UdpMux, type DropReason } from './udp-mux.js';
 import { bindToMux } from './werift-mux.js';
@@ -24,12 +24,18 @@ export interface WebRtcEndpointOptions {
   failAfterMs?: number;
 }
 
+/** What a finished call saw of its incoming audio (for the relay's jitter histogram). */
+export type CallEnded = (stats: CallStats, state: CallState, failure?: CallFailure) => void;
+
 /** Counters for the relay's metrics; monotonic. */
 export interface EndpointCounters {
   callsAnswered: number;
   callsConnected: number;
   iceFailures: number;
   dtlsFailures: number;
+  /** Incoming RTP packets of ended calls. */
+  packetsReceived: number;
+  packetsLost: number;
   offersRefused: Record<SdpOfferProblem, number>;
   datagramsDropped: Record<DropReason, number>;
 }
@@ -46,10 +52,14 @@ export class WebRtcEndpoint {
     callsConnected: 0,
     iceFailures: 0,
     dtlsFailures: 0,
+    packetsReceived: 0,
+    packetsLost: 0,
     offersRefused: { malformed: 0, too_large: 0, no_audio: 0, no_data_channel: 0, unsupported_codec: 0, no_ice_credentials: 0 },
     datagramsDropped: { garbage: 0, unknown_ufrag: 0, bad_integrity: 0, unknown_address: 0 },
   };
   private readonly live = new Set<WebRtcCall>();
+  /** Called once per call when it fails or closes. */
+  onCallEnded: CallEnded | undefined;
 
   private constructor(
     private readonly mux: UdpMux,
@@ -130,6 +140,10 @@ export class WebRtcEndpoint {
 
   private finished(call: WebRtcCall, state: CallState, failure?: CallFailure): void {
     this.live.delete(call);
+    const stats = call.getStats();
+    this.counters.packetsReceived += stats.packetsReceived;
+    this.counters.packetsLost += stats.packetsLost;
+    this.onCallEnded?.(stats, state, failure);
     if (state !== 'failed') return;
     if (failure === 'dtls') this.counters.dtlsFailures++;
     else this.counters.iceFailures++;

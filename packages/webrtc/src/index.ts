@@ -1,4 +1,4 @@
-export { WebRtcEndpoint, type WebRtcEndpointOptions, type EndpointCounters } from './endpoint.js';
+export { WebRtcEndpoint, type WebRtcEndpointOptions, type EndpointCounters, type CallEnded } from './endpoint.js';
 export { WebRtcCall, EVENTS_CHANNEL, type CallHandlers, type CallState, type CallFailure, type CallStats } from './call.js';
 export { checkOffer, MAX_OFFER_BYTES, type OfferSummary } from './offer.js';
 export { OutputPacer, type PacerSink, type PacerClock } from './pacer.js';

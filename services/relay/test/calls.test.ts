@@ -7,6 +7,7 @@ import { BrowserPeer, UdpHop } from '@s2s/webrtc/testing';
 import type { DbHandle } from '@s2s/db';
 import {
   browserSession,
+  series,
   countRows,
   createKey,
   createModel,
@@ -99,6 +100,24 @@ t.test('an ek_ call: offer answered, the spoken turn echoed on the track, events
     refused.find((e) => e.type === 'error'),
     { error: { code: 'invalid_event', event_id: 'evt_1' } },
     'append on the channel refused',
+  );
+
+  b.channel.send(
+    JSON.stringify({
+      type: 'session.update',
+      event_id: 'evt_2',
+      session: { type: 'realtime', audio: { input: { format: { type: 'audio/pcmu' } } } },
+    }),
+  );
+  const formats = await eventually(
+    () => events(b),
+    (e) => e.filter((x) => x.type === 'error').length === 2,
+    3000,
+  );
+  t.match(
+    formats.filter((e) => e.type === 'error')[1],
+    { error: { code: 'invalid_audio_format', param: 'session.audio.input.format', event_id: 'evt_2' } },
+    'G.711 refused: the tracks carry Opus',
   );
 
   const hung = await post(env, `/v1/realtime/calls/${sessionId}/hangup`, { headers: { Authorization: `Bearer ${key.secret}` } });
@@ -277,6 +296,56 @@ t.test('a peer that vanishes: the call fails after the grace and its session is 
   );
   t.ok(final[0]!.audio_in_ms >= 900, `its final usage: ${final[0]!.audio_in_ms} ms decoded`);
   t.equal(env.webrtc.counters.iceFailures, 1, 'counted as an ICE failure');
+  const page = await env.metrics.scrape();
+  t.equal(series(page, 's2s_relay_webrtc_calls_total'), 1, 'metrics: one call answered');
+  t.equal(series(page, 's2s_relay_webrtc_calls_total', { s2s_webrtc_failure: 'ice' }), 1, 'metrics: one ICE failure');
+  t.ok(series(page, 's2s_relay_webrtc_packets_total', { s2s_webrtc_packets: 'received' }) >= 45, 'metrics: the packets it received');
+  t.equal(series(page, 's2s_relay_webrtc_jitter_count'), 1, 'metrics: its jitter');
   const ends = env.endRequests.filter((m) => 'session_id' in m && m.session_id === sessionId);
   t.same(new Set(ends.map((m) => ('cause' in m ? m.cause : undefined))), new Set(['client_closed']), 'ended client_closed');
+});
+
+t.test('barge-in: speaking over the answer clears the track and truncates the item at what was played', async (t) => {
+  const env = await setupRelay(t);
+  await createModel(env.db, { id: MODEL });
+  const key = await createKey(env.db, 1000);
+  const { ek } = await secretSession(env.db, key);
+  const b = await browser(t);
+  const res = await post(env, '/v1/realtime/calls', {
+    body: await b.offer(),
+    headers: { 'Content-Type': 'application/sdp', Authorization: `Bearer ${ek}` },
+  });
+  await b.accept(await res.text());
+  await b.connected();
+  await b.speak(3000);
+  const quiet = b.speak(1500, 0);
+  await eventually(
+    () => events(b),
+    (e) => e.some((x) => x.type === 'output_audio_buffer.started'),
+    8000,
+  );
+  await quiet;
+  const heardBefore = b.received.length * 20;
+  await b.speak(600);
+  const after = await eventually(
+    () => events(b),
+    (e) => e.some((x) => x.type === 'conversation.item.truncated'),
+    5000,
+  );
+  const silence = b.speak(1000, 0);
+  const types = after.map((e) => e.type);
+  t.ok(types.includes('output_audio_buffer.cleared'), 'output_audio_buffer.cleared');
+  const truncated = after.find((e) => e.type === 'conversation.item.truncated') as unknown as { item_id: string; audio_end_ms: number };
+  const audioItem =
+    after.find((e) => e.type === 'response.output_audio.done') ?? after.find((e) => e.type === 'response.output_item.added');
+  t.ok(
+    truncated.audio_end_ms >= heardBefore - 100,
+    `truncated at ${truncated.audio_end_ms} ms; ${heardBefore} ms had been sent when the caller spoke`,
+  );
+  t.ok(truncated.audio_end_ms <= heardBefore + 800, 'no later than what was sent until the speech was detected');
+  t.ok(audioItem !== undefined, 'the assistant item');
+  await silence;
+  const packetsAtCut = b.received.length;
+  await new Promise((r) => setTimeout(r, 300));
+  t.ok(b.received.length - packetsAtCut <= 30, 'the track stopped carrying the cut answer');
 });

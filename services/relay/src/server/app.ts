@@ -37,7 +37,7 @@ import { Relay, type RelayDeps } from '../relay.js';
 import type { UpgradeTelemetry } from '../telemetry.js';
 import { holdWsFrameOptions } from '../hot/ws-frame-options.js';
 import type { WebRtcEndpoint } from '@s2s/webrtc';
-import { isCallsPath, serveCalls } from './calls.js';
+import { instrumentCalls, isCallsPath, serveCalls } from './calls.js';
 
 export interface RelayAppDeps extends RelayDeps {
   /** Wall clock for expiry decisions; tests move it. */
@@ -92,6 +92,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
     now,
   };
 
+  if (deps.webrtc) instrumentCalls(deps.metrics.meter, deps.webrtc);
   const server = http.createServer((req, res) => handleRequest(req, res));
   // The edge keeps idle connections for less time (PROXY_IDLE_MS), so it never reuses one this server is closing.
   server.keepAliveTimeout = SERVER_KEEP_ALIVE_MS;

@@ -13,7 +13,7 @@ import {
 import { isStoreUnavailableError } from '@s2s/db';
 import { httpErrorAnswer, isServerError, toAppError } from '@s2s/http-errors';
 import { authenticateClientSecret, authenticateKey, createSession, loadOwnedSession, recordAttachment, requestEnd } from '@s2s/sessions';
-import type { Logger } from '@s2s/telemetry';
+import { METRIC_ATTRS, RELAY_METRICS, createInstrument, type Logger, type Meter } from '@s2s/telemetry';
 import { checkOffer, type WebRtcEndpoint } from '@s2s/webrtc';
 import type { WebSocket } from 'ws';
 import { CallSocket } from '../codecs/webrtc/call-socket.js';
@@ -233,4 +233,25 @@ async function readForm(
 async function partText(part: unknown): Promise<string | undefined> {
   if (part === null || part === undefined) return undefined;
   return typeof part === 'string' ? part : await (part as Blob).text();
+}
+
+/** The WebRTC series of this relay (docs/observability.md): calls, failures, drops, packets, jitter. */
+export function instrumentCalls(meter: Meter, endpoint: WebRtcEndpoint): void {
+  const c = endpoint.counters;
+  createInstrument(meter, RELAY_METRICS.webrtcCalls).addCallback((r) => {
+    r.observe(c.callsAnswered);
+    r.observe(c.iceFailures, { [METRIC_ATTRS.webrtcFailure]: 'ice' });
+    r.observe(c.dtlsFailures, { [METRIC_ATTRS.webrtcFailure]: 'dtls' });
+  });
+  createInstrument(meter, RELAY_METRICS.webrtcDatagramsDropped).addCallback((r) => {
+    for (const [reason, n] of Object.entries(c.datagramsDropped)) r.observe(n, { [METRIC_ATTRS.webrtcDrop]: reason });
+  });
+  createInstrument(meter, RELAY_METRICS.webrtcPackets).addCallback((r) => {
+    r.observe(c.packetsReceived, { [METRIC_ATTRS.webrtcPackets]: 'received' });
+    r.observe(c.packetsLost, { [METRIC_ATTRS.webrtcPackets]: 'lost' });
+  });
+  const jitter = createInstrument(meter, RELAY_METRICS.webrtcJitter);
+  endpoint.onCallEnded = (stats) => {
+    if (stats.packetsReceived > 1) jitter.record(stats.jitterMs / 1000);
+  };
 }

@@ -83,7 +83,19 @@ export class CallSocket {
   private channelMessage(data: string | Buffer): void {
     if (this.readyState !== OPEN) return;
     if (typeof data !== 'string') return this.deliver(data, true);
-    const type = typeOf(data);
+    const parsed = parse(data);
+    const type = typeof parsed?.type === 'string' ? parsed.type : undefined;
+    if (type === 'session.update') {
+      const format = trackFormatRefusal(parsed?.session);
+      if (format !== undefined) {
+        return this.error(
+          'invalid_audio_format',
+          'In a WebRTC call the audio is Opus on the tracks: the only format is audio/pcm.',
+          eventIdOf(data),
+          format,
+        );
+      }
+    }
     if (type === 'input_audio_buffer.append') {
       return this.error('invalid_event', 'In a WebRTC call input audio travels on the audio track, not in events.', eventIdOf(data));
     }
@@ -135,9 +147,9 @@ export class CallSocket {
     this.call.send(JSON.stringify({ type, event_id: eventId(), ...fields }));
   }
 
-  private error(code: string, message: string, clientEventId: string | undefined): void {
+  private error(code: string, message: string, clientEventId: string | undefined, param?: string): void {
     this.serverEvent('error', {
-      error: { type: 'invalid_request_error', code, message, param: null, event_id: clientEventId ?? null },
+      error: { type: 'invalid_request_error', code, message, param: param ?? null, event_id: clientEventId ?? null },
     });
   }
 
@@ -152,15 +164,23 @@ function startsWith(bytes: Buffer, prefix: string): boolean {
   return bytes.length >= prefix.length && bytes.toString('latin1', 0, prefix.length) === prefix;
 }
 
-function typeOf(text: string): string | undefined {
+function parse(text: string): Record<string, unknown> | undefined {
   try {
     const parsed = JSON.parse(text) as unknown;
-    return typeof parsed === 'object' && parsed !== null && typeof (parsed as { type?: unknown }).type === 'string'
-      ? (parsed as { type: string }).type
-      : undefined;
+    return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** The param of a session.update format other than audio/pcm (G.711 is for phone streams, not the tracks). */
+function trackFormatRefusal(session: unknown): string | undefined {
+  const audio = (session as { audio?: Record<string, { format?: { type?: unknown } } | undefined> } | undefined)?.audio;
+  for (const side of ['input', 'output'] as const) {
+    const type = audio?.[side]?.format?.type;
+    if (type !== undefined && type !== 'audio/pcm') return `session.audio.${side}.format`;
+  }
+  return undefined;
 }
 
 function eventIdOf(text: string): string | undefined {
