@@ -9,7 +9,7 @@ import {
   type UpdateKeyRequest,
 } from '@s2s/contract';
 import { errors, isPossibleId, issueApiKey, newId } from '@s2s/core';
-import { withTransaction } from '@s2s/db';
+import { exactNumber, prismaOf, type Prisma } from '@s2s/db/prisma';
 import type { AppContext } from '../context.js';
 import { decodeTimeCursor, toPage } from './paging.js';
 
@@ -27,27 +27,25 @@ export async function createKey({
   const issued = issueApiKey();
   const keyId = newId('key');
   const walletId = newId('wal');
-  await withTransaction(ctx, async (tx) => {
-    await tx.query('INSERT INTO wallets (id, balance_cents) VALUES ($1, $2::bigint)', [walletId, input.balance_cents]);
-    if (input.balance_cents > 0) {
-      await tx.query(`INSERT INTO ledger_entries (wallet_id, kind, amount_cents) VALUES ($1, 'credit', $2::bigint)`, [
-        walletId,
-        input.balance_cents,
-      ]);
-    }
-    await tx.query(
-      `INSERT INTO api_keys (id, secret_hash, prefix, label, wallet_id, max_live_sessions, max_creates_per_minute)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [
-        keyId,
-        issued.hash,
-        issued.displayPrefix,
-        input.label ?? null,
-        walletId,
-        input.max_live_sessions ?? null,
-        input.max_creates_per_minute ?? null,
-      ],
-    );
+  const balance = BigInt(input.balance_cents);
+  // One nested create: the wallet, its credit and the key commit together.
+  await prismaOf(ctx.db).wallet.create({
+    data: {
+      id: walletId,
+      balanceCents: balance,
+      ...(input.balance_cents > 0 ? { ledger: { create: { kind: 'credit', amountCents: balance } } } : {}),
+      keys: {
+        create: {
+          id: keyId,
+          secretHash: issued.hash,
+          prefix: issued.displayPrefix,
+          label: input.label ?? null,
+          maxLiveSessions: input.max_live_sessions ?? null,
+          maxCreatesPerMinute: input.max_creates_per_minute ?? null,
+        },
+      },
+    },
+    select: { id: true },
   });
   const { KEY_MAX_LIVE_SESSIONS, KEY_MAX_CREATES_PER_MINUTE } = ctx.config;
   return {
@@ -63,25 +61,44 @@ export async function createKey({
 /** POST /admin/v1/keys/{id}/revoke: effective on the next request (keys are never cached); repeatable. */
 export async function revokeKey({ ctx, input }: { ctx: Pick<AppContext, 'db'>; input: { keyId: string } }): Promise<RevokeKeyResponse> {
   if (!isPossibleId(input.keyId)) throw errors.keyNotFound();
-  const { rowCount } = await ctx.db.pool.query('UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1', [input.keyId]);
-  if (rowCount === 0) throw errors.keyNotFound();
+  const prisma = prismaOf(ctx.db);
+  // A key revoked before keeps its first revocation time.
+  const { count } = await prisma.apiKey.updateMany({ where: { id: input.keyId, revokedAt: null }, data: { revokedAt: new Date() } });
+  if (count === 0 && (await prisma.apiKey.count({ where: { id: input.keyId } })) === 0) throw errors.keyNotFound();
   return { id: input.keyId, revoked: true };
 }
 
-/** A key as the operator sees it; $1/$2 are the gateway's default limits. */
-const KEY_SELECT = `
-  SELECT k.id, k.wallet_id, k.label, k.prefix, k.revoked_at IS NOT NULL AS revoked,
-         floor(extract(epoch FROM k.created_at))::float8 AS created_at,
-         to_char(k.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_key,
-         coalesce(k.max_live_sessions, $1::int) AS max_live_sessions,
-         coalesce(k.max_creates_per_minute, $2::int) AS max_creates_per_minute,
-         greatest(w.sessions_created - w.sessions_ended, 0) AS live_sessions
-    FROM api_keys k JOIN wallets w ON w.id = k.wallet_id`;
+/** A key as the operator sees it: its columns and its wallet's session counters. */
+const KEY = {
+  id: true,
+  walletId: true,
+  label: true,
+  prefix: true,
+  revokedAt: true,
+  createdAt: true,
+  maxLiveSessions: true,
+  maxCreatesPerMinute: true,
+  wallet: { select: { sessionsCreated: true, sessionsEnded: true } },
+} as const;
+type KeyRow = Prisma.ApiKeyGetPayload<{ select: typeof KEY }>;
 
-type KeyRow = ApiKeyResource & { created_key: string };
-
-function toKeyResource({ created_key: _, ...key }: KeyRow): ApiKeyResource {
-  return key;
+/** The key with the limits in effect (its own, or the gateway's default) and its live sessions. */
+function toKeyResource(
+  k: KeyRow,
+  config: Pick<AppContext['config'], 'KEY_MAX_LIVE_SESSIONS' | 'KEY_MAX_CREATES_PER_MINUTE'>,
+): ApiKeyResource {
+  const live = k.wallet.sessionsCreated - k.wallet.sessionsEnded;
+  return {
+    id: k.id,
+    wallet_id: k.walletId,
+    label: k.label,
+    prefix: k.prefix,
+    revoked: k.revokedAt !== null,
+    created_at: Math.floor(k.createdAt.getTime() / 1000),
+    max_live_sessions: k.maxLiveSessions ?? config.KEY_MAX_LIVE_SESSIONS,
+    max_creates_per_minute: k.maxCreatesPerMinute ?? config.KEY_MAX_CREATES_PER_MINUTE,
+    live_sessions: live > 0n ? exactNumber(live) : 0,
+  };
 }
 
 /** GET /admin/v1/keys/{id}: the key as the operator sees it, with the limits in effect and its live sessions. */
@@ -93,15 +110,9 @@ export async function getKey({
   input: { keyId: string };
 }): Promise<ApiKeyResource> {
   if (!isPossibleId(input.keyId)) throw errors.keyNotFound();
-  const { KEY_MAX_LIVE_SESSIONS, KEY_MAX_CREATES_PER_MINUTE } = ctx.config;
-  const { rows } = await ctx.db.pool.query<KeyRow>(`${KEY_SELECT} WHERE k.id = $3`, [
-    KEY_MAX_LIVE_SESSIONS,
-    KEY_MAX_CREATES_PER_MINUTE,
-    input.keyId,
-  ]);
-  const key = rows[0];
+  const key = await prismaOf(ctx.db).apiKey.findUnique({ where: { id: input.keyId }, select: KEY });
   if (!key) throw errors.keyNotFound();
-  return toKeyResource(key);
+  return toKeyResource(key, ctx.config);
 }
 
 /** GET /admin/v1/keys: newest first, filtered by wallet and revocation. */
@@ -114,25 +125,24 @@ export async function listKeys({
 }): Promise<AdminListPage<ApiKeyResource>> {
   const limit = input.limit ?? LIST_DEFAULT_LIMIT;
   const after = decodeTimeCursor(input.after);
-  const { KEY_MAX_LIVE_SESSIONS, KEY_MAX_CREATES_PER_MINUTE } = ctx.config;
-  const { rows } = await ctx.db.pool.query<KeyRow>(
-    `${KEY_SELECT}
-      WHERE ($3::text IS NULL OR k.wallet_id = $3)
-        AND ($4::boolean IS NULL OR (k.revoked_at IS NOT NULL) = $4)
-        AND ($5::timestamptz IS NULL OR (k.created_at, k.id) < ($5::timestamptz, $6::text))
-      ORDER BY k.created_at DESC, k.id DESC
-      LIMIT $7`,
-    [
-      KEY_MAX_LIVE_SESSIONS,
-      KEY_MAX_CREATES_PER_MINUTE,
-      input.wallet_id ?? null,
-      input.revoked ?? null,
-      after?.[0] ?? null,
-      after?.[1] ?? null,
-      limit + 1,
-    ],
+  const before = after ? new Date(after[0]) : undefined;
+  const rows = await prismaOf(ctx.db).apiKey.findMany({
+    where: {
+      ...(input.wallet_id === undefined ? {} : { walletId: input.wallet_id }),
+      ...(input.revoked === undefined ? {} : { revokedAt: input.revoked ? { not: null } : null }),
+      // Keyset: (created_at, id) before the cursor's.
+      ...(after && before ? { OR: [{ createdAt: { lt: before } }, { createdAt: before, id: { lt: after[1] } }] } : {}),
+    },
+    orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+    take: limit + 1,
+    select: KEY,
+  });
+  return toPage(
+    rows,
+    limit,
+    (r) => toKeyResource(r, ctx.config),
+    (r) => [r.createdAt.toISOString(), r.id],
   );
-  return toPage(rows, limit, toKeyResource, (r) => [r.created_key, r.id]);
 }
 
 /**
@@ -148,22 +158,14 @@ export async function updateKey({
 }): Promise<ApiKeyResource> {
   if (!isPossibleId(input.keyId)) throw errors.keyNotFound();
   const { patch } = input;
-  const { rowCount } = await ctx.db.pool.query(
-    `UPDATE api_keys
-        SET max_live_sessions = CASE WHEN $2 THEN $3::int ELSE max_live_sessions END,
-            max_creates_per_minute = CASE WHEN $4 THEN $5::int ELSE max_creates_per_minute END,
-            label = CASE WHEN $6 THEN $7::text ELSE label END
-      WHERE id = $1`,
-    [
-      input.keyId,
-      patch.max_live_sessions !== undefined,
-      patch.max_live_sessions ?? null,
-      patch.max_creates_per_minute !== undefined,
-      patch.max_creates_per_minute ?? null,
-      patch.label !== undefined,
-      patch.label ?? null,
-    ],
-  );
-  if (rowCount === 0) throw errors.keyNotFound();
+  const data = {
+    ...(patch.max_live_sessions === undefined ? {} : { maxLiveSessions: patch.max_live_sessions }),
+    ...(patch.max_creates_per_minute === undefined ? {} : { maxCreatesPerMinute: patch.max_creates_per_minute }),
+    ...(patch.label === undefined ? {} : { label: patch.label }),
+  };
+  if (Object.keys(data).length > 0) {
+    const { count } = await prismaOf(ctx.db).apiKey.updateMany({ where: { id: input.keyId }, data });
+    if (count === 0) throw errors.keyNotFound();
+  }
   return getKey({ ctx, input: { keyId: input.keyId } });
 }
