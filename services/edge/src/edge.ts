@@ -31,6 +31,8 @@ export interface Edge {
 const REALTIME_PATH = '/v1/realtime';
 /** WebRTC calls (decisions.md, "WebRTC"): answered by a relay, whose UDP port then carries the call's media. */
 const CALLS_PATH = '/v1/realtime/calls';
+/** Phone media streams (`/v1/telephony/twilio`, `/telnyx`): WebSocket upgrades for the relays. */
+const TELEPHONY_PREFIX = '/v1/telephony/';
 /** How long a closing edge waits for the relays to answer the connections it handed over. */
 const HANDOFF_CLOSE_MS = 2000;
 
@@ -73,7 +75,8 @@ export function createEdge(opts: EdgeOptions): Edge {
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
-    if (pathOf(req.url) !== REALTIME_PATH) return writeRawError(socket, errors.notFound(), newRequestId());
+    const path = pathOf(req.url);
+    if (path !== REALTIME_PATH && !path.startsWith(TELEPHONY_PREFIX)) return writeRawError(socket, errors.notFound(), newRequestId());
     const i = relayIndex();
     if (!handoffs?.handOff(req, socket, head, i)) proxyUpgrade(req, socket, head, i);
   });

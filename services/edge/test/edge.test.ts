@@ -68,6 +68,13 @@ t.test('one port: HTTP to the control plane, /v1/realtime upgrades to the relays
   t.same(seen.sort(), ['r1', 'r1', 'r2', 'r2'], 'spread over both relays');
   const plain = await fetch(`${edge.http}/v1/realtime`);
   t.equal(plain.status, 400, "a plain GET /v1/realtime gets the relay's answer");
+
+  // Phone media streams (no subprotocol, no Authorization) go to the relays too.
+  for (const provider of ['twilio', 'telnyx']) {
+    const { ws, hello } = await open(edge.ws.replace('/v1/realtime', `/v1/telephony/${provider}`));
+    t.equal(hello.url, `/v1/telephony/${provider}`, `/v1/telephony/${provider} reaches a relay`);
+    ws.close();
+  }
 });
 
 t.test('refusals at the edge: an upgrade elsewhere (404), no backend answering (503)', async (t) => {
