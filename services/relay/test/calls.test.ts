@@ -349,3 +349,59 @@ t.test('barge-in: speaking over the answer clears the track and truncates the it
   await new Promise((r) => setTimeout(r, 300));
   t.ok(b.received.length - packetsAtCut <= 30, 'the track stopped carrying the cut answer');
 });
+
+t.test("the Agents SDK's opening session.update (semantic_vad, transcription): the turn's events reach oai-events", async (t) => {
+  const env = await setupRelay(t);
+  await createModel(env.db, { id: MODEL });
+  const key = await createKey(env.db, 1000);
+  const { ek } = await secretSession(env.db, key);
+  const b = await browser(t);
+  const res = await post(env, '/v1/realtime/calls', {
+    body: await b.offer(),
+    headers: { 'Content-Type': 'application/sdp', Authorization: `Bearer ${ek}` },
+  });
+  await b.accept(await res.text());
+  await b.connected();
+  b.channel.send(
+    JSON.stringify({
+      type: 'session.update',
+      session: {
+        type: 'realtime',
+        instructions: 'Answer briefly.',
+        model: MODEL,
+        output_modalities: ['audio'],
+        audio: {
+          input: {
+            format: { type: 'audio/pcm', rate: 24000 },
+            noise_reduction: null,
+            transcription: { model: 'gpt-4o-mini-transcribe' },
+            turn_detection: { type: 'semantic_vad' },
+          },
+          output: { format: { type: 'audio/pcm', rate: 24000 }, speed: 1 },
+        },
+      },
+    }),
+  );
+  b.channel.send(JSON.stringify({ type: 'session.update', session: { type: 'realtime', tracing: 'auto' } }));
+  await eventually(
+    () => events(b),
+    (e) => e.filter((x) => x.type === 'session.updated').length === 2,
+    5000,
+  );
+  await b.speak(1000);
+  const silence = b.speak(3000, 0);
+  const done = await eventually(
+    () => events(b),
+    (e) => e.some((x) => x.type === 'output_audio_buffer.stopped'),
+    8000,
+  );
+  await silence;
+  t.ok(
+    done.some((e) => e.type === 'response.output_audio_transcript.done'),
+    'the transcript',
+  );
+  t.ok(
+    done.some((e) => e.type === 'output_audio_buffer.stopped'),
+    'stopped',
+  );
+});
