@@ -1,5 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { errors, type AppError } from '@s2s/core';
 import { answerParserRefusals, httpErrorAnswer, newRequestId, pathOf, writeRawError } from '@s2s/http-errors';
@@ -48,6 +49,12 @@ export function createEdge(opts: EdgeOptions): Edge {
   // Keep-alive to the backends: a request does not pay a TCP handshake on the loopback.
   const agent = backendAgent();
   const proxy = createProxyServer({ xfwd: true, agent });
+  // http-proxy-3 re-emits a proxied upgrade's client socket errors on itself, and throws them while nothing
+  // listens: a client resetting its WebSocket would otherwise end the process.
+  proxy.on('error', (err) => logger.debug({ code: codeOf(err) }, 'proxied connection failed'));
+  // A WebSocket's relay side failing after the 101 closes the client's connection: no HTTP answer fits there.
+  const upgraded = new WeakSet<Duplex>();
+  proxy.on('proxyReqWs', (proxyReq, _req, socket) => proxyReq.once('upgrade', () => upgraded.add(socket)));
   let next = 0;
   const relayIndex = () => next++ % opts.relays.length;
   const relay = () => opts.relays[relayIndex()]!;
@@ -55,6 +62,11 @@ export function createEdge(opts: EdgeOptions): Edge {
     const target = opts.relays[i]!;
     // An upgraded connection never returns to the pool, so an upgrade takes a fresh one, never a stale pooled one.
     proxy.ws(req, socket, head, { target, agent: false }, (err) => {
+      if (upgraded.has(socket)) {
+        logger.debug({ code: codeOf(err) }, 'relay side of a proxied WebSocket failed');
+        socket.destroy();
+        return;
+      }
       logger.warn({ err, target }, 'relay did not answer the upgrade');
       writeRawError(socket, errors.serviceUnavailable(err, 'No relay answered; attach again shortly.'), newRequestId());
     });
@@ -73,8 +85,19 @@ export function createEdge(opts: EdgeOptions): Edge {
   };
   const server = opts.tls ? https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, onRequest) : http.createServer(onRequest);
 
+  // A client may vanish at any point (its process exits, its connection reset): every socket the edge accepts has an
+  // error listener of its own, whatever the HTTP server or the proxy do with it, so no reset ever ends the process.
+  const onClientError = (socket: Duplex) => (err: Error) => {
+    logger.debug({ code: codeOf(err) }, 'client connection failed');
+    socket.destroy();
+  };
+  server.on('connection', (socket: Socket) => socket.on('error', onClientError(socket)));
+  server.on('secureConnection', (socket: Socket) => socket.on('error', onClientError(socket)));
+  // Before its handshake completes a TLS connection's errors come here (without a listener Node destroys it).
+  server.on('tlsClientError', (err: Error, socket: Duplex) => onClientError(socket)(err));
+
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    socket.on('error', () => socket.destroy());
+    socket.on('error', onClientError(socket));
     const path = pathOf(req.url);
     if (path !== REALTIME_PATH && !path.startsWith(TELEPHONY_PREFIX)) return writeRawError(socket, errors.notFound(), newRequestId());
     const i = relayIndex();
@@ -94,6 +117,10 @@ export function createEdge(opts: EdgeOptions): Edge {
       agent.destroy();
     },
   };
+}
+
+function codeOf(err: Error): string | undefined {
+  return (err as NodeJS.ErrnoException).code;
 }
 
 function sendError(res: ServerResponse, err: AppError): void {
