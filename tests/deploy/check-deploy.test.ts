@@ -61,7 +61,13 @@ t.test('the chart lints, renders and validates strictly; wrong shapes are refuse
 t.test('the rendered Ingress routes /v1/realtime to the relay and the rest to the control plane', async (t) => {
   const { summary } = await check();
   const tls = summary.routes['chart-made secret, TLS, OTLP export'] ?? [];
-  t.ok(tls.includes('voice.example.com /v1/realtime (Prefix) -> s2s-s2s-gateway-relay:http'), '/v1/realtime to the relay');
+  t.ok(tls.includes('voice.example.com /v1/realtime (Exact) -> s2s-s2s-gateway-relay:http'), '/v1/realtime to the relay');
+  // A Prefix rule on /v1/realtime would also send POST /v1/realtime/client_secrets to the relays.
+  t.same(
+    tls.filter((r) => / \/v1\/realtime\S* \(Prefix\)/.test(r)),
+    ['voice.example.com /v1/realtime/calls (Prefix) -> s2s-s2s-gateway-relay:http'],
+    'under /v1/realtime, only the WebRTC calls go to the relays by prefix',
+  );
   t.ok(tls.includes('voice.example.com / (Prefix) -> s2s-s2s-gateway-control-plane:http'), '/ to the control plane');
   t.notOk(tls.some((r) => / \/v1\/realtime .*control-plane/.test(r)), 'realtime never to the control plane');
   t.same(new Set(tls.map((r) => r.split(' ')[0])), new Set(['voice.example.com']), 'one host: one public origin');
