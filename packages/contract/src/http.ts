@@ -61,6 +61,32 @@ export const SessionFieldCapabilities = z.strictObject({
 });
 export type SessionFieldCapabilities = z.infer<typeof SessionFieldCapabilities>;
 
+/**
+ * What each provider adapter of the relay does with the current OpenAI session fields, as the relay's
+ * adapters declare it (services/relay/src/providers: `supports.sessionFields`): the catalog shows it in each
+ * model's capabilities and a session's creation refuses by it. tests/e2e/openai-session-fields.test.ts checks
+ * the two agree.
+ */
+export const PROVIDER_SESSION_FIELDS: Readonly<Record<string, SessionFieldCapabilities>> = Object.freeze({
+  local: { reasoning: false, prompt: false, parallel_tool_calls: false, truncation: 'disabled', include: 'none' },
+  openai: { reasoning: true, prompt: true, parallel_tool_calls: 'honoured', truncation: 'honoured', include: 'honoured' },
+  azure: { reasoning: true, prompt: true, parallel_tool_calls: 'honoured', truncation: 'honoured', include: 'honoured' },
+  gemini: { reasoning: false, prompt: false, parallel_tool_calls: true, truncation: 'disabled', include: 'none' },
+});
+/** A provider this deployment does not know: audio and nothing else. */
+const NO_SESSION_FIELDS: SessionFieldCapabilities = Object.freeze({
+  reasoning: false,
+  prompt: false,
+  parallel_tool_calls: false,
+  truncation: 'disabled',
+  include: 'none',
+});
+
+/** What `provider` does with the current OpenAI session fields (a copy). */
+export function sessionFieldsOf(provider: string): SessionFieldCapabilities {
+  return { ...(PROVIDER_SESSION_FIELDS[provider] ?? NO_SESSION_FIELDS) };
+}
+
 export const Capabilities = z.strictObject({
   speech_to_speech: z.boolean(),
   server_vad: z.boolean(),

@@ -1,4 +1,10 @@
-import type { Capabilities, CreateSessionRequest, RealtimeSessionSettings } from '@s2s/contract';
+import {
+  PROVIDER_SESSION_FIELDS,
+  sessionFieldsOf,
+  type Capabilities,
+  type CreateSessionRequest,
+  type RealtimeSessionSettings,
+} from '@s2s/contract';
 import {
   AppError,
   errors,
@@ -73,6 +79,8 @@ export interface CreatedSession {
  * Per-key limits live on the wallet row the reservation updates anyway (docs/architecture.md "Per-key
  * limits"): the same conditional UPDATE checks and counts them, so a refusal reserves and counts nothing.
  * `ws` reads that row as of the statement's snapshot only to tell the caller why nothing was reserved.
+ * A client secret's `reasoning` or `prompt` reserves only on a model whose provider honours it ($17, the
+ * providers that do; NULL without such a field).
  */
 const CREATE_SESSION_SQL = `
 WITH cfg AS (
@@ -105,6 +113,7 @@ WITH cfg AS (
      AND balance_cents - reserved_cents >= $4::bigint
      AND sessions_created - sessions_ended < (SELECT max_live FROM k)
      AND greatest(create_rate_tat, now()) - now() <= make_interval(secs => 60 - 60.0 / (SELECT max_rate FROM k))
+     AND ($17::text[] IS NULL OR EXISTS (SELECT 1 FROM m WHERE m.provider = ANY($17::text[])))
   RETURNING id, (balance_cents - reserved_cents)::float8 AS available_cents
 ), i AS (
   INSERT INTO idempotency_keys (key_id, idempotency_key, fingerprint, session_id)
@@ -199,6 +208,7 @@ export function createStatement(
       limits.maxLiveSessions,
       limits.maxCreatesPerMinute,
       input.clientSecretSettings === undefined ? null : JSON.stringify(input.clientSecretSettings),
+      honouringProviders(answerFieldsOf(input.clientSecretSettings)),
     ],
   };
 }
@@ -207,7 +217,8 @@ export function createStatement(
  * Creates a `ready` session (docs/architecture.md "Session lifecycle"), shared by `POST /v1/voice/sessions`
  * and the legacy realtime alias so both refuse and reserve alike. Checks, in order: key (401),
  * Idempotency-Key replay or conflict (replay / 409), the key's limits (429), model listed (404), wallet covers
- * the preauthorization (402).
+ * the preauthorization (402); a client secret's `reasoning` or `prompt` where the model's provider cannot honour
+ * it (400 naming the param; decisions.md, "Current OpenAI session fields") is refused before anything is reserved.
  */
 export async function createSession({ ctx, input }: { ctx: SessionsDbContext; input: CreateSessionInput }): Promise<CreatedSession> {
   const { db } = ctx;
@@ -255,6 +266,8 @@ export async function createSession({ ctx, input }: { ctx: SessionsDbContext; in
       guesses.delete(modelId);
       throw errors.modelNotFound();
     }
+    const refused = sessionFieldRefusal(row.provider ?? '', answerFieldsOf(input.clientSecretSettings));
+    if (refused) throw refused;
     if (row.rate_id !== guess?.rateId) {
       const preauthCents = preauthorizationCents(rateFromRow(row), settings.preauthMinutes);
       guesses.set(modelId, { rateId: row.rate_id, preauthCents, minutes: settings.preauthMinutes });
@@ -322,6 +335,33 @@ function createdRecord(row: CreateRow, id: string, preauth: number, input: Creat
     endsWithSocket: (input.legacy ?? false) || input.clientSecretSettings !== undefined,
     initialSettings: input.clientSecretSettings ?? null,
   };
+}
+
+/** The session fields that change the answer: refused where the model's provider cannot honour them. */
+const ANSWER_FIELDS = { reasoning: 'Reasoning', prompt: 'A stored prompt' } as const;
+type AnswerField = keyof typeof ANSWER_FIELDS;
+
+/** The answer-changing fields a client secret's settings ask for (`prompt: null` asks for none). */
+function answerFieldsOf(settings: RealtimeSessionSettings | undefined): AnswerField[] {
+  if (settings === undefined) return [];
+  return (Object.keys(ANSWER_FIELDS) as AnswerField[]).filter((field) => settings[field] !== undefined && settings[field] !== null);
+}
+
+/** The providers that honour every one of `fields`; null when there is none to honour. */
+function honouringProviders(fields: AnswerField[]): string[] | null {
+  if (fields.length === 0) return null;
+  return Object.entries(PROVIDER_SESSION_FIELDS)
+    .filter(([, can]) => fields.every((field) => can[field]))
+    .map(([provider]) => provider);
+}
+
+function sessionFieldRefusal(provider: string, fields: AnswerField[]): AppError | null {
+  const can = sessionFieldsOf(provider);
+  const field = fields.find((f) => !can[f]);
+  if (field === undefined) return null;
+  return errors.invalidRequest(
+    `session.${field}: ${ANSWER_FIELDS[field]} is not supported by this model's provider (GET /v1/models: capabilities.session_fields).`,
+  );
 }
 
 function isIdempotencyRace(err: unknown): boolean {

@@ -4,6 +4,7 @@ import { ClientSecret, RealtimeClientSecretResponse } from '@s2s/contract';
 import { hashApiKey } from '@s2s/core';
 import {
   ECHO_PREAUTH_CENTS,
+  adminHeaders,
   api,
   bearer,
   createKey,
@@ -181,4 +182,67 @@ t.test('POST /v1/voice/sessions/{id}/client_secrets: 201 for an owned live sessi
   h.advanceClock(301_000);
   expectError(t, await api(h, 'POST', path, { headers: bearer(key.key) }), 410, 'session_expired', 'an idle session past its deadline');
   t.equal((await secretRows(h)).length, 2, 'no secret for it');
+});
+
+t.test('session.reasoning and session.prompt are refused at creation for a model whose provider cannot honour them', async (t) => {
+  const h = await startControlPlane(t);
+  const key = await createKey(h, 100_000);
+  // An OpenAI-backed model honours every current session field (the catalog's capabilities.session_fields).
+  const openai = await api(h, 'PUT', '/admin/v1/models', {
+    headers: adminHeaders,
+    json: {
+      id: 'acme/reasoner-1',
+      display_name: 'Acme Reasoner',
+      owned_by: 'acme',
+      provider: 'openai',
+      provider_model: 'gpt-realtime',
+      enabled: true,
+      approved: true,
+      pricing: { per_minute: 600, audio_in_token: 5, audio_out_token: 7, relay_fee_milli_cents: 100 },
+    },
+  });
+  t.equal(openai.status, 200);
+  const models = (await api(h, 'GET', '/v1/models')).body.data as { id: string; capabilities: { session_fields: object } }[];
+  t.match(models.find((m) => m.id === 'local/echo-1')?.capabilities.session_fields, { reasoning: false, prompt: false });
+  t.match(models.find((m) => m.id === 'acme/reasoner-1')?.capabilities.session_fields, { reasoning: true, prompt: true });
+
+  const hints = { parallel_tool_calls: false, truncation: 'auto', include: ['item.input_audio_transcription.logprobs'] };
+  const fields: [string, Record<string, unknown>][] = [
+    ['session.reasoning', { reasoning: { effort: 'low' } }],
+    ['session.prompt', { prompt: { id: 'pmpt_123', version: '2' } }],
+  ];
+  for (const [param, field] of fields) {
+    const refused = await mint(h, key.key, { session: { ...BODY.session, ...field, ...hints } });
+    expectError(t, refused, 400, 'invalid_request', param);
+    t.ok(refused.body.error.message.includes(param), `${param}: named in the message`);
+  }
+  t.equal((await h.db.pool.query('SELECT 1 FROM voice_sessions')).rowCount, 0, 'no session created');
+  t.same(await walletRow(h, key.wallet_id), { balance: 100_000, reserved: 0 }, 'nothing reserved');
+  // Once more, now that the model's rate is known: the statement that reserves refuses it too.
+  expectError(t, await mint(h, key.key, { session: { ...BODY.session, reasoning: { effort: 'low' } } }), 400, 'invalid_request', 'again');
+  t.same(await walletRow(h, key.wallet_id), { balance: 100_000, reserved: 0 }, 'still nothing reserved');
+  expectError(
+    t,
+    await mint(h, 'vr_sk_' + 'x'.repeat(40), { session: { ...BODY.session, reasoning: {} } }),
+    401,
+    'invalid_vr_sk',
+    'key first',
+  );
+
+  const hinted = await mint(h, key.key, { session: { ...BODY.session, ...hints } });
+  t.equal(hinted.status, 200, 'the hints alone are accepted where not honoured');
+  const all = { ...hints, reasoning: { effort: 'low' }, prompt: { id: 'pmpt_123', version: '2' } };
+  const accepted = await mint(h, key.key, { session: { ...BODY.session, model: 'acme/reasoner-1', ...all } });
+  t.equal(accepted.status, 200, 'the same body is accepted on a model whose provider honours it');
+  t.match(accepted.body.session, {
+    model: 'acme/reasoner-1',
+    reasoning: { effort: 'low' },
+    prompt: { id: 'pmpt_123' },
+    truncation: 'auto',
+  });
+  const { rows } = await h.db.pool.query<{ model_id: string; initial_settings: Record<string, unknown> }>(
+    'SELECT model_id, initial_settings FROM voice_sessions ORDER BY created_at',
+  );
+  t.equal(rows.length, 2);
+  t.match(rows[1], { model_id: 'acme/reasoner-1', initial_settings: all });
 });

@@ -224,6 +224,10 @@ t.test('refusals are ErrorResponses and create nothing', async (t) => {
   );
   await expect(await form({ sdp: offer, session }, poor.secret), 402, 'insufficient_wallet_balance', 'a wallet that cannot cover it');
   await expect(await form({ sdp: 'nonsense', session }, key.secret), 400, 'invalid_request', 'multipart with a malformed offer');
+  const reasoning = JSON.stringify({ type: 'realtime', model: MODEL, reasoning: { effort: 'low' }, truncation: 'auto' });
+  const refused = await form({ sdp: offer, session: reasoning }, key.secret);
+  t.match(await refused.clone().json(), { error: { message: /session\.reasoning/ } }, 'names the param');
+  await expect(refused, 400, 'invalid_request', 'session.reasoning where the provider cannot honour it');
   t.equal(await countRows(env.db, 'voice_sessions'), 1, 'no session created by a refusal');
   t.equal(await countRows(env.db, 'session_attachments'), 0, 'no attachment');
   t.equal(env.webrtc.counters.callsAnswered, 0);

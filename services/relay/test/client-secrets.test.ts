@@ -217,8 +217,10 @@ t.test("a secret's current OpenAI session fields: applied at attach as the model
   await createModel(env.db, { id: MODEL });
   const key = await createKey(env.db, 1000);
   /** The OpenAI-dialect events of the secret's session: session.created and what follows at once. */
-  const firstEvents = async (settings: RealtimeSessionSettings): Promise<Record<string, any>[]> => {
+  const firstEvents = async (settings: RealtimeSessionSettings, createdOn = 'local'): Promise<Record<string, any>[]> => {
+    await env.db.pool.query('UPDATE catalog_models SET provider = $2 WHERE id = $1', [MODEL, createdOn]);
     const session = await browserSession(env.db, key, MODEL, settings);
+    await env.db.pool.query("UPDATE catalog_models SET provider = 'local' WHERE id = $1", [MODEL]);
     const ek = await secretFor(env.db, session.id);
     const ws = new WebSocket(`${env.url}?model=${MODEL}`, ['realtime', `openai-insecure-api-key.${ek}`]);
     const events: Record<string, any>[] = [];
@@ -233,8 +235,14 @@ t.test("a secret's current OpenAI session fields: applied at attach as the model
     ws.close();
     return events;
   };
-  // The simulator (provider local) honours neither reasoning nor truncation.
-  const refused = await firstEvents({ reasoning: { effort: 'high' }, truncation: 'auto' });
+  // The simulator (provider local) honours neither reasoning nor truncation: the creation refuses reasoning
+  // (services/control-plane/test/client-secrets.test.ts); the attach refuses it too, here for a secret created
+  // while the model was served by a provider that honours it.
+  await t.rejects(browserSession(env.db, key, MODEL, { reasoning: { effort: 'high' } }), {
+    code: 'invalid_request',
+    message: /session\.reasoning/,
+  });
+  const refused = await firstEvents({ reasoning: { effort: 'high' }, truncation: 'auto' }, 'openai');
   t.same(
     refused.map((e) => e.type),
     ['session.created', 'conversation.created', 'error'],

@@ -1,11 +1,11 @@
 import {
   AUDIO_FORMAT,
   LIST_DEFAULT_LIMIT,
+  sessionFieldsOf,
   type AdminListPage,
   type AdminModel,
   type AudioFormats,
   type Capabilities,
-  type SessionFieldCapabilities,
   type ListModelsQuery,
   type Modalities,
   type Model,
@@ -31,26 +31,6 @@ const FULL_DUPLEX: Capabilities = Object.freeze({
   barge_in: true,
   input_transcription: 'optional',
   output_transcription: 'optional',
-});
-
-/**
- * What each provider adapter of the relay does with the current OpenAI session fields, as the relay's
- * adapters declare it (services/relay/src/providers: `supports.sessionFields`); the catalog shows it in each
- * model's capabilities. tests/e2e/openai-session-fields.test.ts checks the two agree.
- */
-export const PROVIDER_SESSION_FIELDS: Readonly<Record<string, SessionFieldCapabilities>> = Object.freeze({
-  local: { reasoning: false, prompt: false, parallel_tool_calls: false, truncation: 'disabled', include: 'none' },
-  openai: { reasoning: true, prompt: true, parallel_tool_calls: 'honoured', truncation: 'honoured', include: 'honoured' },
-  azure: { reasoning: true, prompt: true, parallel_tool_calls: 'honoured', truncation: 'honoured', include: 'honoured' },
-  gemini: { reasoning: false, prompt: false, parallel_tool_calls: true, truncation: 'disabled', include: 'none' },
-});
-/** A provider this deployment does not know: audio and nothing else. */
-const NO_SESSION_FIELDS: SessionFieldCapabilities = Object.freeze({
-  reasoning: false,
-  prompt: false,
-  parallel_tool_calls: false,
-  truncation: 'disabled',
-  include: 'none',
 });
 
 /** What each provider adapter of the relay supports, used when an operator leaves capabilities out. */
@@ -129,7 +109,7 @@ export function toModel(row: CatalogRow): Model {
       barge_in: row.capabilities.barge_in,
       input_transcription: row.capabilities.input_transcription,
       output_transcription: row.capabilities.output_transcription,
-      session_fields: { ...(PROVIDER_SESSION_FIELDS[row.provider] ?? NO_SESSION_FIELDS) },
+      session_fields: sessionFieldsOf(row.provider),
     },
     audio: { input: { ...AUDIO_FORMAT }, output: { ...AUDIO_FORMAT } },
     pricing: {
