@@ -68,7 +68,9 @@ t.test('attach, frames, checkpoints, end, a legacy socket and a refusal: no Asyn
   t.equal(refusal.status, 401, 'a bad key is refused');
 
   t.same(entered, [], 'nothing entered AsyncLocalStorage');
-  // The check itself sees an entry: the context manager registered above is AsyncLocalStorage's.
+  // The check itself sees an entry: the context manager registered above is AsyncLocalStorage's. Node 24's
+  // AsyncLocalStorage makes its `run` of calls to itself (one entry on Node 20, more on 24): at least one is seen.
   context.with(context.active(), () => {});
-  t.equal(entered.length, 1, 'a context.with is seen');
+  t.ok(entered.length >= 1, 'a context.with is seen');
+  t.ok(entered[0]?.startsWith('AsyncLocalStorage.'), 'recorded as an AsyncLocalStorage entry');
 });
