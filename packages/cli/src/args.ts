@@ -13,6 +13,9 @@ Commands:
   talk (--wav FILE | --mic [--seconds N] | --tone) [--out FILE] [--model ID] [--instructions TEXT] [--voice NAME] [--tool]
                                  a spoken conversation with live progress, transcripts, the running cost and the bill;
                                  --tone speaks a generated 1 s 440 Hz tone (a turn for the local simulator)
+  call --twilio --wav FILE [--out FILE] [--model ID] [--instructions TEXT]
+                                 a simulated phone call: Twilio's media-stream protocol to /v1/telephony/twilio,
+                                 the question as 20 ms μ-law frames, the answer saved as WAV, the bill
 
 Flags of every command:
   --base-url URL   the gateway (default: S2S_BASE_URL, else ${DEFAULT_BASE_URL})
@@ -45,6 +48,22 @@ const talkOptions = {
   tool: { type: 'boolean' },
 } as const satisfies ParseArgsConfig['options'];
 
+const callOptions = {
+  ...common,
+  twilio: { type: 'boolean' },
+  wav: { type: 'string' },
+  out: { type: 'string' },
+  model: { type: 'string' },
+  instructions: { type: 'string' },
+} as const satisfies ParseArgsConfig['options'];
+
+export interface CallOptions {
+  wav: string;
+  out: string;
+  model: string;
+  instructions: string | undefined;
+}
+
 export interface Connection {
   baseUrl: string;
   key: string | undefined;
@@ -57,7 +76,8 @@ export type Command =
   | ({ kind: 'sessions.create'; model: string; idempotencyKey: string | undefined } & Connection)
   | ({ kind: 'sessions.get'; id: string } & Connection)
   | ({ kind: 'sessions.end'; id: string; reason: 'client_closed' | 'timeout' | 'error' | undefined } & Connection)
-  | ({ kind: 'talk' } & Connection & TalkOptions);
+  | ({ kind: 'talk' } & Connection & TalkOptions)
+  | ({ kind: 'call' } & Connection & CallOptions);
 
 export interface TalkOptions {
   input: { wav: string } | { mic: true; seconds: number | undefined } | { tone: true };
@@ -146,6 +166,20 @@ export function parseCommand(argv: string[], env: Env): Command {
       instructions: values.instructions,
       voice: values.voice,
       tool: values.tool ?? false,
+    };
+  }
+  if (first === 'call') {
+    const { values } = parse(rest, callOptions, 0);
+    if (values.help) return { kind: 'help' };
+    if (!values.twilio) throw new UsageError('call needs --twilio (the protocol the simulated call speaks)');
+    if (!values.wav) throw new UsageError('call needs --wav FILE (the question)');
+    return {
+      kind: 'call',
+      ...connection(values, env),
+      wav: values.wav,
+      out: values.out ?? 'answer.wav',
+      model: values.model ?? DEFAULT_MODEL,
+      instructions: values.instructions,
     };
   }
   throw new UsageError(`Unknown command '${first}'`);

@@ -3,6 +3,7 @@ import { parseCommand, USAGE, UsageError, type Env } from './args.js';
 import { runApiCommand } from './commands.js';
 import type { Output } from './progress.js';
 import { talk, type TalkIo } from './talk.js';
+import { call } from './call.js';
 
 export interface CliIo extends TalkIo {
   stderr: Output;
@@ -22,6 +23,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     }
     if (cmd.kind !== 'models' && !cmd.key) throw new UsageError('an API key is needed: --key vr_sk_… or S2S_API_KEY');
     if (cmd.kind === 'talk') await talk(cmd, io);
+    else if (cmd.kind === 'call') await call(cmd, io);
     else await runApiCommand(cmd, io.stdout);
     return 0;
   } catch (err) {

@@ -2,7 +2,7 @@ import { billOf, S2SClient, type Model } from '@s2s/client';
 import type { Command } from './args.js';
 import type { Output } from './progress.js';
 
-type ApiCommand = Exclude<Command, { kind: 'help' } | { kind: 'talk' }>;
+type ApiCommand = Exclude<Command, { kind: 'help' } | { kind: 'talk' } | { kind: 'call' }>;
 
 /** `s2s models` and `s2s sessions …`: one call each, the answer as a table or (with --json) as JSON. */
 export async function runApiCommand(cmd: ApiCommand, out: Output): Promise<void> {

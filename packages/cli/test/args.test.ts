@@ -90,3 +90,15 @@ t.test('the running cost follows the billing formula over the responses so far',
   t.equal(cost.cents, 1.576, 'the relay fee once');
   t.equal(cost.billedCents, 2);
 });
+
+t.test('call --twilio --wav: a simulated phone call', async (t) => {
+  t.match(parseCommand(['call', '--twilio', '--wav', 'q.wav'], { S2S_API_KEY: 'vr_sk_env' }), {
+    kind: 'call',
+    wav: 'q.wav',
+    out: 'answer.wav',
+    model: 'local/echo-1',
+    key: 'vr_sk_env',
+  });
+  t.throws(() => parseCommand(['call', '--wav', 'q.wav'], {}), /--twilio/);
+  t.throws(() => parseCommand(['call', '--twilio'], {}), /--wav/);
+});
