@@ -35,8 +35,13 @@ t.test('the OpenAI dialect matches its AsyncAPI description', async (t) => {
   await nth('session.created', 1);
   send({ type: 'session.update', session: { type: 'realtime', instructions: 'Be brief.', audio: { input: { transcription: {} } } } });
   await nth('session.updated', 1);
-  // Refused (the contract takes audio/pcm only): the error event is what is checked here.
-  ws.send(JSON.stringify({ type: 'session.update', session: { type: 'realtime', audio: { output: { format: { type: 'audio/pcmu' } } } } }));
+  // Refused (the contract takes PCM16 at 24 kHz and G.711 only): the error event is what is checked here.
+  ws.send(
+    JSON.stringify({
+      type: 'session.update',
+      session: { type: 'realtime', audio: { output: { format: { type: 'audio/pcm', rate: 16000 } } } },
+    }),
+  );
   await nth('error', 1);
   const audio = Buffer.concat([pcmTone(600), pcmSilence(700)]);
   for (let off = 0; off < audio.length; off += 960)

@@ -356,7 +356,7 @@ t.test(
       JSON.stringify({
         type: 'session.update',
         event_id: 'f',
-        session: { type: 'realtime', audio: { input: { format: { type: 'audio/pcmu' } } } },
+        session: { type: 'realtime', audio: { input: { format: { type: 'audio/pcm', rate: 16000 } } } },
       }),
     );
     opened.ws.send(JSON.stringify({ type: 'session.update', event_id: 'g', session: { type: 'realtime', temperature: 0.8 } }));
