@@ -54,7 +54,15 @@ export function createEdge(opts: EdgeOptions): Edge {
   proxy.on('error', (err) => logger.debug({ code: codeOf(err) }, 'proxied connection failed'));
   // A WebSocket's relay side failing after the 101 closes the client's connection: no HTTP answer fits there.
   const upgraded = new WeakSet<Duplex>();
-  proxy.on('proxyReqWs', (proxyReq, _req, socket) => proxyReq.once('upgrade', () => upgraded.add(socket)));
+  proxy.on('proxyReqWs', (proxyReq, _req, socket) =>
+    proxyReq.once('upgrade', (_res, relaySocket: Duplex) => {
+      upgraded.add(socket);
+      // A client gone before the relay's 101 (or going later) must not leave the relay side open: the proxy's pipe
+      // to a dead socket does not end it (seen on Node 24), and the relay would keep the attachment.
+      if (socket.destroyed) relaySocket.destroy();
+      else socket.once('close', () => relaySocket.destroy());
+    }),
+  );
   let next = 0;
   const relayIndex = () => next++ % opts.relays.length;
   const relay = () => opts.relays[relayIndex()]!;

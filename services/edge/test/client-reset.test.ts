@@ -17,7 +17,7 @@ import { controlPlane, listen, type Teardown } from './helpers.js';
 const logger = createLogger({ service: 'edge-test', level: 'silent' });
 
 /** A stand-in relay that answers every upgrade and every frame, and never closes first. */
-async function relay(t: Teardown): Promise<string> {
+async function relay(t: Teardown): Promise<{ url: string; clients: () => number }> {
   const server = http.createServer((_req, res) => res.end('{}'));
   const wss = new WebSocketServer({ server, handleProtocols: () => 'svc-realtime-v1' });
   wss.on('connection', (ws) => {
@@ -26,7 +26,13 @@ async function relay(t: Teardown): Promise<string> {
     ws.on('message', (data) => ws.send(data));
   });
   t.teardown(() => wss.close());
-  return listen(t, server);
+  return { url: await listen(t, server), clients: () => wss.clients.size };
+}
+
+/** Waits up to 2 s for the stand-in relay's WebSocket count to fall to 0. */
+async function relayLetGo(clients: () => number): Promise<number> {
+  for (let i = 0; i < 40 && clients() > 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+  return clients();
 }
 
 const dir = mkdtempSync(join(tmpdir(), 's2s-edge-reset-'));
@@ -71,9 +77,10 @@ async function reset({ tcp }: { tcp: net.Socket }): Promise<void> {
 for (const secure of [true, false]) {
   const name = secure ? 'TLS' : 'plain HTTP';
   t.test(`${name}: clients reset mid-connection, the edge keeps serving`, async (t) => {
+    const stand = await relay(t);
     const edge = createEdge({
       controlPlane: await controlPlane(t),
-      relays: [await relay(t)],
+      relays: [stand.url],
       tls: secure ? { cert: readFileSync(files.cert), key: readFileSync(files.key) } : undefined,
       logger,
     });
@@ -123,12 +130,14 @@ for (const secure of [true, false]) {
     await waitFor(attached.socket, 'hello');
     await reset(attached);
     await serves('a reset of a proxied WebSocket');
+    t.equal(await relayLetGo(stand.clients), 0, 'the relay side of the reset WebSocket is closed');
 
     // An upgrade request whose client resets before the relay has answered.
     const upgrading = await connect(port, secure);
     upgrading.socket.write(upgrade);
     await reset(upgrading);
     await serves('a reset during an upgrade');
+    t.equal(await relayLetGo(stand.clients), 0, 'the relay side of an upgrade whose client reset is closed');
 
     // Mid-handshake (TLS) / mid-request line (plain): bytes sent, then RST.
     const early = net.connect(port, '127.0.0.1');
