@@ -57,9 +57,14 @@ t.test('a one-replica stream is raised to BUS_STREAM_REPLICAS, and its durable c
   const after = await bus(t, 'repup', 3);
   const info = await after.jsm.streams.info(after.subjects.stream);
   t.equal(info.config.num_replicas, 3, 'raised to 3');
-  const consumer = await ensureDurableConsumer(after.jsm, after.subjects.stream, {
-    durable_name: 'billing',
-    ack_policy: AckPolicy.Explicit,
-  });
-  t.equal(placed(consumer), 3, 'the existing durable consumer follows the stream to three nodes');
+  // While the consumer moves to three nodes its API requests may time out: asked again for up to 20 s.
+  let consumer: Awaited<ReturnType<typeof ensureDurableConsumer>> | undefined;
+  for (const until = Date.now() + 20_000; Date.now() < until && (consumer === undefined || placed(consumer) < 3);) {
+    consumer = await ensureDurableConsumer(after.jsm, after.subjects.stream, {
+      durable_name: 'billing',
+      ack_policy: AckPolicy.Explicit,
+    }).catch((err: Error) => (err.name === 'TimeoutError' ? undefined : Promise.reject(err)));
+    if (consumer === undefined || placed(consumer) < 3) await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  t.equal(consumer && placed(consumer), 3, 'the existing durable consumer follows the stream to three nodes');
 });

@@ -49,14 +49,15 @@ t.test('the launcher brings Node 24 from the npm registry when the machine has a
 });
 
 t.test('npm test runs the suite on the supported node', async (t) => {
-  const r = await machine(ROOT, ['npm', 'test', '--', 'tests/e2e/fixtures/node-version.ts']);
+  // In a copy: a tap run inside this repository would share (and clear) the running suite's .tap folder.
+  const r = await machine(privateCopy(t), ['npm', 'test', '--', 'tests/e2e/fixtures/node-version.ts']);
   t.equal(r.code, 0, r.out);
   t.match(r.out, `# node ${expected}`);
 });
 
 t.test('npm start runs the gateway on the supported node', async (t) => {
   // Servers that are not there: it says which node it runs on, then fails at the migration, quickly.
-  const r = await machine(ROOT, ['npm', 'start'], {
+  const r = await machine(privateCopy(t), ['npm', 'start'], {
     DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none',
     NATS_URL: 'nats://127.0.0.1:1',
   });
