@@ -50,7 +50,7 @@ export async function createTestSession(db: DbHandle, owner: Owner): Promise<Ses
       key: owner.key,
       request: { model: owner.modelId, mode: 'speech_to_speech' },
       traceId: newTraceId(),
-      settings: { preauthMinutes: 10, idleTimeoutSeconds: 300, maxSeconds: 3600 },
+      policy: { preauthMinutes: 10, idleTimeoutSeconds: 300, maxSeconds: 3600 },
     },
   });
   return session;

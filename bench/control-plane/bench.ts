@@ -9,10 +9,10 @@ import { promisify } from 'node:util';
 import autocannon, { type Result } from 'autocannon';
 import { connectBus } from '@s2s/bus';
 import { busSubjects } from '@s2s/contract';
-import { hashApiKey } from '@s2s/core';
+import { hashApiKey, sessionPolicyOf } from '@s2s/core';
 import { createTestDatabase } from '@s2s/db/testing';
 import { createStatement } from '@s2s/sessions';
-import { loadConfig, sessionSettingsOf } from '@s2s/control-plane/bench';
+import { loadConfig } from '@s2s/control-plane/bench';
 import { baselineServer, constantRate, mintBenchKey, startServer, stop, type Started } from './harness.js';
 
 const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
@@ -71,7 +71,7 @@ async function pgbenchCreates(dbUrl: string, secret: string, clients: number, se
       key: { secretHash: hashApiKey(secret) },
       request: { model: 'local/echo-1', mode: 'speech_to_speech' },
       traceId: '0'.repeat(32),
-      settings: sessionSettingsOf(config),
+      policy: sessionPolicyOf(config),
     },
     marker,
     { rateId: made.rate_snapshot_id, preauthCents: made.preauthorized_cents },

@@ -725,7 +725,7 @@ async function main(): Promise<void> {
           key: { keyId, walletId },
           request: { model: 'local/echo-stream', mode: 'speech_to_speech' },
           traceId: randomBytes(16).toString('hex'),
-          settings: { preauthMinutes: 120, idleTimeoutSeconds: 3600, maxSeconds: 7200 },
+          policy: { preauthMinutes: 120, idleTimeoutSeconds: 3600, maxSeconds: 7200 },
         },
       });
       sessionIds.push(session.id);

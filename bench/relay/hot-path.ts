@@ -157,7 +157,7 @@ export async function hotPath(opts: { sessions: number; dialect: 'svc-realtime-v
         key: { keyId: key.keyId, walletId: key.walletId },
         request: { model: 'local/echo-stream', mode: 'speech_to_speech' },
         traceId: randomBytes(16).toString('hex'),
-        settings: { preauthMinutes: 600, idleTimeoutSeconds: 3600, maxSeconds: 36000 },
+        policy: { preauthMinutes: 600, idleTimeoutSeconds: 3600, maxSeconds: 36000 },
       },
     });
     const ws = new MemorySocket();

@@ -74,7 +74,7 @@ export function pgbenchScript(hashes: string[]): { script: string; defines: stri
       request: { model: MODEL, mode: 'speech_to_speech' },
       traceId: '0'.repeat(32),
       // The control plane's defaults, except the key limits: no wallet may run into them during the runs.
-      settings: {
+      policy: {
         preauthMinutes: 10,
         idleTimeoutSeconds: 300,
         maxSeconds: 3600,

@@ -112,12 +112,16 @@ export const SessionEnv = {
 
 type SessionVariables = { [K in keyof typeof SessionEnv]: number };
 
-/** The settings a new session snapshots, from SessionEnv's variables (as `createSession` takes them). */
-export function sessionPolicyOf(e: SessionVariables) {
+/**
+ * The deployment's session policy, which a new session snapshots (`SessionPolicy` of `createSession`), from
+ * SessionEnv's variables; the control plane's SESSION_CREATE_SYNC_COMMIT too where the config has it.
+ */
+export function sessionPolicyOf(e: SessionVariables & { SESSION_CREATE_SYNC_COMMIT?: boolean }) {
   return {
     idleTimeoutSeconds: e.SESSION_IDLE_TIMEOUT_SECONDS,
     maxSeconds: e.SESSION_MAX_SECONDS,
     preauthMinutes: e.SESSION_PREAUTH_MINUTES,
     keyLimits: { maxLiveSessions: e.KEY_MAX_LIVE_SESSIONS, maxCreatesPerMinute: e.KEY_MAX_CREATES_PER_MINUTE },
+    ...(e.SESSION_CREATE_SYNC_COMMIT === undefined ? {} : { syncCommit: e.SESSION_CREATE_SYNC_COMMIT }),
   };
 }

@@ -21,8 +21,11 @@ import { rateColumns, rateFromRow, type DbHandle } from '@s2s/db';
 import type { SessionsDbContext } from './context.js';
 import { readOwnedSession } from './get.js';
 
-/** The per-deployment settings a new session snapshots (decisions.md, "Time, status and expiry" and "Money"). */
-export interface SessionSettings {
+/**
+ * The deployment's session policy, which a new session snapshots (decisions.md, "Time, status and expiry" and
+ * "Money"); not the voice settings a client asks for (those are the relay's `VoiceSettings`).
+ */
+export interface SessionPolicy {
   preauthMinutes: number;
   idleTimeoutSeconds: number;
   maxSeconds: number;
@@ -60,7 +63,7 @@ export interface CreateSessionInput {
   /** Sessions created by POST /v1/realtime/client_secrets: they end with their socket and keep these settings. */
   clientSecretSettings?: RealtimeSessionSettings;
   traceId: string;
-  settings: SessionSettings;
+  policy: SessionPolicy;
 }
 
 export interface CreatedSession {
@@ -186,8 +189,8 @@ export function createStatement(
   guess: { rateId: string; preauthCents: number } | undefined,
   fingerprint: string | null,
 ): { name: string; text: string; values: unknown[] } {
-  const { settings } = input;
-  const limits = settings.keyLimits ?? DEFAULT_KEY_LIMITS;
+  const { policy } = input;
+  const limits = policy.keyLimits ?? DEFAULT_KEY_LIMITS;
   return {
     name: 'core_create_session',
     text: CREATE_SESSION_SQL,
@@ -198,11 +201,11 @@ export function createStatement(
       Math.min(guess?.preauthCents ?? 0, UNCOVERABLE_CENTS),
       sessionId,
       input.traceId,
-      settings.idleTimeoutSeconds,
-      settings.maxSeconds,
+      policy.idleTimeoutSeconds,
+      policy.maxSeconds,
       input.idempotencyKey ?? null,
       fingerprint,
-      settings.syncCommit === false ? 'off' : 'on',
+      policy.syncCommit === false ? 'off' : 'on',
       input.legacy ?? false,
       'keyId' in input.key ? input.key.keyId : null,
       limits.maxLiveSessions,
@@ -222,7 +225,7 @@ export function createStatement(
  */
 export async function createSession({ ctx, input }: { ctx: SessionsDbContext; input: CreateSessionInput }): Promise<CreatedSession> {
   const { db } = ctx;
-  const { settings } = input;
+  const { policy } = input;
   const fingerprint = input.idempotencyKey === undefined ? null : requestFingerprint(input.request);
   const guesses = guessesOf(db);
   const modelId = input.request.model;
@@ -231,7 +234,7 @@ export async function createSession({ ctx, input }: { ctx: SessionsDbContext; in
 
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const cached = guesses.get(modelId);
-    const guess = cached?.minutes === settings.preauthMinutes ? cached : undefined;
+    const guess = cached?.minutes === policy.preauthMinutes ? cached : undefined;
     const sessionId = newId('vs');
     let row: CreateRow | undefined;
     try {
@@ -269,8 +272,8 @@ export async function createSession({ ctx, input }: { ctx: SessionsDbContext; in
     const refused = sessionFieldRefusal(row.provider ?? '', answerFieldsOf(input.clientSecretSettings));
     if (refused) throw refused;
     if (row.rate_id !== guess?.rateId) {
-      const preauthCents = preauthorizationCents(rateFromRow(row), settings.preauthMinutes);
-      guesses.set(modelId, { rateId: row.rate_id, preauthCents, minutes: settings.preauthMinutes });
+      const preauthCents = preauthorizationCents(rateFromRow(row), policy.preauthMinutes);
+      guesses.set(modelId, { rateId: row.rate_id, preauthCents, minutes: policy.preauthMinutes });
       continue;
     }
     if (row.available === null || row.available < guess.preauthCents) throw errors.insufficientBalance();
@@ -302,7 +305,7 @@ function limitRefusal(row: CreateRow): AppError | null {
 }
 
 function createdRecord(row: CreateRow, id: string, preauth: number, input: CreateSessionInput): SessionRecord {
-  const { settings } = input;
+  const { policy } = input;
   return {
     id,
     keyId: row.key_id,
@@ -317,7 +320,7 @@ function createdRecord(row: CreateRow, id: string, preauth: number, input: Creat
     rate: rateFromRow(row),
     createdAt: row.created_at as Date,
     lastActivityAt: row.last_activity_at as Date,
-    idleTimeoutSeconds: settings.idleTimeoutSeconds,
+    idleTimeoutSeconds: policy.idleTimeoutSeconds,
     maxEndsAt: row.max_ends_at as Date,
     preauthorizedCents: preauth,
     reservedCents: preauth,

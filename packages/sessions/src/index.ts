@@ -4,7 +4,7 @@ export { activateSession } from './activate.js';
 export { attachmentsAudioAtSql, lockedSessionActivity, sessionActivitySql } from './activity.js';
 export { authenticateClientSecret, type AuthenticatedClientSecret } from './authenticate-client-secret.js';
 export { authenticateKey } from './authenticate-key.js';
-export { createSession, createStatement, type CreatedSession, type CreateSessionInput, type SessionSettings } from './create.js';
+export { createSession, createStatement, type CreatedSession, type CreateSessionInput, type SessionPolicy } from './create.js';
 export { endAndWait } from './end-and-wait.js';
 export { expireIfDue, type ExpiryCandidate, type ExpiryOutcome } from './expire-if-due.js';
 export { getSession, loadOwnedSession, type OwnedSessionInput } from './get.js';

@@ -3,9 +3,9 @@ import t from 'tap';
 import { createTestDatabase, createWalletAndKey } from '@s2s/db/testing';
 import { preauthorizationCents } from '@s2s/core';
 import { httpStatus } from '@s2s/http-errors';
-import { createSession, type SessionSettings } from '../src/index.js';
+import { createSession, type SessionPolicy } from '../src/index.js';
 
-const SETTINGS: SessionSettings = { preauthMinutes: 10, idleTimeoutSeconds: 300, maxSeconds: 3600 };
+const SETTINGS: SessionPolicy = { preauthMinutes: 10, idleTimeoutSeconds: 300, maxSeconds: 3600 };
 const RATE = {
   per_minute: 1000,
   audio_in_token: 10,
@@ -46,7 +46,7 @@ t.test('createSession reserves the preauthorization and refuses like POST /v1/vo
   const preauth = preauthorizationCents(RATE, SETTINGS.preauthMinutes);
   const { session, replayed } = await createSession({
     ctx: { db },
-    input: { key, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: traceId(), settings: SETTINGS },
+    input: { key, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: traceId(), policy: SETTINGS },
   });
   t.equal(replayed, false);
   t.equal(session.status, 'ready');
@@ -62,7 +62,7 @@ t.test('createSession reserves the preauthorization and refuses like POST /v1/vo
   await t.rejects(
     createSession({
       ctx: { db },
-      input: { settings: SETTINGS, key, request: { model: 'local/hidden', mode: 'speech_to_speech' }, traceId: traceId() },
+      input: { policy: SETTINGS, key, request: { model: 'local/hidden', mode: 'speech_to_speech' }, traceId: traceId() },
     }),
     { name: 'AppError', code: 'model_not_found' },
   );
@@ -72,13 +72,13 @@ t.test('createSession reserves the preauthorization and refuses like POST /v1/vo
   for (let i = 1; i < many; i++) {
     await createSession({
       ctx: { db },
-      input: { settings: SETTINGS, key, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: traceId() },
+      input: { policy: SETTINGS, key, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: traceId() },
     });
   }
   await t.rejects(
     createSession({
       ctx: { db },
-      input: { settings: SETTINGS, key, request: { model: 'local/a', mode: 'speech_to_speech' }, legacy: true, traceId: traceId() },
+      input: { policy: SETTINGS, key, request: { model: 'local/a', mode: 'speech_to_speech' }, legacy: true, traceId: traceId() },
     }),
     { name: 'AppError', code: 'insufficient_wallet_balance' },
   );
@@ -92,7 +92,7 @@ t.test('createSession with an Idempotency-Key: replays, conflicts, concurrent du
   const create = (idempotencyKey: string, model = 'local/a') =>
     createSession({
       ctx: { db },
-      input: { settings: SETTINGS, key, request: { model, mode: 'speech_to_speech' }, idempotencyKey, traceId: traceId() },
+      input: { policy: SETTINGS, key, request: { model, mode: 'speech_to_speech' }, idempotencyKey, traceId: traceId() },
     });
   const first = await create('k1');
   const again = await create('k1');

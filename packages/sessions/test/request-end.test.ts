@@ -32,7 +32,7 @@ async function setup(t: Parameters<typeof createTestDatabase>[0] & { teardown(fn
           key: { keyId, walletId },
           request: { model: 'local/a', mode: 'speech_to_speech' },
           traceId: randomBytes(16).toString('hex'),
-          settings: SETTINGS,
+          policy: SETTINGS,
         },
       })
     ).session;

@@ -178,7 +178,7 @@ export async function createTestSession(
       key: owner.key,
       request: { model: owner.modelId, mode: 'speech_to_speech' },
       traceId: newTraceId(),
-      settings: { preauthMinutes: 10, idleTimeoutSeconds: settings.idleTimeoutSeconds ?? 300, maxSeconds: settings.maxSeconds ?? 3600 },
+      policy: { preauthMinutes: 10, idleTimeoutSeconds: settings.idleTimeoutSeconds ?? 300, maxSeconds: settings.maxSeconds ?? 3600 },
     },
   });
   return session;

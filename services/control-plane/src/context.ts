@@ -1,7 +1,5 @@
 import type { Bus } from '@s2s/bus';
-import { sessionPolicyOf } from '@s2s/core';
 import type { DbHandle } from '@s2s/db';
-import type { SessionSettings } from '@s2s/sessions';
 import { disabledMetrics, type Logger, type Metrics } from '@s2s/telemetry';
 import type { Config } from './config.js';
 import { listModels } from './domain/catalog.js';
@@ -31,11 +29,6 @@ export interface AppContext {
   telemetry: ControlPlaneTelemetry;
   /** The public catalog served from memory (GET /v1/models), reloaded on every operator change. */
   catalog: CatalogCache;
-}
-
-/** What every session this control plane creates snapshots (decisions.md, "Time" and "Money"). */
-export function sessionSettingsOf(config: Config): SessionSettings {
-  return { ...sessionPolicyOf(config), syncCommit: config.SESSION_CREATE_SYNC_COMMIT };
 }
 
 export function createContext(deps: AppDeps): AppContext {

@@ -4,7 +4,7 @@ import t from 'tap';
 import { encodeG711, G711_BYTES_PER_MS } from '@s2s/audio';
 import { createSession, mintClientSecret } from '@s2s/sessions';
 import WebSocket from 'ws';
-import { Client, TEST_SETTINGS, createKey, createModel, eventually, setupRelay, silence, sleep, tone } from './helpers.js';
+import { Client, TEST_POLICY, createKey, createModel, eventually, setupRelay, silence, sleep, tone } from './helpers.js';
 
 const MODEL = 'test/g711-1';
 const next = async (c: Client, type?: string) => (await c.next(type)) as Record<string, any>;
@@ -95,7 +95,7 @@ t.test("a client secret's session opens in μ-law; PCM16 comes back at the next 
       request: { model: MODEL, mode: 'speech_to_speech' },
       clientSecretSettings: { audio: { input: { format: { type: 'audio/pcmu' } }, output: { format: { type: 'audio/pcmu' } } } },
       traceId: 'c'.repeat(32),
-      settings: TEST_SETTINGS,
+      policy: TEST_POLICY,
     },
   });
   const ek = (await mintClientSecret({ ctx: { db: env.db }, input: { sessionId: session.id, ttlSeconds: 60, now: new Date() } })).value;

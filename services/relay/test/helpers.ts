@@ -22,7 +22,7 @@ import { buildRelay, type RelayApp } from '../src/server/app.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { createProviderOpener } from '../src/upstream/provider-opener.js';
 
-export const TEST_SETTINGS = { preauthMinutes: 10, idleTimeoutSeconds: 300, maxSeconds: 3600 };
+export const TEST_POLICY = { preauthMinutes: 10, idleTimeoutSeconds: 300, maxSeconds: 3600 };
 
 export interface Teardown {
   teardown(fn: () => unknown): void;
@@ -210,7 +210,7 @@ export async function newSession(db: DbHandle, key: KeyFixture, model: string): 
       key: { keyId: key.keyId, walletId: key.walletId },
       request: { model, mode: 'speech_to_speech' },
       traceId: randomBytes(16).toString('hex'),
-      settings: TEST_SETTINGS,
+      policy: TEST_POLICY,
     },
   });
   return session;
@@ -230,7 +230,7 @@ export async function browserSession(
       request: { model, mode: 'speech_to_speech' },
       clientSecretSettings,
       traceId: 'a'.repeat(32),
-      settings: TEST_SETTINGS,
+      policy: TEST_POLICY,
     },
   });
   return session;

@@ -6,7 +6,7 @@ import { createSession, mintClientSecret } from '@s2s/sessions';
 import WebSocket from 'ws';
 import {
   Client,
-  TEST_SETTINGS,
+  TEST_POLICY,
   attachUrl,
   countRows,
   createKey,
@@ -50,7 +50,7 @@ async function secretSession(
       request: { model: MODEL, mode: 'speech_to_speech' },
       clientSecretSettings: settings,
       traceId: 'b'.repeat(32),
-      settings: TEST_SETTINGS,
+      policy: TEST_POLICY,
     },
   });
   const ek = (await mintClientSecret({ ctx: { db }, input: { sessionId: session.id, ttlSeconds: 60, now: new Date() } })).value;

@@ -6,9 +6,9 @@ import {
   type ExpiresAfter,
   type RealtimeClientSecretResponse,
 } from '@s2s/contract';
-import { errors, expiresAt, isTerminal, type AuthenticatedKey } from '@s2s/core';
+import { errors, expiresAt, isTerminal, sessionPolicyOf, type AuthenticatedKey } from '@s2s/core';
 import { createSession, getSession, mintClientSecret } from '@s2s/sessions';
-import { sessionSettingsOf, type AppContext } from '../context.js';
+import type { AppContext } from '../context.js';
 
 const unixSeconds = (d: Date) => Math.floor(d.getTime() / 1000);
 const ttlOf = (expiresAfter: ExpiresAfter | undefined) => expiresAfter?.seconds ?? CLIENT_SECRET_DEFAULT_SECONDS;
@@ -33,7 +33,7 @@ export async function createRealtimeClientSecret({
       request: { model, mode: SESSION_MODE },
       clientSecretSettings: settings,
       traceId: input.traceId,
-      settings: sessionSettingsOf(ctx.config),
+      policy: sessionPolicyOf(ctx.config),
     },
   });
   const minted = await mintClientSecret({

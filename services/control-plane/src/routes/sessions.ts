@@ -1,11 +1,11 @@
 import { Router, type Request, type Response } from 'express';
 import { CreateSessionRequest } from '@s2s/contract';
-import { bearerToken, errors, hashApiKey, isApiKeyShaped, toVoiceSession } from '@s2s/core';
+import { bearerToken, errors, hashApiKey, isApiKeyShaped, sessionPolicyOf, toVoiceSession } from '@s2s/core';
 import { isStoreUnavailableError } from '@s2s/db';
 import { toAppError } from '@s2s/http-errors';
 import { authenticateKey, createSession, getSession } from '@s2s/sessions';
 import { serverRequestOf } from '@s2s/telemetry';
-import { sessionSettingsOf, type AppContext } from '../context.js';
+import type { AppContext } from '../context.js';
 import { readJsonBody } from '../http/body.js';
 import { storeUnavailableAnswers } from '../http/errors.js';
 import { parseIdempotencyKey } from '../http/idempotency.js';
@@ -16,7 +16,7 @@ import { sessionEndRoute } from './session-end.js';
 /** POST /v1/voice/sessions: what the route does once the request's body has been read (or failed to be). */
 function createSessionRoute(ctx: AppContext): (req: Request, res: Response) => Promise<void> {
   const { config } = ctx;
-  const settings = sessionSettingsOf(config);
+  const policy = sessionPolicyOf(config);
 
   // Checks, in order: key (401), Idempotency-Key replay or conflict (replay / 409), model (404), wallet (402).
   async function create(req: Request, res: Response): Promise<void> {
@@ -36,7 +36,7 @@ function createSessionRoute(ctx: AppContext): (req: Request, res: Response) => P
     const traceId = traceIdOf(req);
     const { session, replayed } = await createSession({
       ctx,
-      input: { key: { secretHash: hashApiKey(secret) }, request: body, idempotencyKey, traceId, settings },
+      input: { key: { secretHash: hashApiKey(secret) }, request: body, idempotencyKey, traceId, policy },
     });
     if (replayed) res.setHeader('Idempotent-Replayed', 'true');
     else ctx.telemetry.created(session, serverRequestOf(req)?.span);

@@ -64,7 +64,7 @@ export type IncludeField = 'item.input_audio_transcription.logprobs';
 
 /**
  * The voice settings of a session: voice, instructions, turns, tools (not the deployment's session policy,
- * `SessionPolicy` in server/authorize.ts). In an update, an absent field is unchanged; `null` (where
+ * `SessionPolicy` of `@s2s/sessions`). In an update, an absent field is unchanged; `null` (where
  * allowed) turns a feature off. The relay holds the effective settings (defaults filled in) and hands them
  * whole to a new upstream.
  */

@@ -2,14 +2,7 @@ import type { Bus } from '@s2s/bus';
 import { SESSION_MODE } from '@s2s/contract';
 import { errors, isTerminal, newTraceId, type SessionRecord } from '@s2s/core';
 import type { DbHandle } from '@s2s/db';
-import {
-  authenticateClientSecret,
-  authenticateKey,
-  createSession,
-  expireIfDue,
-  loadOwnedSession,
-  type SessionSettings as SessionPolicy,
-} from '@s2s/sessions';
+import { authenticateClientSecret, authenticateKey, createSession, expireIfDue, loadOwnedSession, type SessionPolicy } from '@s2s/sessions';
 import type { Logger } from '@s2s/telemetry';
 import type { Credential } from './handshake.js';
 
@@ -65,7 +58,7 @@ export async function authorizeAttach({
         request: { model: target.model, mode: SESSION_MODE },
         legacy: true,
         traceId: ctx.traceId() ?? newTraceId(),
-        settings: ctx.sessionPolicy,
+        policy: ctx.sessionPolicy,
       },
     });
     return { session, legacy: true };

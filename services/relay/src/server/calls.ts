@@ -108,7 +108,7 @@ async function createCall(deps: CallsDeps, req: IncomingMessage, res: ServerResp
         request: { model, mode: SESSION_MODE },
         clientSecretSettings: settings,
         traceId: newTraceId(),
-        settings: authCtx.sessionPolicy,
+        policy: authCtx.sessionPolicy,
       },
     }));
     created = true;

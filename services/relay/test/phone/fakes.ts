@@ -4,7 +4,7 @@ import type { Test } from 'tap';
 import { encodeG711 } from '@s2s/audio';
 import { createSession, mintClientSecret } from '@s2s/sessions';
 import WebSocket from 'ws';
-import { Client, TEST_SETTINGS, sleep, type KeyFixture, type RelayEnv } from '../helpers.js';
+import { Client, TEST_POLICY, sleep, type KeyFixture, type RelayEnv } from '../helpers.js';
 
 export const MODEL = 'test/phone-1';
 export const SID = 'MZ00000000000000000000000000000001';
@@ -125,7 +125,7 @@ export async function phoneSession(env: RelayEnv, key: KeyFixture, opts: { ttlSe
         tools: [{ type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } }],
       },
       traceId: 'd'.repeat(32),
-      settings: TEST_SETTINGS,
+      policy: TEST_POLICY,
     },
   });
   const now = new Date(Date.now() - (opts.ageSeconds ?? 0) * 1000);
