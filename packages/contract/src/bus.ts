@@ -17,6 +17,8 @@ export const END_CAUSES = [
   'max_duration',
   'budget_exhausted',
   'upstream_failure',
+  // The relay holding a call that cannot reattach (a phone stream, WebRTC) is gone: its lease expired.
+  'relay_lost',
 ] as const;
 export const EndCause = z.enum(END_CAUSES);
 export type EndCause = z.infer<typeof EndCause>;

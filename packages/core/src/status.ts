@@ -21,6 +21,7 @@ export function terminalStatusFor(cause: EndCause, current: SessionStatus): Term
       return 'expired';
     case 'error':
     case 'upstream_failure':
+    case 'relay_lost':
       return 'failed';
     case 'budget_exhausted':
       return 'completed';

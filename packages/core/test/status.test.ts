@@ -12,6 +12,8 @@ t.test('terminal status by cause, the table of decisions.md', async (t) => {
   t.equal(terminalStatusFor('idle_timeout', 'ready'), 'expired');
   t.equal(terminalStatusFor('max_duration', 'active'), 'expired');
   t.equal(terminalStatusFor('upstream_failure', 'active'), 'failed');
+  t.equal(terminalStatusFor('relay_lost', 'active'), 'failed');
+  t.equal(terminalStatusFor('relay_lost', 'ready'), 'failed');
   t.equal(terminalStatusFor('budget_exhausted', 'active'), 'completed');
 });
 

@@ -1,7 +1,7 @@
 import type { Bus } from '@s2s/bus';
 import type { EndCause, SessionStatus, TerminalStatus } from '@s2s/contract';
 import { AppError, expiryCause, terminalStatusFor } from '@s2s/core';
-import { withTransaction } from '@s2s/db';
+import { withTransaction, type Sql } from '@s2s/db';
 import { traceHeaders } from '@s2s/bus';
 import { SPAN_ATTRS, SpanKind, failSpan, gatewayTracer, startSessionSpan, type Context } from '@s2s/telemetry';
 import { lockedSessionActivity } from './activity.js';
@@ -49,8 +49,12 @@ export async function requestEnd({
   input,
 }: {
   ctx: Pick<SessionsContext, 'db' | 'bus' | 'now'>;
-  /** `cause`: the context of what asked for the end (default: the active one), see `announceEnd`. */
-  input: { sessionId: string; cause: EndCause; now?: Date; trace?: Context };
+  /**
+   * `trace`: the context of what asked for the end (default: the active one), see `announceEnd`.
+   * `whileNewest`: only while this attachment is still the session's newest (under the lock, which an attach
+   * also takes): an end decided from a lost holder does not end a session that has moved on.
+   */
+  input: { sessionId: string; cause: EndCause; now?: Date; trace?: Context; whileNewest?: string };
 }): Promise<EndRequest | null> {
   const { sessionId, cause } = input;
   const now = input.now ?? ctx.now?.();
@@ -72,6 +76,7 @@ export async function requestEnd({
       const lastActivityAt = await lockedSessionActivity(tx, sessionId, s.last_activity_at);
       if (!stillExpired({ ...s, last_activity_at: lastActivityAt }, now ?? s.db_now)) return null;
     }
+    if (input.whileNewest !== undefined && (await newestAttachment(tx, sessionId)) !== input.whileNewest) return null;
     const terminalStatus = terminalStatusFor(cause, s.status);
     const updated = await tx.query<{ end_requested_at: Date }>(
       `UPDATE voice_sessions SET end_requested_at = now(), end_cause = $2, terminal_status = $3
@@ -85,6 +90,15 @@ export async function requestEnd({
   if (!decided) return null;
   await announceEnd({ ctx, input: { sessionId, ...decided, ...(input.trace ? { trace: input.trace } : {}) } });
   return { sessionId, ...decided };
+}
+
+/** The session's newest attachment, in the order the announcements use ((started_at, id) highest). */
+async function newestAttachment(tx: Sql, sessionId: string): Promise<string | null> {
+  const { rows } = await tx.query<{ id: string }>(
+    `SELECT id FROM session_attachments WHERE session_id = $1 ORDER BY started_at DESC, id COLLATE "C" DESC LIMIT 1`,
+    [sessionId],
+  );
+  return rows[0]?.id ?? null;
 }
 
 const tracer = gatewayTracer('sessions');

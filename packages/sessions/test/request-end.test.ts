@@ -3,7 +3,7 @@ import t from 'tap';
 import { connectBus, subscribeMessages } from '@s2s/bus';
 import type { BusMessage } from '@s2s/contract';
 import { createTestDatabase, createWalletAndKey } from '@s2s/db/testing';
-import { createSession, requestEnd } from '../src/index.js';
+import { createSession, recordAttachment, requestEnd } from '../src/index.js';
 
 const SETTINGS = { preauthMinutes: 10, idleTimeoutSeconds: 300, maxSeconds: 3600 };
 
@@ -83,4 +83,22 @@ t.test('an expiry cause re-checks the deadline under the lock', async (t) => {
     null,
     'by the database clock a fresh session is not past its maximum',
   );
+});
+
+t.test('whileNewest: an end decided for an attachment is not recorded once a newer one holds the session', async (t) => {
+  const { db, bus, make } = await setup(t);
+  const s = await make();
+  const attach = async (id: string, transport: 'twilio' | 'websocket') =>
+    recordAttachment({ ctx: { db }, input: { sessionId: s.id, attachmentId: id, relayId: 'relay-1', transport } });
+  t.ok(await attach('att_phone', 'twilio'));
+  t.match(await db.pool.query(`SELECT transport FROM session_attachments WHERE id = 'att_phone'`), { rows: [{ transport: 'twilio' }] });
+  t.ok(await attach('att_socket', 'websocket'));
+  await db.pool.query(`UPDATE session_attachments SET started_at = started_at + interval '1 second' WHERE id = 'att_socket'`);
+  t.equal(await requestEnd({ ctx: { db, bus }, input: { sessionId: s.id, cause: 'relay_lost', whileNewest: 'att_phone' } }), null);
+  t.match(await db.pool.query(`SELECT end_cause FROM voice_sessions WHERE id = $1`, [s.id]), { rows: [{ end_cause: null }] });
+  t.match(await requestEnd({ ctx: { db, bus }, input: { sessionId: s.id, cause: 'relay_lost', whileNewest: 'att_socket' } }), {
+    cause: 'relay_lost',
+    terminalStatus: 'failed',
+    first: true,
+  });
 });

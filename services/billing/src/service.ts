@@ -2,6 +2,7 @@ import { connectBus } from '@s2s/bus';
 import { createDb } from '@s2s/db';
 import { createLogger, type Metrics } from '@s2s/telemetry';
 import type { BillingConfig } from './config.js';
+import { watchStore } from './availability.js';
 import { createBillingConsumer, type BillingStats } from './consumer.js';
 import type { BillingFaults } from './handlers/context.js';
 import { startHealthServer } from './health.js';
@@ -31,8 +32,10 @@ export async function startBilling(
     waitOnFirstConnect: true,
     streamReplicas: config.BUS_STREAM_REPLICAS,
   });
-  const consumer = createBillingConsumer({ db, bus, config, logger, ...extras });
-  const sweeper = createSweeper({ db, bus, config, logger });
+  // One store outage clock for the lease rule, wherever billing applies it (settling ends, ending lost calls).
+  const store = watchStore(db, config.STORE_PROBE_MS);
+  const consumer = createBillingConsumer({ db, bus, config, logger, store, ...extras });
+  const sweeper = createSweeper({ db, bus, config, logger, store });
   await consumer.start();
   sweeper.start();
   let draining = false;

@@ -1,13 +1,16 @@
 import type { Bus } from '@s2s/bus';
 import type { EndCause, TerminalStatus } from '@s2s/contract';
 import { IDEMPOTENCY_RETENTION_HOURS } from '@s2s/core';
-import { announceEnd, expireIfDue, sessionActivitySql } from '@s2s/sessions';
+import { announceEnd, expireIfDue, requestEnd, sessionActivitySql } from '@s2s/sessions';
 import type { DbHandle } from '@s2s/db';
 import type { Logger } from '@s2s/telemetry';
+import { upForMs, watchStore, type Availability } from './availability.js';
 import type { BillingConfig } from './config.js';
 
 export interface SweepResult {
   expired: number;
+  /** Calls ended because the relay holding them is gone (`relay_lost`). */
+  lost: number;
   reannounced: number;
   idempotencyKeysDeleted: number;
 }
@@ -20,12 +23,22 @@ export interface Sweeper {
 }
 
 /**
- * Expires idle and over-long sessions, re-announces ends that were recorded but never settled (a publish
+ * Expires idle and over-long sessions, ends calls whose relay is gone (a phone stream or a WebRTC call never
+ * reattaches: docs/billing.md, "Calls whose relay is gone"), re-announces ends that were recorded but never settled (a publish
  * lost to a crash or a broker outage), and purges old idempotency keys. Every action is idempotent
  * (requestEnd's first cause wins, settlement dedups), so any number of replicas may sweep at once.
  */
-export function createSweeper(deps: { db: DbHandle; bus: Bus; config: BillingConfig; logger: Logger }): Sweeper {
+export function createSweeper(deps: {
+  db: DbHandle;
+  bus: Bus;
+  config: BillingConfig;
+  logger: Logger;
+  /** The store's outage clock (the lease rule's); by default its own probe every STORE_PROBE_MS. */
+  store?: Availability;
+}): Sweeper {
   const { db, bus, config, logger } = deps;
+  const ownStore = deps.store === undefined;
+  const store = deps.store ?? watchStore(db, config.STORE_PROBE_MS);
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> | undefined;
   let stopped = false;
@@ -66,6 +79,44 @@ export function createSweeper(deps: { db: DbHandle; bus: Bus; config: BillingCon
       } catch (err) {
         // An end recorded but not announced is re-announced by a later sweep.
         logger.warn({ err, session_id: r.id }, 'expiring a session failed');
+      }
+    }
+    return n;
+  }
+
+  /**
+   * Ends (`relay_lost`) each session whose newest attachment cannot reattach (not a WebSocket) and whose relay
+   * is gone by the lease rule: lease expired while the store was up to billing for a whole TTL, or no lease
+   * row (a clean exit) for an attachment older than a TTL (a relay's first renewal may trail its first
+   * attach). Settlement then takes the attachment's last checkpoint after the grace, as for any gone relay.
+   */
+  async function endLostCalls(): Promise<number> {
+    if (upForMs(store, new Date()) < config.RELAY_LEASE_TTL_MS) return 0;
+    const { rows } = await db.pool.query<{ id: string; attachment_id: string; relay_id: string; transport: string }>(
+      `SELECT s.id, a.id AS attachment_id, a.relay_id, a.transport
+         FROM voice_sessions s
+        CROSS JOIN LATERAL (SELECT a.id, a.relay_id, a.transport, a.started_at FROM session_attachments a
+                             WHERE a.session_id = s.id ORDER BY a.started_at DESC, a.id COLLATE "C" DESC LIMIT 1) a
+         LEFT JOIN relay_leases l ON l.relay_id = a.relay_id
+        WHERE s.settled_at IS NULL AND s.end_requested_at IS NULL AND a.transport <> 'websocket'
+          AND (l.expires_at <= now()
+               OR (l.relay_id IS NULL AND a.started_at <= now() - make_interval(secs => $1::float8 / 1000)))
+        LIMIT $2`,
+      [config.RELAY_LEASE_TTL_MS, config.SWEEP_LIMIT],
+    );
+    let n = 0;
+    for (const r of rows) {
+      try {
+        const end = await requestEnd({ ctx: { db, bus }, input: { sessionId: r.id, cause: 'relay_lost', whileNewest: r.attachment_id } });
+        if (end?.first) {
+          n++;
+          logger.warn(
+            { session_id: r.id, attachment_id: r.attachment_id, relay_id: r.relay_id, transport: r.transport },
+            'call ended: its relay is gone',
+          );
+        }
+      } catch (err) {
+        logger.warn({ err, session_id: r.id }, 'ending a call whose relay is gone failed');
       }
     }
     return n;
@@ -120,9 +171,10 @@ export function createSweeper(deps: { db: DbHandle; bus: Bus; config: BillingCon
 
   async function sweepOnce(): Promise<SweepResult> {
     const expired = await expire();
+    const lost = await endLostCalls();
     const reannounced = await reannounce();
     const idempotencyKeysDeleted = await purgeIdempotencyKeys();
-    return { expired, reannounced, idempotencyKeysDeleted };
+    return { expired, lost, reannounced, idempotencyKeysDeleted };
   }
 
   function schedule() {
@@ -143,6 +195,7 @@ export function createSweeper(deps: { db: DbHandle; bus: Bus; config: BillingCon
     async stop() {
       stopped = true;
       clearTimeout(timer);
+      if (ownStore) store.stop();
       await running;
     },
   };

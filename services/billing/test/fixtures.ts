@@ -307,3 +307,12 @@ export async function count(db: DbHandle, sql: string, values: unknown[] = []): 
   const { rows } = await db.pool.query<{ n: number }>(`SELECT (${sql})::float8 AS n`, values);
   return rows[0]?.n ?? 0;
 }
+
+/** What a relay does every RELAY_LEASE_RENEW_MS: its lease to now() + `ttlMs` (negative: already expired). */
+export async function renewLease(h: Pick<Harness, 'db'>, relayId: string, ttlMs: number): Promise<void> {
+  await h.db.pool.query(
+    `INSERT INTO relay_leases (relay_id, expires_at) VALUES ($1, now() + make_interval(secs => $2::float8 / 1000))
+     ON CONFLICT (relay_id) DO UPDATE SET expires_at = EXCLUDED.expires_at, renewed_at = now()`,
+    [relayId, ttlMs],
+  );
+}

@@ -12,6 +12,7 @@ import {
   harness,
   history,
   publish,
+  renewLease,
   sessionRow,
   startConsumer,
   testConfig,
@@ -21,15 +22,6 @@ import {
 
 const step = (ms: number) => ({ audio_in_ms: ms, audio_out_ms: ms, input_audio_tokens: 0, output_audio_tokens: 0 });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** What a relay does every RELAY_LEASE_RENEW_MS: its lease to now() + ttl. */
-async function renewLease(h: Harness, relayId: string, ttlMs: number): Promise<void> {
-  await h.db.pool.query(
-    `INSERT INTO relay_leases (relay_id, expires_at) VALUES ($1, now() + make_interval(secs => $2::float8 / 1000))
-     ON CONFLICT (relay_id) DO UPDATE SET expires_at = EXCLUDED.expires_at, renewed_at = now()`,
-    [relayId, ttlMs],
-  );
-}
 
 /** A relay process alive for the test: renews its lease every 200 ms with a 1 s TTL until stopped. */
 function liveRelay(h: Harness, relayId: string) {

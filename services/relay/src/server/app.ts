@@ -175,7 +175,10 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
       // The legacy alias's sessions and those minted by POST /v1/realtime/client_secrets end with their socket.
       const legacy = created || session.endsWithSocket;
       const attachmentId = newId('att');
-      const recorded = await recordAttachment({ ctx: deps, input: { sessionId: session.id, attachmentId, relayId: config.RELAY_ID } });
+      const recorded = await recordAttachment({
+        ctx: deps,
+        input: { sessionId: session.id, attachmentId, relayId: config.RELAY_ID, transport: 'websocket' },
+      });
       if (!recorded) throw errors.sessionExpired();
       attached = { sessionId: session.id, attachmentId, legacy };
       upgrade.session(session.id, attachmentId);
@@ -298,7 +301,10 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
       attach: async ({ secret, streamId }) => {
         const session = await authorizeClientSecret({ ctx: authCtx, input: { secret } });
         const attachmentId = newId('att');
-        const recorded = await recordAttachment({ ctx: deps, input: { sessionId: session.id, attachmentId, relayId: config.RELAY_ID } });
+        const recorded = await recordAttachment({
+          ctx: deps,
+          input: { sessionId: session.id, attachmentId, relayId: config.RELAY_ID, transport: phone.dialect },
+        });
         if (!recorded) throw errors.sessionExpired();
         upgrade.session(session.id, attachmentId);
         // A phone call ends with its stream: the session is ended (client_closed) when the socket closes.

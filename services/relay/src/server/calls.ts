@@ -121,7 +121,10 @@ async function createCall(deps: CallsDeps, req: IncomingMessage, res: ServerResp
   const attachmentId = newId('att');
   let attached = false;
   try {
-    const recorded = await recordAttachment({ ctx: authCtx, input: { sessionId: session.id, attachmentId, relayId: config.RELAY_ID } });
+    const recorded = await recordAttachment({
+      ctx: authCtx,
+      input: { sessionId: session.id, attachmentId, relayId: config.RELAY_ID, transport: 'webrtc' },
+    });
     if (!recorded) throw errors.sessionExpired();
     attached = true;
     upgrade.session(session.id, attachmentId);
