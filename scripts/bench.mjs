@@ -25,6 +25,7 @@ const BENCHES = {
   'control-plane:cpu': { script: 'control-plane/cpu.ts', byDefault: false },
   edge: { script: 'edge/bench.ts', byDefault: false },
   'relay:hot-tricks': { script: 'relay/hot-tricks.ts', byDefault: false },
+  'relay:phone-codec': { script: 'relay/phone-codec.ts', byDefault: false },
   'scale:creates': { script: 'scale/creates.ts', byDefault: false },
   relay: {
     script: 'relay/bench.ts',

@@ -9,6 +9,9 @@
 //   --dialect=svc-realtime-v1|openai (BENCH_DIALECT: the client protocol; openai = the legacy path)
 //   --prime=10 (BENCH_PRIME: seconds of unmeasured load through the relay and the proxy, at the first N, before
 //   the first measured run, so that every N measures optimized code rather than the JIT's warm-up; 0 = none)
+//   --mode=pcm|phone (BENCH_MODE): phone = issue 26's phone mode, a Twilio media stream per session (μ-law 8 kHz,
+//   20 ms media messages, the `ek_` secret in the start's custom parameters, marks answered) against the relay's
+//   PCM16 WebSocket sessions and the pass-through in alternated windows of one run (compareModes)
 // BENCH_RELAY_NODE_ARGS and BENCH_PROXY_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") and
 // BENCH_DEBUG=1 for investigations (it also prints each run's measured window and pids, in CLOCK_MONOTONIC
 // seconds as `perf record -k CLOCK_MONOTONIC` stamps samples); BENCH_STDOUT_DIR=<dir> also writes each server's
@@ -31,24 +34,57 @@ import { resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { connectBus } from '@s2s/bus';
-import { REALTIME_PROTOCOL } from '@s2s/contract';
+import { REALTIME_PROTOCOL, TELEPHONY_PATHS } from '@s2s/contract';
 import { BYTES_PER_MS } from '@s2s/core';
-import { createSession } from '@s2s/sessions';
+import { createSession, mintClientSecret } from '@s2s/sessions';
 import { createTestDatabase, createWalletAndKey } from '@s2s/db/testing';
 import WebSocket from 'ws';
-import { mean, pairedSummary, roundOrder, type PairedRecord, type PairedSide, type PairedWindow } from './ab-stats.js';
+import {
+  expMeanInterval,
+  mean,
+  pairedSummary,
+  roundLogRatios,
+  roundOrder,
+  type PairedRecord,
+  type PairedSide,
+  type PairedWindow,
+} from './ab-stats.js';
 import { insertEchoStreamModel } from './fixtures.js';
 import { repoRoot } from '../services.js';
 import { loadavg, treeCommit } from './tree.js';
+import {
+  markName,
+  muLawFrameBase64,
+  twilioConnected,
+  twilioIds,
+  twilioMark,
+  twilioMedia,
+  twilioOutboundKind,
+  twilioStart,
+  twilioStop,
+  type TwilioIds,
+} from './twilio-stream.js';
 
 const env = process.env;
 const IS_WORKER = env.BENCH_LOAD_WORKER === '1';
 const { values: opt } = parseArgs({
   args: IS_WORKER ? [] : process.argv.slice(2),
   options: Object.fromEntries(
-    ['sessions', 'seconds', 'warmup', 'rounds', 'idle', 'nice', 'workers', 'relays', 'dialect', 'prime', 'compare', 'compare-out'].map(
-      (k) => [k, { type: 'string' as const }],
-    ),
+    [
+      'sessions',
+      'seconds',
+      'warmup',
+      'rounds',
+      'idle',
+      'nice',
+      'workers',
+      'relays',
+      'dialect',
+      'prime',
+      'compare',
+      'compare-out',
+      'mode',
+    ].map((k) => [k, { type: 'string' as const }]),
   ),
 });
 const SESSIONS = (opt.sessions ?? env.BENCH_SESSIONS ?? '50,100,200').split(',').map(Number);
@@ -69,6 +105,10 @@ const DIALECT = (opt.dialect ?? env.BENCH_DIALECT ?? 'svc-realtime-v1') === 'ope
 // The tree whose relay this run compares with its own (paired mode), and where the run's windows go.
 const COMPARE = opt.compare ?? env.BENCH_COMPARE;
 const COMPARE_OUT = opt['compare-out'] ?? env.BENCH_COMPARE_OUT;
+// What the relay's sessions carry: PCM16 over its WebSocket (the default) or a Twilio media stream per session
+// (phone), which runs against the PCM16 path in the same run.
+const MODE = opt.mode ?? env.BENCH_MODE ?? 'pcm';
+if (!['pcm', 'phone'].includes(MODE)) throw new Error(`--mode=${MODE}: pcm or phone`);
 // Servers (relays, proxies) on every core but the last; the simulator and the load on the last.
 const CORES = availableParallelism();
 const SERVER_CORES = Array.from({ length: Math.max(1, CORES - 1) }, (_, i) => i);
@@ -149,6 +189,7 @@ type Mode = 'direct' | 'baseline' | 'relay';
 
 interface Conn {
   ws: WebSocket;
+  dial: Dial;
   sent: number;
   received: number;
   /** Send times (ms, hrtime) of frames still awaiting their echo, in order. */
@@ -168,6 +209,8 @@ interface Dial {
   protocols: string[];
   secret: string | null;
   readyType: string;
+  /** A Twilio media stream (the phone mode): its ids; `secret` goes in its start, not in a header. */
+  twilio?: TwilioIds;
 }
 
 function frameMessage(withEventId: boolean): string {
@@ -184,15 +227,31 @@ function isDelta(data: Buffer): boolean {
 
 /** Opens one session's socket and resolves when it is ready for audio. */
 function open(dial: Dial, latencies: { push(v: number): void; recording: boolean }): Promise<Conn> {
+  const twilio = dial.twilio;
   const ws = new WebSocket(dial.url, dial.protocols, {
     perMessageDeflate: false,
-    headers: dial.secret ? { Authorization: `Bearer ${dial.secret}` } : {},
+    headers: dial.secret && !twilio ? { Authorization: `Bearer ${dial.secret}` } : {},
   });
-  const conn: Conn = { ws, sent: 0, received: 0, inflight: [], head: 0, timer: null };
+  const conn: Conn = { ws, dial, sent: 0, received: 0, inflight: [], head: 0, timer: null };
   return new Promise((resolve, reject) => {
     let ready = false;
+    if (twilio) {
+      // Twilio speaks first and is never told it is attached: the relay holds what comes while it checks the secret.
+      ws.once('open', () => {
+        ws.send(twilioConnected());
+        ws.send(twilioStart(twilio, dial.secret ?? ''));
+        ready = true;
+        resolve(conn);
+      });
+    }
     ws.on('message', (data: Buffer) => {
-      if (isDelta(data)) {
+      if (twilio) {
+        const kind = twilioOutboundKind(data);
+        // A mark comes back once what was sent before it has played (here: at once, as a player with no buffer).
+        if (kind === 'mark') ws.send(twilioMark(twilio, conn.sent + 2, markName(data)));
+        if (kind !== 'media') return;
+      }
+      if (twilio || isDelta(data)) {
         const t0 = conn.inflight[conn.head++];
         conn.received++;
         if (t0 !== undefined && latencies.recording) latencies.push(now() - t0);
@@ -256,11 +315,17 @@ class Load {
     }
     this.conns.forEach((c, i) => {
       c.timer = setTimeout(() => {
-        const send = () => {
-          c.inflight.push(now());
-          c.sent++;
-          c.ws.send(share.message);
-        };
+        const twilio = c.dial.twilio;
+        const send = twilio
+          ? () => {
+              c.inflight.push(now());
+              c.ws.send(twilioMedia(twilio, c.sent++, share.message));
+            }
+          : () => {
+              c.inflight.push(now());
+              c.sent++;
+              c.ws.send(share.message);
+            };
         send();
         c.timer = setInterval(send, FRAME_MS);
       }, share.offsetsMs[i]);
@@ -279,6 +344,8 @@ class Load {
     const deadline = now() + 5000;
     while (now() < deadline && this.conns.some((c) => c.received < c.sent)) await sleep(20);
     const lost = this.conns.reduce((s, c) => s + (c.sent - c.received), 0);
+    // A phone call ends with Twilio's stop (the relay ends and settles the session).
+    for (const c of this.conns) if (c.dial.twilio && c.ws.readyState === WebSocket.OPEN) c.ws.send(twilioStop(c.dial.twilio, c.sent + 2));
     await Promise.all(this.conns.map((c) => closeWs(c.ws)));
     return { frames, lost, latencies: this.samples.values() };
   }
@@ -400,6 +467,8 @@ function cpuOf(pids: number[]): { total: number; system: number; sleeps: number 
   }
   return { total, system, sleeps };
 }
+
+type Timing = { warmup: number; measure: number };
 
 async function runLoad(
   gens: (Load | RemoteLoad)[],
@@ -657,6 +726,113 @@ async function comparePaired(setup: PairedSetup, otherTree: string): Promise<voi
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
+// ---- modes against the PCM16 path (--mode=phone, --mode=webrtc) ----
+
+/** One side of a mode run: a window of `n` sessions, the CPU of `pids` measured (none: unmeasured). */
+type WindowRunner = (n: number, timing: { warmup: number; measure: number } | undefined, measured: boolean) => Promise<LoadResult>;
+
+interface ModeSetup {
+  /** The mode's name in the output, what one of its sessions is, and its unit of work. */
+  label: string;
+  sessions: string;
+  /** The pass-through, the relay's PCM16 WebSocket sessions, and the mode's sessions through the same relay. */
+  bare: WindowRunner;
+  pcm: WindowRunner;
+  mode: WindowRunner;
+  /** The mode's goals (docs/benchmarks.md): CPU per frame ÷ PCM16's, p99 added over PCM16's, p99 added over direct. */
+  goals: { cpuRatio?: number; p99OverPcm?: number; p99Added?: number };
+  /** The direct connection's round trip, for "added" over the simulator alone. */
+  direct: WindowRunner;
+  relayCores: number;
+}
+
+interface ModeWindow extends PairedWindow {
+  p50: number;
+  p99: number;
+}
+
+/**
+ * The mode's sessions against the relay's PCM16 WebSocket sessions and the pass-through, through the same relay
+ * in alternated windows of one run (palindromic order, `roundOrder`: "this" is the mode, "other" PCM16), after
+ * one direct window per round for the simulator's own round trip. Per N: CPU per frame of each, the mode ÷ PCM16
+ * with its within-run interval, p50 and p99 added over PCM16's and over the direct connection's.
+ */
+async function compareModes(setup: ModeSetup): Promise<void> {
+  const loadStart = loadavg();
+  const run: Record<PairedSide, WindowRunner> = { bare: setup.bare, other: setup.pcm, this: setup.mode };
+  if (PRIME_SECONDS > 0) {
+    const n = SESSIONS[0] as number;
+    const prime = { warmup: 0, measure: PRIME_SECONDS };
+    for (const side of ['other', 'this'] as const) await run[side](n, { warmup: 0, measure: Math.min(2, PRIME_SECONDS) }, false);
+    for (const side of ['bare', 'other', 'this'] as const) await run[side](n, prime, false);
+  }
+  const windows: ModeWindow[] = [];
+  const directs: { n: number; p50: number; p99: number }[] = [];
+  for (const n of SESSIONS) {
+    for (let round = 0; round < ROUNDS; round++) {
+      const d = await setup.direct(n, undefined, false);
+      directs.push({ n, p50: d.p50, p99: d.p99 });
+      const got: string[] = [`direct p50 ${d.p50.toFixed(2)} p99 ${d.p99.toFixed(2)}`];
+      for (const side of roundOrder(round)) {
+        const r = await run[side](n, undefined, true);
+        windows.push({ n, round, side, cpu: r.cpuUsPerFrame ?? NaN, fps: r.framesPerSecond, lost: r.lost, p50: r.p50, p99: r.p99 });
+        got.push(`${side === 'this' ? setup.label : side === 'other' ? 'PCM16' : 'bare'} ${fmtRun(r)}`);
+      }
+      process.stderr.write(`N=${n} round ${round + 1}: ${got.join('; ')}\n`);
+    }
+  }
+
+  const f = (v: number, d = 2) => (Number.isFinite(v) ? v.toFixed(d) : 'n/a');
+  const lines = [
+    `${setup.label} against PCM16 through the same relay (${treeCommit(root)}): per N ${ROUNDS} rounds of a direct window, then a pass-through, ` +
+      `PCM16 and ${setup.label} window (palindromic order); ${SECONDS} s measured after ${WARMUP_SECONDS} s warm-up per window` +
+      `${PRIME_SECONDS > 0 ? `; relay and proxy primed ${PRIME_SECONDS} s at N = ${SESSIONS[0]} first` : ''}; ${setup.sessions}; ` +
+      `relay and proxy on core(s) ${SERVER_CORES.join(',')}, simulator and load on core ${LOAD_CORE}; Node ${process.version}` +
+      `${NICE ? `; nice ${NICE}` : ''}; load ${f(loadStart)} → ${f(loadavg())}.`,
+    '',
+    `| N | CPU µs per frame bare / PCM16 / ${setup.label} | PCM16 ÷ bare | ${setup.label} ÷ bare | ${setup.label} ÷ PCM16 (95 % within run) | ` +
+      `p50 added over PCM16 | p99 added over PCM16 | p99 added over direct, PCM16 / ${setup.label} | frames/s ÷ PCM16's, lowest | frames lost PCM16 / ${setup.label} |`,
+    '|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  const held: number[] = [];
+  for (const n of SESSIONS) {
+    const of = (side: PairedSide) => windows.filter((w) => w.n === n && w.side === side);
+    const geo = (side: PairedSide) => Math.exp(mean(of(side).map((w) => Math.log(w.cpu))));
+    const logs = roundLogRatios(windows, n);
+    const ratio = expMeanInterval(logs.thisOther);
+    // Latency: per round, the mode's percentile less PCM16's (and less the direct window's); the median of rounds.
+    const perRound = (k: 'p50' | 'p99', base: (round: number) => number) => median(of('this').map((w) => w[k] - base(w.round)));
+    const pcmOf = (k: 'p50' | 'p99') => (round: number) => of('other').find((w) => w.round === round)?.[k] ?? NaN;
+    const directOf = (round: number) => directs.filter((d) => d.n === n)[round]?.p99 ?? NaN;
+    const overPcm50 = perRound('p50', pcmOf('p50'));
+    const overPcm99 = perRound('p99', pcmOf('p99'));
+    const added99 = perRound('p99', directOf);
+    const pcmAdded99 = median(of('other').map((w) => w.p99 - directOf(w.round)));
+    const fps = Math.min(...of('this').map((w) => w.fps / (of('other').find((o) => o.round === w.round)?.fps ?? NaN)));
+    const lost = (side: PairedSide) => of(side).reduce((s, w) => s + w.lost, 0);
+    if (setup.goals.p99Added !== undefined && added99 <= setup.goals.p99Added && lost('this') === 0 && fps >= 0.98) held.push(n);
+    lines.push(
+      `| ${n} | ${f(geo('bare'), 1)} / ${f(geo('other'), 1)} / ${f(geo('this'), 1)} | ${f(Math.exp(mean(logs.otherBare)))} | ` +
+        `${f(Math.exp(mean(logs.thisBare)))} | **${f(ratio.estimate)}** (${f(ratio.low)}–${f(ratio.high)}) | ${f(overPcm50)} ms | ` +
+        `${f(overPcm99)} ms | ${f(pcmAdded99)} / ${f(added99)} ms | ${f(fps)} | ${lost('other')} / ${lost('this')} |`,
+    );
+  }
+  const g = setup.goals;
+  lines.push('');
+  if (g.cpuRatio !== undefined) lines.push(`Goal: ${setup.label} ÷ PCM16 ≤ ${g.cpuRatio} per frame.`);
+  if (g.p99OverPcm !== undefined) lines.push(`Goal: p99 added over PCM16 ≤ ${g.p99OverPcm} ms.`);
+  if (g.p99Added !== undefined) {
+    const cores = setup.relayCores;
+    lines.push(
+      held.length
+        ? `${setup.label} ${setup.sessions.split(' ')[0]}s per relay core with p99 added over direct ≤ ${g.p99Added} ms, none lost, the nominal rate kept: ` +
+            `${f(Math.max(...held) / cores, 0)} (largest such N ${Math.max(...held)} of ${SESSIONS.join(', ')}, ${cores} relay core(s)).`
+        : `No N of ${SESSIONS.join(', ')} kept p99 added over direct ≤ ${g.p99Added} ms with none lost at the nominal rate.`,
+    );
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
 // ---- main ----
 
 async function main(): Promise<void> {
@@ -716,9 +892,7 @@ async function main(): Promise<void> {
     const { walletId, keyId } = key;
     await insertEchoStreamModel(db);
     const maxN = Math.max(...SESSIONS);
-    const sessionIds: string[] = [];
-    // Paired mode: the other tree's relay attaches its own maxN sessions, so that no session is shared.
-    for (let i = 0; i < (COMPARE ? 2 * maxN : Math.max(maxN, IDLE)); i++) {
+    const newSession = async (): Promise<string> => {
       const { session } = await createSession({
         ctx: { db },
         input: {
@@ -728,8 +902,11 @@ async function main(): Promise<void> {
           policy: { preauthMinutes: 120, idleTimeoutSeconds: 3600, maxSeconds: 7200 },
         },
       });
-      sessionIds.push(session.id);
-    }
+      return session.id;
+    };
+    const sessionIds: string[] = [];
+    // Paired mode: the other tree's relay attaches its own maxN sessions, so that no session is shared.
+    for (let i = 0; i < (COMPARE ? 2 * maxN : MODE !== 'pcm' ? maxN : Math.max(maxN, IDLE)); i++) sessionIds.push(await newSession());
 
     // svc-realtime-v1 attaches the sessions made above; the OpenAI dialect takes the legacy path, which
     // creates a session per socket (before the measured window).
@@ -764,6 +941,47 @@ async function main(): Promise<void> {
     if (COMPARE) {
       const paired = { startRelay, startProxy, relayDial, proxyDial, relayMessage, plainMessage, procs, maxN };
       await comparePaired(paired, resolvePath(COMPARE));
+      return;
+    }
+    if (MODE !== 'pcm') {
+      const relays = [await startRelay(0)];
+      const proxies = [await startProxy(0)];
+      const gens = loadGenerators(procs);
+      const pids = (measured: boolean, of: Proc[]) => (measured ? of.map((p) => p.pid) : []);
+      const common = {
+        bare: (n: number, timing: Timing | undefined, m: boolean) =>
+          runLoad(gens, 'baseline', n, proxyDial(proxies), plainMessage, pids(m, proxies), timing),
+        pcm: (n: number, timing: Timing | undefined, m: boolean) =>
+          runLoad(gens, 'relay', n, relayDial(relays), relayMessage, pids(m, relays), timing),
+        direct: (n: number, timing: Timing | undefined) => runLoad(gens, 'direct', n, directDial, plainMessage, [], timing),
+        relayCores: 1,
+      };
+      if (MODE === 'phone') {
+        // Each stream ends its session at stop, so every window calls N fresh sessions, each with its own secret.
+        const payload = muLawFrameBase64();
+        const phoneUrl = `ws://127.0.0.1:${relays[0]!.port}${TELEPHONY_PATHS.twilio}`;
+        const phoneDials = async (n: number): Promise<Dial[]> => {
+          const dials: Dial[] = [];
+          for (let i = 0; i < n; i++) {
+            const minted = await mintClientSecret({
+              ctx: { db },
+              input: { sessionId: await newSession(), ttlSeconds: 600, now: new Date() },
+            });
+            dials.push({ url: phoneUrl, protocols: [], secret: minted.value, readyType: '', twilio: twilioIds(i) });
+          }
+          return dials;
+        };
+        await compareModes({
+          ...common,
+          label: 'phone',
+          sessions: 'call per session: a Twilio media stream, μ-law 8 kHz in 20 ms media messages, marks answered',
+          mode: async (n, timing, m) => {
+            const dials = await phoneDials(n);
+            return runLoad(gens, 'relay', n, (i) => dials[i]!, payload, pids(m, relays), timing);
+          },
+          goals: { cpuRatio: 1.25, p99OverPcm: 2 },
+        });
+      }
       return;
     }
 

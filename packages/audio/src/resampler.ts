@@ -109,11 +109,19 @@ export class Resampler {
     for (let o = 0; o < count; o++, m += down) {
       const phase = m % up;
       const taps = branches[phase]!;
+      const len = taps.length;
       // y[m] = Σ_j h[j]·u[m − j], u being x upsampled by L: only j ≡ m (mod L) meets a real sample. The
       // history always covers the window (zeros before the stream began), so no index goes below 0.
+      // The index is kept an integer (`| 0`: a quotient would make every load a floating-point-keyed one), and
+      // the sum is unrolled by four in the same order, so every sample is the one the plain loop gives (this loop
+      // is most of a phone frame's CPU: docs/benchmarks.md, "Relay: phone mode").
       let acc = 0;
-      let idx = (m - phase) / up - firstIndex; // x index of the sample at tap t = 0
-      for (let t = 0; t < taps.length; t++, idx--) acc += taps[t]! * x[idx]!;
+      let idx = (((m - phase) / up) | 0) - firstIndex; // x index of the sample at tap t = 0
+      let t = 0;
+      for (; t + 4 <= len; t += 4, idx -= 4) {
+        acc = acc + taps[t]! * x[idx]! + taps[t + 1]! * x[idx - 1]! + taps[t + 2]! * x[idx - 2]! + taps[t + 3]! * x[idx - 3]!;
+      }
+      for (; t < len; t++, idx--) acc += taps[t]! * x[idx]!;
       const v = Math.round(acc);
       out[o] = v > 32767 ? 32767 : v < -32768 ? -32768 : v;
     }

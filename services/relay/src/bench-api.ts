@@ -1,9 +1,11 @@
 // What bench/relay drives in-process (the package's "./bench" export): the relay's own code per frame
 // (hot-path.ts), the checkpointer (checkpoints.ts), continuity's retained input (retention.ts) and ws's frame
-// options (ws-frame-options.ts), each hot trick against its plain code (hot-tricks.ts), apart from sockets and
-// processes. Keep it to what a benchmark names.
+// options (ws-frame-options.ts), each hot trick against its plain code (hot-tricks.ts), the phone codec per frame
+// (phone-codec.ts), apart from sockets and processes. Keep it to what a benchmark names.
 export { Audio, checkBase64 } from './audio.js';
 export { continuityOf, loadConfig } from './config.js';
+export { PhoneCodec } from './codecs/phone/codec.js';
+export { twilioWire } from './codecs/twilio/wire.js';
 export { audioDeltaFrame, AudioDeltaHeads, audioDeltaPrefix } from './hot/audio-delta.js';
 export { EventIds } from './hot/event-ids.js';
 export { FlatMemo, FlatShape } from './hot/flat-json.js';
