@@ -15,7 +15,7 @@ import { requestEnd } from '@s2s/sessions';
 import { createTestDatabase, checkLedgerInvariants, type TestDatabase } from '@s2s/db/testing';
 import { DURABLE_NAME, ensureBillingConsumer, loadConfig } from '@s2s/billing/bench';
 import { serviceDir } from '../services.js';
-import { attach, createOwner, createTestSession } from './fixtures.js';
+import { attach, createOwner, createTestSession } from '@s2s/sessions/testing';
 
 const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const serviceRoot = serviceDir('billing');

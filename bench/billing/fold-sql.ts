@@ -8,7 +8,7 @@ import { withTransaction } from '@s2s/db';
 import { USAGE_COUNTERS } from '@s2s/core';
 import { checkpointRoutes, type UsageCheckpoint } from '@s2s/contract';
 import { sortedForStore, storeCheckpoints, UPSERT_ATTACHMENTS_SQL, upsertParameters } from '@s2s/billing/bench';
-import { checkpoint } from './fixtures.js';
+import { checkpoint } from '@s2s/sessions/testing';
 import { liveAttachments } from './live-attachments.js';
 
 const N = Number(process.argv[2] ?? 10_000);

@@ -5,7 +5,7 @@
 import { loadavg } from 'node:os';
 import { withTransaction } from '@s2s/db';
 import { sortedForStore, storeCheckpoints, upsertParameters } from '@s2s/billing/bench';
-import { checkpoint } from './fixtures.js';
+import { checkpoint } from '@s2s/sessions/testing';
 import { liveAttachments } from './live-attachments.js';
 
 const N = Number(process.argv[2] ?? 10_000);

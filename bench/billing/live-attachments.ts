@@ -1,7 +1,7 @@
 // The store benchmarks' data (fold-tx.ts, fold-sql.ts): a fresh test database with N live sessions of one
 // owner whose key allows them all, each with one attachment of relay `bench-relay`.
 import { createTestDatabase } from '@s2s/db/testing';
-import { attach, createOwner, createTestSession } from './fixtures.js';
+import { attach, createOwner, createTestSession } from '@s2s/sessions/testing';
 
 export async function liveAttachments(n: number) {
   const testDb = await createTestDatabase();

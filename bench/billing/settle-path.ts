@@ -9,7 +9,7 @@ import { pathToFileURL } from 'node:url';
 import type { UsageCheckpoint } from '@s2s/contract';
 import { createTestDatabase, checkLedgerInvariants } from '@s2s/db/testing';
 import { settleSession, storeCheckpoints } from '@s2s/billing/bench';
-import { attach, checkpoint, createOwner, createTestSession } from './fixtures.js';
+import { attach, checkpoint, createOwner, createTestSession } from '@s2s/sessions/testing';
 
 const PER_GROUP = Number(process.argv[2] ?? 100);
 const GROUPS = Number(process.argv[3] ?? 8);

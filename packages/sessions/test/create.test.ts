@@ -3,19 +3,11 @@ import t from 'tap';
 import { createTestDatabase, createWalletAndKey } from '@s2s/db/testing';
 import { preauthorizationCents } from '@s2s/core';
 import { httpStatus } from '@s2s/http-errors';
-import { createSession, type SessionPolicy } from '../src/index.js';
+import { createSession } from '../src/index.js';
+import { TEST_POLICY, TEST_RATE } from '../src/testing.js';
 
-const SETTINGS: SessionPolicy = { preauthMinutes: 10, idleTimeoutSeconds: 300, maxSeconds: 3600 };
-const RATE = {
-  per_minute: 1000,
-  audio_in_token: 10,
-  audio_out_token: 20,
-  text_in_token: 0,
-  text_out_token: 0,
-  cached_in_token: 0,
-  transcription_per_minute: 0,
-  relay_fee_milli_cents: 500,
-};
+/** The rate the fixtures' rows below hold. */
+const RATE = { ...TEST_RATE, per_minute: 1000 };
 
 async function fixtures(t: Parameters<typeof createTestDatabase>[0]) {
   const { db } = await createTestDatabase(t);
@@ -43,10 +35,10 @@ const traceId = () => randomBytes(16).toString('hex');
 
 t.test('createSession reserves the preauthorization and refuses like POST /v1/voice/sessions', async (t) => {
   const { db, key } = await fixtures(t);
-  const preauth = preauthorizationCents(RATE, SETTINGS.preauthMinutes);
+  const preauth = preauthorizationCents(RATE, TEST_POLICY.preauthMinutes);
   const { session, replayed } = await createSession({
     ctx: { db },
-    input: { key, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: traceId(), policy: SETTINGS },
+    input: { key, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: traceId(), policy: TEST_POLICY },
   });
   t.equal(replayed, false);
   t.equal(session.status, 'ready');
@@ -62,7 +54,7 @@ t.test('createSession reserves the preauthorization and refuses like POST /v1/vo
   await t.rejects(
     createSession({
       ctx: { db },
-      input: { policy: SETTINGS, key, request: { model: 'local/hidden', mode: 'speech_to_speech' }, traceId: traceId() },
+      input: { policy: TEST_POLICY, key, request: { model: 'local/hidden', mode: 'speech_to_speech' }, traceId: traceId() },
     }),
     { name: 'AppError', code: 'model_not_found' },
   );
@@ -72,13 +64,13 @@ t.test('createSession reserves the preauthorization and refuses like POST /v1/vo
   for (let i = 1; i < many; i++) {
     await createSession({
       ctx: { db },
-      input: { policy: SETTINGS, key, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: traceId() },
+      input: { policy: TEST_POLICY, key, request: { model: 'local/a', mode: 'speech_to_speech' }, traceId: traceId() },
     });
   }
   await t.rejects(
     createSession({
       ctx: { db },
-      input: { policy: SETTINGS, key, request: { model: 'local/a', mode: 'speech_to_speech' }, legacy: true, traceId: traceId() },
+      input: { policy: TEST_POLICY, key, request: { model: 'local/a', mode: 'speech_to_speech' }, legacy: true, traceId: traceId() },
     }),
     { name: 'AppError', code: 'insufficient_wallet_balance' },
   );
@@ -92,7 +84,7 @@ t.test('createSession with an Idempotency-Key: replays, conflicts, concurrent du
   const create = (idempotencyKey: string, model = 'local/a') =>
     createSession({
       ctx: { db },
-      input: { policy: SETTINGS, key, request: { model, mode: 'speech_to_speech' }, idempotencyKey, traceId: traceId() },
+      input: { policy: TEST_POLICY, key, request: { model, mode: 'speech_to_speech' }, idempotencyKey, traceId: traceId() },
     });
   const first = await create('k1');
   const again = await create('k1');

@@ -1,44 +1,26 @@
-// Test fixtures: rows made the way the control plane makes them, usage published the way the relay
-// publishes it, and a per-test harness (own database, own bus prefix, LIFO clean-up).
+// Test fixtures: rows made the way the control plane makes them (shared with bench/billing through
+// @s2s/sessions/testing), usage published the way the relay publishes it, and a per-test harness (own
+// database, own bus prefix, LIFO clean-up).
 import { randomBytes } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
 import { connectBus, traceHeaders, type Bus } from '@s2s/bus';
-import { compactRoutes, encodeUsageCheckpoint, type CheckpointRoute, type Rate, type UsageCheckpoint } from '@s2s/contract';
-import {
-  addUsage,
-  newId,
-  newTraceId,
-  usageCheckpointMsgId,
-  usageOf,
-  ZERO_USAGE,
-  type AuthenticatedKey,
-  type SessionRecord,
-  type Usage,
-} from '@s2s/core';
-import { createSession } from '@s2s/sessions';
+import { encodeUsageCheckpoint, type UsageCheckpoint } from '@s2s/contract';
+import { addUsage, usageCheckpointMsgId, usageOf, ZERO_USAGE, type Usage } from '@s2s/core';
 import { createDb, type DbHandle } from '@s2s/db';
-import { checkLedgerInvariants, createTestDatabase, createWalletAndKey, insertCurrentRate } from '@s2s/db/testing';
+import { checkLedgerInvariants, createTestDatabase } from '@s2s/db/testing';
+import { checkpoint } from '@s2s/sessions/testing';
 import { createLogger, type Logger } from '@s2s/telemetry';
 import { loadConfig, type BillingConfig } from '../src/config.js';
 import { createBillingConsumer, type BillingConsumer, type BillingDeps } from '../src/consumer.js';
 
+export { attach, checkpoint, createOwner, createTestSession, TEST_RATE, type Owner } from '@s2s/sessions/testing';
+
 export const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
-/** 6 cents a minute of audio, 0.01 / 0.02 cents per input / output token, 0.5 cent relay fee. */
-export const TEST_RATE: Rate = {
-  per_minute: 6000,
-  audio_in_token: 10,
-  audio_out_token: 20,
-  text_in_token: 0,
-  text_out_token: 0,
-  cached_in_token: 0,
-  transcription_per_minute: 0,
-  relay_fee_milli_cents: 500,
-};
 /** preauthorizationCents(TEST_RATE, 10): 600 000 ms audio + 3000 in / 6000 out tokens + fee = 210 500 mc. */
 export const TEST_PREAUTH_CENTS = 211;
 
@@ -137,90 +119,8 @@ export function spawnBilling(
   return Object.assign(child, { exited });
 }
 
-export interface Owner {
-  walletId: string;
-  key: AuthenticatedKey;
-  secret: string;
-  modelId: string;
-}
-
-/** A wallet credited like the operator API does (balance and a credit ledger row), its key, and a model. */
-export async function createOwner(db: DbHandle, balanceCents = 10_000, rate: Rate = TEST_RATE): Promise<Owner> {
-  const { walletId, keyId, secret } = await createWalletAndKey(db.pool, { balanceCents });
-  const modelId = `test/m-${randomBytes(4).toString('hex')}`;
-  const rateId = newId('rate');
-  const capabilities = {
-    speech_to_speech: true,
-    server_vad: true,
-    barge_in: true,
-    input_transcription: 'optional',
-    output_transcription: 'optional',
-  };
-  const format = { type: 'audio/pcm', encoding: 'pcm16le', sample_rate_hz: 24000, channels: 1 };
-  await db.pool.query(
-    `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved, capabilities, audio, modalities)
-     VALUES ($1, 'Test', 'test', 'local', 'echo', true, true, $2, $3, $4)`,
-    [modelId, capabilities, { input: format, output: format }, { input: ['audio'], output: ['audio'] }],
-  );
-  await insertCurrentRate(db.pool, { rateId, modelId, rate });
-  return { walletId, key: { keyId, walletId }, secret, modelId };
-}
-
-/** A `ready` session with its reservation, through the same core function the control plane uses. */
-export async function createTestSession(
-  db: DbHandle,
-  owner: Owner,
-  settings: { idleTimeoutSeconds?: number; maxSeconds?: number } = {},
-): Promise<SessionRecord> {
-  const { session } = await createSession({
-    ctx: { db },
-    input: {
-      key: owner.key,
-      request: { model: owner.modelId, mode: 'speech_to_speech' },
-      traceId: newTraceId(),
-      policy: { preauthMinutes: 10, idleTimeoutSeconds: settings.idleTimeoutSeconds ?? 300, maxSeconds: settings.maxSeconds ?? 3600 },
-    },
-  });
-  return session;
-}
-
-/** What the relay does on attach and first input: an attachment row, activity, `active`. */
-export async function attach(db: DbHandle, sessionId: string, relayId = 'relay-1'): Promise<string> {
-  const id = newId('att');
-  await db.pool.query(`INSERT INTO session_attachments (id, session_id, relay_id) VALUES ($1, $2, $3)`, [id, sessionId, relayId]);
-  await db.pool.query(
-    `UPDATE voice_sessions SET last_activity_at = now(), status = CASE WHEN status = 'ready' THEN 'active' ELSE status END,
-            activated_at = coalesce(activated_at, now()) WHERE id = $1`,
-    [sessionId],
-  );
-  return id;
-}
-
 /** A checkpoint's counters; those left out are 0. */
 export type Counters = Partial<Usage>;
-
-/** `routes`: the split by route (its parts sum to `c`), sent as version 4 does; null: unknown, as versions 1 and 2 read. */
-export function checkpoint(
-  sessionId: string,
-  attachmentId: string,
-  seq: number,
-  c: Counters,
-  final = false,
-  routes: CheckpointRoute[] | null = null,
-): UsageCheckpoint {
-  return {
-    type: 'usage.checkpoint',
-    version: 4,
-    session_id: sessionId,
-    attachment_id: attachmentId,
-    relay_id: 'relay-1',
-    seq,
-    ...usageOf(c),
-    routes: routes === null ? null : compactRoutes(routes),
-    final,
-    emitted_at: Date.now(),
-  };
-}
 
 /** Cumulative checkpoints of one attachment: `steps` increments, seq 1..n, the last one `final` if asked. */
 export function history(sessionId: string, attachmentId: string, steps: Counters[], final = true): UsageCheckpoint[] {
