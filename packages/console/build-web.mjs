@@ -22,8 +22,6 @@ const common = {
   conditions: ['@s2s/source'],
   logLevel: 'warning',
   legalComments: 'linked',
-  // @s2s/client imports `ws` only in Node; the browser's WebSocket is used here.
-  external: ['ws'],
 };
 await build({
   ...common,

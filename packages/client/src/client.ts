@@ -7,7 +7,9 @@ import {
   type ModelList,
   type RealtimeClientSecretResponse,
   type VoiceSession,
+  WEBRTC_CALLS_PATH,
 } from '@s2s/contract';
+import { openCall, type OpenCallOptions, type RealtimeCall } from './call.js';
 import { parseErrorResponse, retryAfterSeconds, S2SApiError, S2SConnectionError, S2SError } from './errors.js';
 import { connectRealtime, type ConnectOptions, type RealtimeConnection } from './realtime.js';
 
@@ -69,7 +71,48 @@ export class S2SClient {
       this.request('POST', '/v1/realtime/client_secrets', { body }),
   };
 
+  /** WebRTC calls (decisions.md, "WebRTC"): the SDP exchange and the hangup. A browser opens one with `realtime.call`. */
+  readonly calls = {
+    /**
+     * Posts an SDP offer; resolves with the SDP answer and the call's id (its voice session's id, from
+     * `Location`). With `credential` (an `ek_` secret) the offer attaches the secret's session; with `session`
+     * (OpenAI's session, `model` a catalog id) the client's API key creates the session as
+     * `clientSecrets.create` would, in OpenAI's multipart form.
+     */
+    create: async (
+      offer: string,
+      opts: { credential: string; session?: undefined } | { session: CreateRealtimeClientSecretRequest['session']; credential?: undefined },
+    ): Promise<{ sdp: string; callId: string }> => {
+      let res: Response;
+      if (opts.credential !== undefined) {
+        res = await this.#call('POST', WEBRTC_CALLS_PATH, { body: offer, contentType: 'application/sdp', credential: opts.credential });
+      } else {
+        const form = new FormData();
+        form.set('sdp', offer);
+        form.set('session', JSON.stringify(opts.session));
+        res = await this.#call('POST', WEBRTC_CALLS_PATH, { body: form });
+      }
+      const url = `${this.baseUrl}${WEBRTC_CALLS_PATH}`;
+      const sdp = await res.text().catch((cause: unknown) => {
+        throw new S2SConnectionError({ url, method: 'POST', cause });
+      });
+      const callId = /\/calls\/([^/?#]+)/.exec(res.headers.get('location') ?? '')?.[1];
+      if (callId === undefined)
+        throw new S2SError(`POST ${url}: ${res.status} without a Location naming the call`, { url, method: 'POST' });
+      return { sdp, callId: decodeURIComponent(callId) };
+    },
+    /** Ends the call's session (`client_closed`) with the owning API key: the session resource. */
+    hangup: (id: string): Promise<VoiceSession> => this.request('POST', `${WEBRTC_CALLS_PATH}/${encodeURIComponent(id)}/hangup`),
+  };
+
   readonly realtime = {
+    /**
+     * Opens a WebRTC call from a browser with an `ek_` client secret and resolves at `session.created`: the
+     * microphone goes up an Opus track, the answer plays from the remote track, and the call's events (the
+     * OpenAI dialect) arrive on its `oai-events` channel.
+     */
+    call: (opts: OpenCallOptions): Promise<RealtimeCall> =>
+      openCall(`${this.baseUrl}${WEBRTC_CALLS_PATH}`, opts, (sdp) => this.calls.create(sdp, { credential: opts.credential })),
     /**
      * Attaches a session over svc-realtime-v1 and waits for `session.created`. The credential is the
      * client's API key unless `credential` (an `ek_` secret) is given; a browser needs the secret.
@@ -89,18 +132,11 @@ export class S2SClient {
     opts: { body?: unknown; headers?: Record<string, string>; auth?: boolean } = {},
   ): Promise<T> {
     const url = `${this.baseUrl}${path}`;
-    const headers: Record<string, string> = { Accept: 'application/json', ...opts.headers };
-    if (opts.auth !== false) {
-      if (!this.#apiKey) throw new S2SError(`${method} ${url}: needs an API key (apiKey)`, { url, method });
-      headers.Authorization = `Bearer ${this.#apiKey}`;
-    }
-    if (opts.body !== undefined) headers['Content-Type'] = 'application/json';
-    let res: Response;
-    try {
-      res = await this.#fetch(url, { method, headers, ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}) });
-    } catch (cause) {
-      throw new S2SConnectionError({ url, method, cause });
-    }
+    const res = await this.#call(method, path, {
+      headers: { Accept: 'application/json', ...opts.headers },
+      auth: opts.auth,
+      ...(opts.body !== undefined ? { body: JSON.stringify(opts.body), contentType: 'application/json' } : {}),
+    });
     const text = await res.text().catch((cause: unknown) => {
       throw new S2SConnectionError({ url, method, cause });
     });
@@ -108,18 +144,53 @@ export class S2SClient {
     try {
       json = text ? JSON.parse(text) : null;
     } catch {
-      // not JSON: an error below, or a protocol failure
-    }
-    if (!res.ok) {
-      throw new S2SApiError({
-        url,
-        method,
-        status: res.status,
-        body: parseErrorResponse(json),
-        retryAfter: retryAfterSeconds(res.headers.get('retry-after')),
-      });
+      // not JSON: a protocol failure below
     }
     if (json === null) throw new S2SError(`${method} ${url}: ${res.status} without a JSON body`, { url, method });
     return json as T;
+  }
+
+  /**
+   * Sends one request (the API key as a bearer unless `auth: false`, or the `credential` given) and returns
+   * a successful response; an error status becomes an {@link S2SApiError} with its ErrorResponse.
+   */
+  async #call(
+    method: string,
+    path: string,
+    opts: {
+      body?: string | FormData;
+      contentType?: string;
+      headers?: Record<string, string>;
+      auth?: boolean | undefined;
+      credential?: string;
+    },
+  ): Promise<Response> {
+    const url = `${this.baseUrl}${path}`;
+    const headers: Record<string, string> = { ...opts.headers };
+    const credential = opts.credential ?? (opts.auth === false ? undefined : this.#apiKey);
+    if (credential === undefined && opts.auth !== false) throw new S2SError(`${method} ${url}: needs an API key (apiKey)`, { url, method });
+    if (credential !== undefined) headers.Authorization = `Bearer ${credential}`;
+    if (opts.contentType !== undefined) headers['Content-Type'] = opts.contentType;
+    let res: Response;
+    try {
+      res = await this.#fetch(url, { method, headers, ...(opts.body !== undefined ? { body: opts.body } : {}) });
+    } catch (cause) {
+      throw new S2SConnectionError({ url, method, cause });
+    }
+    if (res.ok) return res;
+    const text = await res.text().catch(() => '');
+    let json: unknown = null;
+    try {
+      json = text ? JSON.parse(text) : null;
+    } catch {
+      // not JSON: the status alone
+    }
+    throw new S2SApiError({
+      url,
+      method,
+      status: res.status,
+      body: parseErrorResponse(json),
+      retryAfter: retryAfterSeconds(res.headers.get('retry-after')),
+    });
   }
 }

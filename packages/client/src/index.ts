@@ -1,50 +1,9 @@
-export { S2SClient, type S2SClientOptions, type CreateSessionInput } from './client.js';
-export {
-  RealtimeConnection,
-  connectRealtime,
-  audioMs,
-  type CloseInfo,
-  type ConnectOptions,
-  type ServerEventType,
-  type ServerEventOf,
-  type ClientEventType,
-  type ClientEventOf,
-  type ToolCall,
-  type ToolHandler,
-} from './realtime.js';
-export { S2SError, S2SApiError, S2SConnectionError, S2SRealtimeClosedError } from './errors.js';
-export { billOf, USAGE_COUNTERS, type Bill, type UsageCounters } from './bill.js';
-export {
-  SAMPLE_RATE,
-  BYTES_PER_MS,
-  DEFAULT_FRAME_MS,
-  pcmBytes,
-  pcmSamples,
-  pcmDurationMs,
-  toBase64,
-  fromBase64,
-  chunkPcm,
-  audioAppendEvents,
-  decodeWav,
-  encodeWav,
-  toGatewayPcm,
-  type PcmInput,
-  type WavAudio,
-} from './audio.js';
-export type { SocketLike, BrowserWebSocketConstructor } from './websocket.js';
-// The contract's types, so that a user of the client needs no second import.
-export type {
-  ClientEvent,
-  ServerEvent,
-  VoiceSession,
-  Model,
-  ModelList,
-  Pricing,
-  ErrorResponse,
-  ClientSecret,
-  CreateRealtimeClientSecretRequest,
-  RealtimeClientSecretResponse,
-  ResponseUsage,
-  SessionUpdateEvent,
-  EndReason,
-} from '@s2s/contract';
+// The Node entry: everything of the browser entry, with the realtime socket opened by `ws` (the credential in
+// `Authorization`, a refused upgrade read as its ErrorResponse). Browsers (bundlers' "browser" condition)
+// get src/browser.ts, which imports nothing of Node.
+import { openWsSocket } from './node-socket.js';
+import { useNodeSockets } from './websocket.js';
+
+useNodeSockets(openWsSocket);
+
+export * from './browser.js';

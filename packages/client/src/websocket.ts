@@ -1,5 +1,5 @@
 import { CLIENT_SECRET_PREFIX, REALTIME_PROTOCOL, SVC_AUTH_SUBPROTOCOL_PREFIX } from '@s2s/contract';
-import { parseErrorResponse, S2SApiError, S2SError } from './errors.js';
+import { S2SError } from './errors.js';
 
 /** What the client uses of a WebSocket: the browser's, or the `ws` package's in Node (both have these). */
 export interface SocketLike {
@@ -26,16 +26,23 @@ export interface OpenSocketOptions {
   onRefused: (err: S2SError) => void;
 }
 
-const isNode = typeof (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node === 'string';
+/** Opens a socket where there is no browser WebSocket (Node: `ws`, with the credential in `Authorization`). */
+export type NodeSocketOpener = (opts: OpenSocketOptions) => SocketLike;
+let nodeOpener: NodeSocketOpener | undefined;
+
+/** Makes `openSocket` use `open` unless a WebSocket constructor is passed (the Node entry does, with `ws`). */
+export function useNodeSockets(open: NodeSocketOpener): void {
+  nodeOpener = open;
+}
 
 /**
- * Opens the svc-realtime-v1 socket. Node (or any `ws`): the credential goes in `Authorization` and a
- * refused upgrade is read as its ErrorResponse. Browsers cannot set headers: an `ek_` secret goes in the
+ * Opens the svc-realtime-v1 socket. Browsers cannot set headers: an `ek_` secret goes in the
  * `svc-realtime-v1.auth.ek_…` subprotocol, and an API key is refused here, since it must stay server-side.
+ * In Node (the package's Node entry) `ws` is used instead, with the credential in `Authorization`.
  */
-export async function openSocket(opts: OpenSocketOptions): Promise<SocketLike> {
+export function openSocket(opts: OpenSocketOptions): SocketLike {
   const { url, credential } = opts;
-  const Ctor = opts.WebSocket ?? (isNode ? undefined : (globalThis as { WebSocket?: BrowserWebSocketConstructor }).WebSocket);
+  const Ctor = opts.WebSocket ?? (nodeOpener ? undefined : (globalThis as { WebSocket?: BrowserWebSocketConstructor }).WebSocket);
   if (Ctor) {
     if (!credential.startsWith(CLIENT_SECRET_PREFIX)) {
       throw new S2SError(
@@ -47,32 +54,6 @@ export async function openSocket(opts: OpenSocketOptions): Promise<SocketLike> {
     }
     return new Ctor(url, [REALTIME_PROTOCOL, `${SVC_AUTH_SUBPROTOCOL_PREFIX}${credential}`]);
   }
-  const { WebSocket: WS } = await import('ws');
-  const socket = new WS(url, REALTIME_PROTOCOL, { headers: { Authorization: `Bearer ${credential}` } });
-  socket.on('unexpected-response', (_req, res) => {
-    let text = '';
-    res.setEncoding('utf8');
-    res.on('data', (chunk: string) => (text += chunk));
-    res.on('end', () => {
-      let body: unknown = null;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        // not JSON: the status alone
-      }
-      const retry = res.headers['retry-after'];
-      opts.onRefused(
-        new S2SApiError({
-          url,
-          method: 'GET',
-          status: res.statusCode ?? 0,
-          body: parseErrorResponse(body),
-          retryAfter: typeof retry === 'string' && /^\d+$/.test(retry) ? Number(retry) : undefined,
-        }),
-      );
-      // Aborts the handshake: ws then emits error and close, which the connection reads after the refusal.
-      socket.terminate();
-    });
-  });
-  return socket as unknown as SocketLike;
+  if (!nodeOpener) throw new S2SError(`realtime ${url}: no WebSocket here (pass WebSocket)`, { url });
+  return nodeOpener(opts);
 }

@@ -137,3 +137,28 @@ export const OpenAiServerEvent = z.discriminatedUnion('type', [
   ...ServerEvent.options.filter((o) => !REPLACED_SERVER.has(o.shape.type.value)),
 ]);
 export type OpenAiServerEvent = z.infer<typeof OpenAiServerEvent>;
+
+/**
+ * A WebRTC call's playback on the output track (decisions.md, "WebRTC"), as OpenAI reports it: `started`
+ * when the first packet of a response's audio left, `stopped` when all of it has played, `cleared` when a
+ * barge-in or the client's `output_audio_buffer.clear` cut it.
+ */
+const outputAudioBuffer = <T extends string>(type: T) =>
+  z.strictObject({ type: z.literal(type), ...head, response_id: z.string().nullable() });
+export const OutputAudioBufferStartedEvent = outputAudioBuffer('output_audio_buffer.started');
+export const OutputAudioBufferStoppedEvent = outputAudioBuffer('output_audio_buffer.stopped');
+export const OutputAudioBufferClearedEvent = outputAudioBuffer('output_audio_buffer.cleared');
+
+/** What a WebRTC call's `oai-events` channel carries from the server: the OpenAI dialect and the playback events. */
+export const WebRtcServerEvent = z.discriminatedUnion('type', [
+  ...OpenAiServerEvent.options,
+  OutputAudioBufferStartedEvent,
+  OutputAudioBufferStoppedEvent,
+  OutputAudioBufferClearedEvent,
+]);
+export type WebRtcServerEvent = z.infer<typeof WebRtcServerEvent>;
+
+/** Where a WebRTC call's SDP offer is posted (decisions.md, "WebRTC"); `…/{id}/hangup` ends it. */
+export const WEBRTC_CALLS_PATH = '/v1/realtime/calls';
+/** The label of a WebRTC call's data channel, which carries the OpenAI dialect's events. */
+export const WEBRTC_EVENTS_CHANNEL = 'oai-events';
