@@ -65,6 +65,15 @@ const INVARIANTS = {
     FROM ledger_entries l
     WHERE l.kind = 'charge' AND NOT EXISTS (SELECT 1 FROM settlements st WHERE st.session_id = l.session_id)`,
 
+  // voice_sessions has no foreign keys to the catalog (a create locks no catalog row): the create inserts the
+  // model's current rate, which is the model's own, and snapshots are never deleted. This checks it held.
+  session_rate_of_model: `
+    SELECT s.id AS subject,
+           CASE WHEN r.id IS NULL THEN format('rate snapshot %s does not exist', s.rate_snapshot_id)
+                ELSE format('rate snapshot %s is of model %s, the session of %s', r.id, r.model_id, s.model_id) END AS detail
+    FROM voice_sessions s LEFT JOIN rate_snapshots r ON r.id = s.rate_snapshot_id
+    WHERE r.id IS NULL OR r.model_id <> s.model_id`,
+
   settlement_marks_session: `
     SELECT st.session_id AS subject, 'settlements row for a session without settled_at' AS detail
     FROM settlements st JOIN voice_sessions s ON s.id = st.session_id

@@ -63,6 +63,28 @@ t.test('rate snapshots refuse UPDATE and DELETE', async (t) => {
   t.equal(rate.modelId, MODEL_ID);
 });
 
+// voice_sessions names its model and rate snapshot without foreign keys (a create locks no catalog row); what
+// keeps the references sound instead: a model's current rate is its own, and a model with a rate stays.
+t.test("a model's current rate is its own, and a model with rates cannot be deleted", async (t) => {
+  const { db } = await createTestDatabase(t);
+  await seedCatalog(prismaOf(db));
+  await db.pool.query(
+    `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, capabilities, audio, modalities)
+     VALUES ('local/other', 'Other', 'local', 'local', 'echo', '{}', '{}', '{}')`,
+  );
+  const foreignKeyViolation = { code: '23503' };
+  await t.rejects(
+    db.pool.query(`UPDATE catalog_models SET current_rate_id = $1 WHERE id = 'local/other'`, [RATE_ID]),
+    foreignKeyViolation,
+    "another model's rate cannot be current",
+  );
+  await t.rejects(db.pool.query(`UPDATE catalog_models SET current_rate_id = 'rate_none' WHERE id = 'local/other'`), foreignKeyViolation);
+  await t.rejects(db.pool.query('DELETE FROM catalog_models WHERE id = $1', [MODEL_ID]), foreignKeyViolation, 'a model with a rate stays');
+  await t.rejects(db.pool.query('TRUNCATE rate_snapshots'), /foreign key/, 'rates cannot be truncated away');
+  await db.pool.query(`DELETE FROM catalog_models WHERE id = 'local/other'`);
+  t.pass('a model without a rate can be deleted');
+});
+
 t.test('wallet checks refuse a negative balance and an uncovered reservation', async (t) => {
   const { db } = await createTestDatabase(t);
   const checkViolation = { code: '23514' };

@@ -3,7 +3,7 @@ import { prismaOf } from '../src/prisma.js';
 import type { DbOrTx } from '../src/prisma.js';
 import { withClient } from '../src/migrate.js';
 import { adminDatabaseUrl, checkLedgerInvariants, createTestDatabase } from '../src/testing.js';
-import { seedCatalog, seedSession, seedWallet } from './fixtures/seed.js';
+import { MODEL_ID, RATE_ID, seedCatalog, seedSession, seedWallet } from './fixtures/seed.js';
 
 async function databaseExists(name: string): Promise<boolean> {
   const { rowCount } = await withClient(adminDatabaseUrl(), (c) => c.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]));
@@ -106,4 +106,32 @@ t.test('a settled session without its settlement and charge is reported', async 
     ['settled_session_billed_once'],
   );
   t.match(violations[0]?.detail, /0 settlements rows; 0 charge ledger rows/);
+});
+
+t.test('a session whose rate snapshot is missing or of another model is reported', async (t) => {
+  const { db } = await createTestDatabase(t);
+  await seedCatalog(prismaOf(db));
+  const keyId = await seedWallet(prismaOf(db), 'wal_c', 500n);
+  await db.pool.query(
+    `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, capabilities, audio, modalities)
+     VALUES ('local/other', 'Other', 'local', 'local', 'echo', '{}', '{}', '{}')`,
+  );
+  // Without the foreign keys nothing refuses these rows; the invariant finds them.
+  for (const [id, model, rate] of [
+    ['vs_no_rate', MODEL_ID, 'rate_none'],
+    ['vs_wrong_model', 'local/other', RATE_ID],
+  ]) {
+    await db.pool.query(
+      `INSERT INTO voice_sessions (id, key_id, wallet_id, model_id, rate_snapshot_id, status, preauthorized_cents, reserved_cents,
+                                   trace_id, idle_timeout_seconds, max_ends_at)
+       VALUES ($1, $2, 'wal_c', $3, $4, 'ready', 0, 0, '', 300, now())`,
+      [id, keyId, model, rate],
+    );
+  }
+  const violations = await checkLedgerInvariants(db.pool);
+  t.same(violations.map((v) => `${v.invariant} ${v.subject}`).sort(), [
+    'session_rate_of_model vs_no_rate',
+    'session_rate_of_model vs_wrong_model',
+  ]);
+  t.match(violations.find((v) => v.subject === 'vs_wrong_model')?.detail, /is of model local\/echo/);
 });

@@ -78,66 +78,82 @@ export interface CreatedSession {
  * preauthorization with a conditional UPDATE, record the Idempotency-Key, insert the session.
  * The Idempotency-Key INSERT has no ON CONFLICT on purpose: a duplicate aborts the statement, reservation
  * included, after waiting for the first writer (it holds the wallet row until commit).
- * `cfg` sets synchronous_commit for this transaction only ($11).
+ * `cfg` sets synchronous_commit for this transaction only ($9).
  * Per-key limits live on the wallet row the reservation updates anyway (docs/architecture.md "Per-key
  * limits"): the same conditional UPDATE checks and counts them, so a refusal reserves and counts nothing.
  * `ws` reads that row as of the statement's snapshot only to tell the caller why nothing was reserved.
- * A client secret's `reasoning` or `prompt` reserves only on a model whose provider honours it ($17, the
+ * A client secret's `reasoning` or `prompt` reserves only on a model whose provider honours it ($15, the
  * providers that do; NULL without such a field).
+ *
+ * It locks as few relations as it can (docs/architecture.md, "The create statement"; test/create-locks.test.ts):
+ * PostgreSQL 15 keeps 16 per backend on its fast path, and past them every concurrent create queues on the
+ * shared lock table. So without an Idempotency-Key the statement names no idempotency table (`idempotent`
+ * false: no `e`, no `i`), and it reads no rate snapshot: the rate comes from the caller's cache of immutable
+ * snapshots (`rateSnapshot`), refreshed when the model's current rate is not the one guessed ($3).
  */
-const CREATE_SESSION_SQL = `
+function createSql(idempotent: boolean): string {
+  return `
 WITH cfg AS (
-  SELECT set_config('synchronous_commit', $11::text, true)
+  SELECT set_config('synchronous_commit', $9::text, true)
 ), k AS (
-  SELECT id, wallet_id, coalesce(max_live_sessions, $14::int) AS max_live,
-         coalesce(max_creates_per_minute, $15::int) AS max_rate
+  SELECT id, wallet_id, coalesce(max_live_sessions, $12::int) AS max_live,
+         coalesce(max_creates_per_minute, $13::int) AS max_rate
     FROM api_keys
-   WHERE (secret_hash = $1::text OR id = $13::text) AND revoked_at IS NULL
+   WHERE (secret_hash = $1::text OR id = $11::text) AND revoked_at IS NULL
 ), ws AS (
   SELECT (balance_cents - reserved_cents)::float8 AS available, (sessions_created - sessions_ended)::float8 AS live,
          extract(epoch FROM greatest(create_rate_tat, now()) - now())::float8 AS rate_ahead_s
     FROM wallets WHERE id = (SELECT wallet_id FROM k)
-), e AS (
+)${
+    idempotent
+      ? `, e AS (
   SELECT i.fingerprint, i.session_id, i.created_at < now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS}) AS stale
     FROM idempotency_keys i JOIN k ON i.key_id = k.id
-   WHERE $9::text IS NOT NULL AND i.idempotency_key = $9::text
-), m AS (
-  SELECT m.id, m.provider, m.provider_model, m.capabilities, r.id AS rate_id, r.source,
-         ${rateColumns('r')}
-    FROM catalog_models m JOIN rate_snapshots r ON r.id = m.current_rate_id
-   WHERE m.id = $2 AND m.enabled AND m.approved AND m.capabilities->>'speech_to_speech' = 'true'
+   WHERE i.idempotency_key = $16::text
+)`
+      : ''
+  }, m AS (
+  SELECT id, provider, provider_model, capabilities, current_rate_id AS rate_id
+    FROM catalog_models
+   WHERE id = $2 AND enabled AND approved AND capabilities->>'speech_to_speech' = 'true' AND current_rate_id IS NOT NULL
 ), w AS (
   UPDATE wallets SET reserved_cents = reserved_cents + $4::bigint, updated_at = now(),
          sessions_created = sessions_created + 1,
          create_rate_tat = greatest(create_rate_tat, now()) + make_interval(secs => 60.0 / (SELECT max_rate FROM k))
-   WHERE id = (SELECT wallet_id FROM k)
-     AND NOT EXISTS (SELECT 1 FROM e)
+   WHERE id = (SELECT wallet_id FROM k)${idempotent ? '\n     AND NOT EXISTS (SELECT 1 FROM e)' : ''}
      AND EXISTS (SELECT 1 FROM m WHERE m.rate_id = $3::text)
      AND balance_cents - reserved_cents >= $4::bigint
      AND sessions_created - sessions_ended < (SELECT max_live FROM k)
      AND greatest(create_rate_tat, now()) - now() <= make_interval(secs => 60 - 60.0 / (SELECT max_rate FROM k))
-     AND ($17::text[] IS NULL OR EXISTS (SELECT 1 FROM m WHERE m.provider = ANY($17::text[])))
+     AND ($15::text[] IS NULL OR EXISTS (SELECT 1 FROM m WHERE m.provider = ANY($15::text[])))
   RETURNING id, (balance_cents - reserved_cents)::float8 AS available_cents
-), i AS (
+)${
+    idempotent
+      ? `, i AS (
   INSERT INTO idempotency_keys (key_id, idempotency_key, fingerprint, session_id)
-  SELECT k.id, $9::text, $10::text, $5::text FROM k, w WHERE $9::text IS NOT NULL
-), s AS (
+  SELECT k.id, $16::text, $17::text, $5::text FROM k, w
+)`
+      : ''
+  }, s AS (
   INSERT INTO voice_sessions (id, key_id, wallet_id, model_id, rate_snapshot_id, status, preauthorized_cents,
                               reserved_cents, trace_id, idle_timeout_seconds, max_ends_at, legacy,
                               ends_with_socket, initial_settings)
   SELECT $5::text, k.id, w.id, m.id, m.rate_id, 'ready', $4::bigint, $4::bigint, $6::text, $7::int,
-         now() + make_interval(secs => $8::int), $12::boolean, $12::boolean OR $16::jsonb IS NOT NULL, $16::jsonb
+         now() + make_interval(secs => $8::int), $10::boolean, $10::boolean OR $14::jsonb IS NOT NULL, $14::jsonb
     FROM k, w, m
   RETURNING created_at, last_activity_at, max_ends_at
 )
 SELECT k.id AS key_id, k.wallet_id, k.max_live, k.max_rate, ws.available, ws.live, ws.rate_ahead_s,
-       e.fingerprint AS idem_fingerprint, e.session_id AS idem_session_id, e.stale AS idem_stale,
-       m.id AS model_id, m.provider, m.provider_model, m.capabilities, m.rate_id, m.source,
-       ${rateColumns('m')},
+       ${idempotent ? 'e.fingerprint AS idem_fingerprint, e.session_id AS idem_session_id, e.stale AS idem_stale' : 'NULL AS idem_fingerprint, NULL AS idem_session_id, NULL AS idem_stale'},
+       m.id AS model_id, m.provider, m.provider_model, m.capabilities, m.rate_id,
        w.available_cents, s.created_at, s.last_activity_at, s.max_ends_at
-  FROM cfg, k LEFT JOIN ws ON true LEFT JOIN e ON true LEFT JOIN m ON true LEFT JOIN w ON true LEFT JOIN s ON true`;
+  FROM cfg, k LEFT JOIN ws ON true${idempotent ? ' LEFT JOIN e ON true' : ''} LEFT JOIN m ON true LEFT JOIN w ON true LEFT JOIN s ON true`;
+}
 
-interface CreateRow extends Record<RateField, number | null> {
+const CREATE_SESSION_SQL = createSql(false);
+const CREATE_IDEMPOTENT_SESSION_SQL = createSql(true);
+
+interface CreateRow {
   key_id: string;
   wallet_id: string;
   max_live: number;
@@ -153,7 +169,6 @@ interface CreateRow extends Record<RateField, number | null> {
   provider_model: string | null;
   capabilities: Capabilities | null;
   rate_id: string | null;
-  source: string | null;
   available_cents: number | null;
   created_at: Date | null;
   last_activity_at: Date | null;
@@ -168,13 +183,41 @@ interface RateGuess {
   rateId: string;
   preauthCents: number;
   minutes: number;
+  snapshot: RateSnapshot;
 }
-const rateGuesses = new WeakMap<DbHandle, Map<string, RateGuess>>();
 
-function guessesOf(db: DbHandle): Map<string, RateGuess> {
-  let guesses = rateGuesses.get(db);
-  if (!guesses) rateGuesses.set(db, (guesses = new Map()));
-  return guesses;
+/** A rate snapshot as the session record shows it. Snapshots are immutable, so one read of each is enough. */
+interface RateSnapshot {
+  rate: Record<RateField, number>;
+  source: string;
+}
+
+interface CreateCaches {
+  guesses: Map<string, RateGuess>;
+  snapshots: Map<string, RateSnapshot>;
+}
+const caches = new WeakMap<DbHandle, CreateCaches>();
+
+function cachesOf(db: DbHandle): CreateCaches {
+  let found = caches.get(db);
+  if (!found) caches.set(db, (found = { guesses: new Map(), snapshots: new Map() }));
+  return found;
+}
+
+async function rateSnapshot(db: DbHandle, cache: Map<string, RateSnapshot>, rateId: string): Promise<RateSnapshot> {
+  const known = cache.get(rateId);
+  if (known) return known;
+  const { rows } = await db.pool.query<Record<RateField, number> & { source: string }>({
+    name: 'core_rate_snapshot',
+    text: `SELECT source, ${rateColumns('r')} FROM rate_snapshots r WHERE id = $1`,
+    values: [rateId],
+  });
+  const row = rows[0];
+  // The model's current rate names it, and snapshots are never deleted.
+  if (!row) throw new AppError('internal_error', `rate snapshot ${rateId} is missing`);
+  const snapshot = { rate: rateFromRow(row), source: row.source };
+  cache.set(rateId, snapshot);
+  return snapshot;
 }
 
 const MAX_ATTEMPTS = 4;
@@ -191,28 +234,28 @@ export function createStatement(
 ): { name: string; text: string; values: unknown[] } {
   const { policy } = input;
   const limits = policy.keyLimits ?? DEFAULT_KEY_LIMITS;
+  const values: unknown[] = [
+    'secretHash' in input.key ? input.key.secretHash : null,
+    input.request.model,
+    guess?.rateId ?? null,
+    Math.min(guess?.preauthCents ?? 0, UNCOVERABLE_CENTS),
+    sessionId,
+    input.traceId,
+    policy.idleTimeoutSeconds,
+    policy.maxSeconds,
+    policy.syncCommit === false ? 'off' : 'on',
+    input.legacy ?? false,
+    'keyId' in input.key ? input.key.keyId : null,
+    limits.maxLiveSessions,
+    limits.maxCreatesPerMinute,
+    input.clientSecretSettings === undefined ? null : JSON.stringify(input.clientSecretSettings),
+    honouringProviders(answerFieldsOf(input.clientSecretSettings)),
+  ];
+  if (input.idempotencyKey === undefined || fingerprint === null) return { name: 'core_create_session', text: CREATE_SESSION_SQL, values };
   return {
-    name: 'core_create_session',
-    text: CREATE_SESSION_SQL,
-    values: [
-      'secretHash' in input.key ? input.key.secretHash : null,
-      input.request.model,
-      guess?.rateId ?? null,
-      Math.min(guess?.preauthCents ?? 0, UNCOVERABLE_CENTS),
-      sessionId,
-      input.traceId,
-      policy.idleTimeoutSeconds,
-      policy.maxSeconds,
-      input.idempotencyKey ?? null,
-      fingerprint,
-      policy.syncCommit === false ? 'off' : 'on',
-      input.legacy ?? false,
-      'keyId' in input.key ? input.key.keyId : null,
-      limits.maxLiveSessions,
-      limits.maxCreatesPerMinute,
-      input.clientSecretSettings === undefined ? null : JSON.stringify(input.clientSecretSettings),
-      honouringProviders(answerFieldsOf(input.clientSecretSettings)),
-    ],
+    name: 'core_create_idempotent_session',
+    text: CREATE_IDEMPOTENT_SESSION_SQL,
+    values: [...values, input.idempotencyKey, fingerprint],
   };
 }
 
@@ -227,7 +270,7 @@ export async function createSession({ ctx, input }: { ctx: SessionsDbContext; in
   const { db } = ctx;
   const { policy } = input;
   const fingerprint = input.idempotencyKey === undefined ? null : requestFingerprint(input.request);
-  const guesses = guessesOf(db);
+  const { guesses, snapshots } = cachesOf(db);
   const modelId = input.request.model;
   const byHash = 'secretHash' in input.key ? input.key.secretHash : null;
   const byId = 'keyId' in input.key ? input.key.keyId : null;
@@ -261,7 +304,7 @@ export async function createSession({ ctx, input }: { ctx: SessionsDbContext; in
       continue;
     }
     if (guess !== undefined && row.created_at !== null) {
-      return { session: createdRecord(row, sessionId, guess.preauthCents, input), replayed: false };
+      return { session: createdRecord(row, sessionId, guess, input), replayed: false };
     }
     const limited = limitRefusal(row);
     if (limited) throw limited;
@@ -272,8 +315,9 @@ export async function createSession({ ctx, input }: { ctx: SessionsDbContext; in
     const refused = sessionFieldRefusal(row.provider ?? '', answerFieldsOf(input.clientSecretSettings));
     if (refused) throw refused;
     if (row.rate_id !== guess?.rateId) {
-      const preauthCents = preauthorizationCents(rateFromRow(row), policy.preauthMinutes);
-      guesses.set(modelId, { rateId: row.rate_id, preauthCents, minutes: policy.preauthMinutes });
+      const snapshot = await rateSnapshot(db, snapshots, row.rate_id);
+      const preauthCents = preauthorizationCents(snapshot.rate, policy.preauthMinutes);
+      guesses.set(modelId, { rateId: row.rate_id, preauthCents, minutes: policy.preauthMinutes, snapshot });
       continue;
     }
     if (row.available === null || row.available < guess.preauthCents) throw errors.insufficientBalance();
@@ -304,7 +348,8 @@ function limitRefusal(row: CreateRow): AppError | null {
   return null;
 }
 
-function createdRecord(row: CreateRow, id: string, preauth: number, input: CreateSessionInput): SessionRecord {
+function createdRecord(row: CreateRow, id: string, guess: RateGuess, input: CreateSessionInput): SessionRecord {
+  const preauth = guess.preauthCents;
   const { policy } = input;
   return {
     id,
@@ -315,9 +360,9 @@ function createdRecord(row: CreateRow, id: string, preauth: number, input: Creat
     provider: row.provider ?? '',
     providerModel: row.provider_model ?? '',
     capabilities: row.capabilities as Capabilities,
-    rateSnapshotId: row.rate_id ?? '',
-    pricingSource: row.source ?? '',
-    rate: rateFromRow(row),
+    rateSnapshotId: guess.rateId,
+    pricingSource: guess.snapshot.source,
+    rate: guess.snapshot.rate,
     createdAt: row.created_at as Date,
     lastActivityAt: row.last_activity_at as Date,
     idleTimeoutSeconds: policy.idleTimeoutSeconds,

@@ -89,7 +89,9 @@ export async function selectSessions(sql: Sql, f: SessionListFilter): Promise<Li
   const { rows } = await sql.query<SessionRow & { created_key: string }>(
     `SELECT * FROM (${SESSION_SELECT}
        WHERE ($1::text IS NULL OR s.key_id = $1)
-         AND ($2::text IS NULL OR s.wallet_id = $2)
+         -- By the wallet's keys (voice_sessions_key_id_idx): voice_sessions has no wallet_id index, one index
+         -- fewer for every create to write; a key never changes wallet.
+         AND ($2::text IS NULL OR (s.key_id IN (SELECT id FROM api_keys WHERE wallet_id = $2) AND s.wallet_id = $2))
          AND ($3::text IS NULL OR s.model_id = $3)
          AND ($4::text IS NULL OR s.status = $4)
          AND ($5::timestamptz IS NULL OR (s.created_at, s.id) < ($5::timestamptz, $6::text))
