@@ -66,11 +66,11 @@ export async function seed(url: string, wallets: number): Promise<string[]> {
   }
 }
 
-/** The create statement as `createSession` sends it, as a pgbench script: a random wallet's key, a fresh id. */
-export function pgbenchScript(hashes: string[]): { script: string; defines: string[] } {
-  const statement = createStatement(
+/** The create statement as `createSession` sends it for a key's secret hash, without an Idempotency-Key. */
+function benchStatement(secretHash: string, sessionId: string, rateId: string): ReturnType<typeof createStatement> {
+  return createStatement(
     {
-      key: { secretHash: 'HASH' },
+      key: { secretHash },
       request: { model: MODEL, mode: 'speech_to_speech' },
       traceId: '0'.repeat(32),
       // The control plane's defaults, except the key limits: no wallet may run into them during the runs.
@@ -82,10 +82,50 @@ export function pgbenchScript(hashes: string[]): { script: string; defines: stri
         keyLimits: { maxLiveSessions: 2 ** 31 - 1, maxCreatesPerMinute: 2 ** 31 - 1 },
       },
     },
-    'SID',
-    { rateId: 'RATE', preauthCents: 61 },
+    sessionId,
+    { rateId, preauthCents: 61 },
     null,
   );
+}
+
+export interface CreateLocks {
+  /** Relations one create holds locked once it has run (in its transaction). */
+  relations: number;
+  /** Of its locks, those in the shared lock table rather than on the backend's fast path. */
+  shared: number;
+}
+
+/**
+ * The relation locks of one create at its end, in its transaction, after seven on the same connection (the
+ * cached generic plan pgbench runs too). Its peak, with the indexes it writes still open, is what
+ * packages/sessions/test/create-locks.test.ts measures and bounds.
+ */
+export async function locksOfOneCreate(url: string, secretHash: string): Promise<CreateLocks> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const { rows } = await c.query<{ rate: string }>('SELECT current_rate_id AS rate FROM catalog_models WHERE id = $1', [MODEL]);
+    let locks: { relation: string; fastpath: boolean }[] = [];
+    for (let run = 0; run < 8; run++) {
+      await c.query('BEGIN');
+      await c.query(benchStatement(secretHash, newId('vs'), rows[0]!.rate));
+      locks = (
+        await c.query<{ relation: string; fastpath: boolean }>(
+          `SELECT relation::text, fastpath FROM pg_locks
+            WHERE pid = pg_backend_pid() AND locktype = 'relation' AND relation <> 'pg_locks'::regclass`,
+        )
+      ).rows;
+      await c.query('ROLLBACK');
+    }
+    return { relations: new Set(locks.map((l) => l.relation)).size, shared: locks.filter((l) => !l.fastpath).length };
+  } finally {
+    await c.end();
+  }
+}
+
+/** The create statement as `createSession` sends it, as a pgbench script: a random wallet's key, a fresh id. */
+export function pgbenchScript(hashes: string[]): { script: string; defines: string[] } {
+  const statement = benchStatement('HASH', 'SID', 'RATE');
   const defines: string[] = [];
   const keys = `(ARRAY[${hashes.map((h) => `'${h}'`).join(',')}])[:k]`;
   const sql = statement.text.replace(/\$(\d+)\b/g, (_m, n: string) => {
@@ -130,8 +170,14 @@ async function sampleWaits(
   return { waits, locks, samples };
 }
 
-export async function runCreates(url: string, clients: number[], wallets: number, seconds: number): Promise<CreateRun[]> {
+export async function runCreates(
+  url: string,
+  clients: number[],
+  wallets: number,
+  seconds: number,
+): Promise<{ runs: CreateRun[]; locks: CreateLocks }> {
   const hashes = await seed(url, wallets);
+  const locks = await locksOfOneCreate(url, hashes[0]!);
   const { script, defines } = pgbenchScript(hashes);
   const dir = mkdtempSync(join(tmpdir(), 'scale-pgbench-'));
   const file = join(dir, 'create.sql');
@@ -171,12 +217,15 @@ export async function runCreates(url: string, clients: number[], wallets: number
     await admin.end();
     rmSync(dir, { recursive: true, force: true });
   }
-  return runs;
+  return { runs, locks };
 }
 
-export function printCreates(runs: CreateRun[], wallets: number): void {
+export function printCreates({ runs, locks }: { runs: CreateRun[]; locks: CreateLocks }, wallets: number): void {
   console.log(
     `\ncreate statement under pgbench, ${wallets} wallets, ${DURATION_S} s per run, ${cpus().length} cores, load ${loadavg()[0]!.toFixed(2)}`,
+  );
+  console.log(
+    `one create holds ${locks.relations} relations locked at its end, ${locks.shared} of its locks in the shared lock table (fast path: 16 relations)`,
   );
   console.log('| clients | tps | latency ms | backends by wait event (share of samples) | lock waits (mean per sample) |');
   console.log('|---:|---:|---:|---|---|');
