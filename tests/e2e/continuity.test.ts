@@ -5,13 +5,22 @@
 // characters, audio in 1 per 100 ms, out 1 per 50 ms; a new connection's context is the replayed text.
 import t, { type Test } from 'tap';
 import { CreateKeyResponse, VoiceSession } from '@s2s/contract';
-import { SEED_RATE, ZERO_USAGE, type Usage } from '@s2s/core';
+import { ZERO_USAGE, type Usage } from '@s2s/core';
 import { checkLedgerInvariants } from '@s2s/db/testing';
 import { BYTES_PER_MS, pcmFrames, pcmSilence, pcmTone } from '@s2s/local-provider';
 import { eventually, type ServerEventLike } from '@s2s/testing';
-import { fileURLToPath } from 'node:url';
 import { expectedCents } from './bill.js';
-import { api, attachSession, expectCharged, spawnService, startStack, type Stack } from './stack.js';
+import {
+  api,
+  attachSession,
+  azureRouteEnv,
+  expectCharged,
+  movesOf,
+  putFailoverModel,
+  startAzureRoute,
+  startStack,
+  type Stack,
+} from './stack.js';
 
 const MODEL = 'local/echo-1';
 const text = (s: string) => Math.ceil(s.length / 4);
@@ -75,12 +84,7 @@ async function endAndCheck(
   await expectCharged(t, stack, key.wallet_id, 10_000, cents);
 }
 
-/** The relay's log lines saying a session moved (one per completed move), of one reason when given. */
-function moves(stack: Stack, reason?: 'deadline' | 'lost'): number {
-  return stack.relay.output.filter(
-    (l) => l.includes('"session moved to a new upstream connection"') && (reason === undefined || l.includes(`"reason":"${reason}"`)),
-  ).length;
-}
+const moves = movesOf;
 
 const INSTRUCTIONS = 'You keep numbers in mind. Answer briefly.';
 
@@ -271,40 +275,9 @@ t.test('an upstream that cannot be re-established (the provider is gone): upstre
 });
 
 t.test('failover: the provider of the route dies, the session continues on the next route (Azure), billed to the cent', async (t) => {
-  // The second route: another simulator process answering as an Azure OpenAI deployment.
-  const azure = await spawnService(t, {
-    name: 'azure-provider',
-    node: process.execPath,
-    args: ['--import', 'tsx', 'services/local-provider/src/main.ts'],
-    cwd: fileURLToPath(new URL('../../', import.meta.url)),
-    env: {
-      ...process.env,
-      LOG_LEVEL: 'info',
-      OTEL_SDK_DISABLED: 'true',
-      LOCAL_PROVIDER_PORT: '0',
-      LOCAL_PROVIDER_DIALECT: 'azure',
-      LOCAL_PROVIDER_API_KEY: 'azure-e2e-key-0123456789',
-    },
-    listening: 'local provider listening',
-  });
-  const stack = await startStack(t, {
-    relay: { AZURE_OPENAI_ENDPOINT: `http://127.0.0.1:${azure.port}`, AZURE_OPENAI_API_KEY: 'azure-e2e-key-0123456789' },
-  });
-  const put = await api(stack, 'PUT', '/admin/v1/models', {
-    admin: true,
-    body: {
-      id: 'acme/keeper',
-      display_name: 'Keeper',
-      owned_by: 'acme',
-      provider: 'local',
-      provider_model: 'keeper-1',
-      fallback_routes: [{ provider: 'azure', provider_model: 'keeper-eu' }],
-      enabled: true,
-      approved: true,
-      pricing: SEED_RATE,
-    },
-  });
-  t.equal(put.status, 200);
+  const azure = await startAzureRoute(t);
+  const stack = await startStack(t, { relay: azureRouteEnv(azure) });
+  t.equal((await putFailoverModel(stack, 'acme/keeper')).status, 200);
   const { key, rate, session, client } = await open(t, stack, 'acme/keeper');
   client.send({ type: 'session.update', session: { instructions: INSTRUCTIONS, audio: { input: { transcription: {} } } } });
   await client.next('session.updated');

@@ -8,25 +8,11 @@ import { checkLedgerInvariants } from '@s2s/db/testing';
 import { pcmSilence, pcmTone } from '@s2s/local-provider';
 import { sleep } from '@s2s/testing';
 import WebSocket from 'ws';
+import { mulawOf } from './phone.js';
 import { api, startStack } from './stack.js';
 
 const MODEL = 'local/echo-1';
 const SID = 'MZ00000000000000000000000000000042';
-
-/** 24 kHz PCM16 as 8 kHz μ-law (ITU-T G.711; every third sample). */
-function mulawOf(pcm: Buffer): Buffer {
-  const out = Buffer.alloc(Math.floor(pcm.length / 6));
-  for (let i = 0; i < out.length; i++) {
-    let s = Math.max(-32635, Math.min(32635, pcm.readInt16LE(6 * i)));
-    const sign = s < 0 ? 0x80 : 0;
-    if (s < 0) s = -s;
-    s += 0x84;
-    let exponent = 7;
-    for (let mask = 0x4000; (s & mask) === 0 && exponent > 0; exponent--, mask >>= 1);
-    out[i] = ~(sign | (exponent << 4) | ((s >> (exponent + 3)) & 0x0f)) & 0xff;
-  }
-  return out;
-}
 
 t.test('a relay killed mid-call (SIGKILL): the gateway ends the call promptly, settled once from its last checkpoint', async (t) => {
   const stack = await startStack(t);

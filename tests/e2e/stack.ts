@@ -9,6 +9,7 @@ import { connectBus, type Bus } from '@s2s/bus';
 import { brokerHandoffs } from '@s2s/handoff/broker';
 import { checkLedgerInvariants, createTestDatabase, type TestDatabase } from '@s2s/db/testing';
 import { REALTIME_PROTOCOL, Wallet, type VoiceSession } from '@s2s/contract';
+import { SEED_RATE } from '@s2s/core';
 import { Client } from '@s2s/testing';
 import type { Test } from 'tap';
 import WebSocket from 'ws';
@@ -169,6 +170,56 @@ export async function startStack(
     'billing consumer started',
   );
   return { db, bus, prefix, provider, relay, controlPlane, billing, baseUrl: `http://127.0.0.1:${controlPlane.port}`, relayUrl };
+}
+
+/** A second route for failover tests: another simulator process answering as an Azure OpenAI deployment. */
+export const AZURE_KEY = 'azure-e2e-key-0123456789';
+export function startAzureRoute(t: Teardown): Promise<Service> {
+  return spawnService(t, {
+    name: 'azure-provider',
+    node: process.execPath,
+    args: ['--import', 'tsx', 'services/local-provider/src/main.ts'],
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      LOG_LEVEL: 'info',
+      OTEL_SDK_DISABLED: 'true',
+      LOCAL_PROVIDER_PORT: '0',
+      LOCAL_PROVIDER_DIALECT: 'azure',
+      LOCAL_PROVIDER_API_KEY: AZURE_KEY,
+    },
+    listening: 'local provider listening',
+  });
+}
+
+/** The relay's environment that configures the Azure route of `startAzureRoute`. */
+export function azureRouteEnv(azure: Service): Record<string, string> {
+  return { AZURE_OPENAI_ENDPOINT: `http://127.0.0.1:${azure.port}`, AZURE_OPENAI_API_KEY: AZURE_KEY };
+}
+
+/** A catalog model served by the simulator (`keeper-1`) with the Azure route as its failover route. */
+export function putFailoverModel(stack: Stack, id: string) {
+  return api(stack, 'PUT', '/admin/v1/models', {
+    admin: true,
+    body: {
+      id,
+      display_name: 'Keeper',
+      owned_by: 'acme',
+      provider: 'local',
+      provider_model: 'keeper-1',
+      fallback_routes: [{ provider: 'azure', provider_model: 'keeper-eu' }],
+      enabled: true,
+      approved: true,
+      pricing: SEED_RATE,
+    },
+  });
+}
+
+/** The relay's log lines saying a session moved to a new upstream connection, of one reason when given. */
+export function movesOf(stack: Stack, reason?: 'deadline' | 'lost'): number {
+  return stack.relay.output.filter(
+    (l) => l.includes('"session moved to a new upstream connection"') && (reason === undefined || l.includes(`"reason":"${reason}"`)),
+  ).length;
 }
 
 export async function api<T = unknown>(
