@@ -26,8 +26,48 @@ export interface PhoneWire {
   clear(streamId: string): string;
 }
 
+/** The messages both providers shape alike (Twilio's and Telnyx's documentation), whatever else they carry. */
+type SharedMessage =
+  | { event: 'connected' }
+  | { event: 'media'; media: { track: string; payload: string } }
+  | { event: 'dtmf'; dtmf: { digit: string } }
+  | { event: 'mark'; mark: { name: string } }
+  | { event: 'stop' };
+
+/**
+ * One provider message read into the neutral form: JSON, then the provider's schema (`invalid` with the
+ * reason otherwise), then `own` for the messages the provider shapes its own way, which hands the others to
+ * `shared`.
+ */
+export function readInbound<M extends { event: string }>(
+  text: string,
+  schema: { safeParse(v: unknown): { success: true; data: M } | { success: false } },
+  known: readonly string[],
+  own: (m: M, shared: (m: SharedMessage) => PhoneInbound) => PhoneInbound,
+): PhoneInbound {
+  const msg = jsonOf(text);
+  const parsed = schema.safeParse(msg);
+  if (!parsed.success) return { kind: 'invalid', reason: invalidReason(msg, known) };
+  return own(parsed.data, sharedInbound);
+}
+
+function sharedInbound(m: SharedMessage): PhoneInbound {
+  switch (m.event) {
+    case 'connected':
+      return { kind: 'connected' };
+    case 'media':
+      return { kind: 'media', track: m.media.track, payload: m.media.payload };
+    case 'dtmf':
+      return { kind: 'dtmf', digit: m.dtmf.digit };
+    case 'mark':
+      return { kind: 'mark', name: m.mark.name };
+    case 'stop':
+      return { kind: 'stop' };
+  }
+}
+
 /** One message's text as JSON, or null. */
-export function jsonOf(text: string): unknown {
+function jsonOf(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
@@ -36,7 +76,7 @@ export function jsonOf(text: string): unknown {
 }
 
 /** The refusal reason of a message that is not one of the provider's (unknown event, wrong shape). */
-export function invalidReason(msg: unknown, known: readonly string[]): string {
+function invalidReason(msg: unknown, known: readonly string[]): string {
   if (typeof msg !== 'object' || msg === null) return 'The message is not a JSON object.';
   const event = (msg as { event?: unknown }).event;
   if (typeof event !== 'string' || !known.includes(event)) return `Unknown event ${JSON.stringify(event ?? null).slice(0, 64)}.`;

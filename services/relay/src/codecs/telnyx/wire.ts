@@ -1,5 +1,5 @@
 import { TelnyxInboundMessage, type TelnyxOutboundMessage } from '@s2s/contract';
-import { invalidReason, jsonOf, type PhoneInbound, type PhoneWire } from '../phone/wire.js';
+import { readInbound, type PhoneWire } from '../phone/wire.js';
 
 const EVENTS = TelnyxInboundMessage.options.map((o) => o.shape.event.value);
 
@@ -7,15 +7,9 @@ const EVENTS = TelnyxInboundMessage.options.map((o) => o.shape.event.value);
 export const telnyxWire: PhoneWire = {
   provider: 'telnyx',
   mulaw: 'PCMU',
-  parse(text): PhoneInbound {
-    const msg = jsonOf(text);
-    const parsed = TelnyxInboundMessage.safeParse(msg);
-    if (!parsed.success) return { kind: 'invalid', reason: invalidReason(msg, EVENTS) };
-    const m = parsed.data;
-    switch (m.event) {
-      case 'connected':
-        return { kind: 'connected' };
-      case 'start':
+  parse: (text) =>
+    readInbound(text, TelnyxInboundMessage, EVENTS, (m, shared) => {
+      if (m.event === 'start')
         return {
           kind: 'start',
           streamId: m.stream_id,
@@ -24,18 +18,9 @@ export const telnyxWire: PhoneWire = {
           encoding: m.start.media_format.encoding,
           sampleRate: m.start.media_format.sample_rate,
         };
-      case 'media':
-        return { kind: 'media', track: m.media.track, payload: m.media.payload };
-      case 'dtmf':
-        return { kind: 'dtmf', digit: m.dtmf.digit };
-      case 'mark':
-        return { kind: 'mark', name: m.mark.name };
-      case 'stop':
-        return { kind: 'stop' };
-      case 'error':
-        return { kind: 'error', code: m.payload.code, title: m.payload.title };
-    }
-  },
+      if (m.event === 'error') return { kind: 'error', code: m.payload.code, title: m.payload.title };
+      return shared(m);
+    }),
   media: (_streamId, payload) => JSON.stringify({ event: 'media', media: { payload } } satisfies TelnyxOutboundMessage),
   mark: (_streamId, name) => JSON.stringify({ event: 'mark', mark: { name } } satisfies TelnyxOutboundMessage),
   clear: () => JSON.stringify({ event: 'clear' } satisfies TelnyxOutboundMessage),
