@@ -62,6 +62,12 @@ function design({ up, down, taps, cutoff }: ResamplerDesign): Phases {
   return { branches, history: Math.ceil(taps / up) + down };
 }
 
+/**
+ * PCM16 24 kHz → 16 kHz (Gemini Live's input rate): 2/3 through 48 kHz, 96 taps (a ~3 kHz transition band),
+ * flat to ~5.5 kHz, attenuated by the 8 kHz Nyquist, stop band (> 70 dB) from ~8.5 kHz; ≈ 1 ms of lag.
+ */
+export const DOWN_24K_TO_16K: Readonly<ResamplerDesign> = Object.freeze({ up: 2, down: 3, taps: 96, cutoff: 7000 / 48_000 });
+
 export class Resampler {
   private readonly up: number;
   private readonly down: number;

@@ -31,7 +31,6 @@ export { DEFAULT_CONTINUITY, type ContinuityPolicy } from './shared/continuity.j
 export { LocalAdapter } from './local/adapter.js';
 export { AzureOpenAIAdapter, AZURE_REALTIME_PATH, azureRealtimeUrl } from './azure/adapter.js';
 export { GeminiLiveAdapter, GEMINI_LIVE_URL, geminiVoice, type GeminiLiveOptions } from './gemini/adapter.js';
-export { Resampler24kTo16k, resampledLength } from './gemini/resample.js';
 
 /** Every provider the relay knows, in the order it offers them: a new provider is its folder and a line here. */
 export const PROVIDERS = [localProvider, openaiProvider, azureProvider, geminiProvider] as const;

@@ -1,11 +1,11 @@
 import type { FunctionCall, FunctionResponse, LiveClientMessage, LiveServerContent, LiveServerMessage, Part } from '@google/genai';
+import { bytesOf, DOWN_24K_TO_16K, Resampler, samplesOf } from '@s2s/audio';
 import { BYTES_PER_MS, randomBase62 } from '@s2s/core';
 import { ZERO_TOKENS, type ContentPart, type ItemBody, type NewItem, type VoiceSettings, type TokenReport } from '../../agent/types.js';
 import { Audio } from '../../audio.js';
 import { UpstreamError, type UpstreamErrorKind } from '../shared/errors.js';
 import { geminiInstruction, geminiRefusal, geminiSetup, geminiTools, geminiUpdateRefusal, type GeminiSessionConfig } from './setup.js';
 import { geminiTokenReport } from './usage.js';
-import { Resampler24kTo16k } from './resample.js';
 import type {
   OutputRef,
   ProviderAdapter,
@@ -146,7 +146,7 @@ interface UserAudio {
 }
 
 class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConnection {
-  private readonly resampler = new Resampler24kTo16k();
+  private readonly resampler = new Resampler(DOWN_24K_TO_16K);
   private inputBytes = 0;
   /** Audio went up since the last audioStreamEnd (automatic activity detection). */
   private streamOpen = false;
@@ -325,15 +325,16 @@ class GeminiLiveConnection extends WsUpstreamConnection implements UpstreamConne
     this.user ??= this.newUser();
     this.user.bytes += audio.bytes;
     this.inputEnded = false;
-    // Gemini takes 16 kHz: this adapter decodes the client's base64 to resample it.
-    const resampled = this.resampler.push(audio.pcm);
+    // Gemini takes 16 kHz: this adapter decodes the client's base64 to resample it (whole samples: the relay
+    // checks an append's alignment).
+    const resampled = this.resampler.push(samplesOf(audio.pcm));
     if (resampled.length === 0) return;
     if (this.manualTurns && !this.activityOpen) {
       this.activityOpen = true;
       this.sendFrame({ realtimeInput: { activityStart: {} } });
     }
     this.streamOpen = true;
-    this.sendFrame({ realtimeInput: { audio: { data: resampled.toString('base64'), mimeType: INPUT_MIME } } });
+    this.sendFrame({ realtimeInput: { audio: { data: bytesOf(resampled).toString('base64'), mimeType: INPUT_MIME } } });
   }
 
   commit(): void {
