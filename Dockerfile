@@ -17,6 +17,7 @@ WORKDIR /src
 
 # Packages first, keyed on the lockfile only, so a source change does not refetch them.
 COPY pnpm-lock.yaml pnpm-workspace.yaml ./
+COPY patches ./patches
 RUN pnpm fetch
 
 COPY . .

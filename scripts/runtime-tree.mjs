@@ -47,7 +47,8 @@ function writeManifest(dir, json) {
 }
 
 writeManifest('.', JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')));
-for (const f of ['pnpm-lock.yaml', 'pnpm-workspace.yaml']) cpSync(join(root, f), join(out, f));
+// patches/: the lockfile's patchedDependencies (werift), applied again by this install.
+for (const f of ['pnpm-lock.yaml', 'pnpm-workspace.yaml', 'patches']) cpSync(join(root, f), join(out, f), { recursive: true });
 for (const dir of wanted) {
   const json = manifest(dir);
   writeManifest(dir, json);

@@ -67,27 +67,37 @@ export class BrowserPeer {
   }
 }
 
+/** Which way a datagram crosses the hop: from the endpoint to the browser stand-in, or back. */
+export type HopDirection = 'to_browser' | 'to_endpoint';
+
+/**
+ * Sees every datagram that crosses the hop; returning false drops it (a lossy network). The hop's tests read
+ * DTLS record headers with it and drop chosen records.
+ */
+export type HopFilter = (data: Buffer, direction: HopDirection) => boolean;
+
 /** A UDP hop between the browser stand-in and the endpoint that the test can cut, as a network would. */
 export class UdpHop {
   private clientAddr: { address: string; port: number } | undefined;
   private constructor(
     private readonly socket: Socket,
     private readonly target: number,
+    filter: HopFilter,
   ) {
     socket.on('message', (data, rinfo) => {
       if (rinfo.port === target && rinfo.address === '127.0.0.1') {
-        if (this.clientAddr) socket.send(data, this.clientAddr.port, this.clientAddr.address);
+        if (this.clientAddr && filter(data, 'to_browser')) socket.send(data, this.clientAddr.port, this.clientAddr.address);
       } else {
         this.clientAddr = { address: rinfo.address, port: rinfo.port };
-        socket.send(data, target, '127.0.0.1');
+        if (filter(data, 'to_endpoint')) socket.send(data, target, '127.0.0.1');
       }
     });
   }
 
-  static async open(target: number): Promise<UdpHop> {
+  static async open(target: number, filter: HopFilter = () => true): Promise<UdpHop> {
     const socket = createSocket('udp4');
     await new Promise<void>((r) => socket.bind(0, '127.0.0.1', () => r()));
-    return new UdpHop(socket, target);
+    return new UdpHop(socket, target, filter);
   }
 
   get port(): number {
