@@ -24,7 +24,7 @@ t.test('drift between the database and the schema is reported', async (t) => {
     ALTER TABLE ledger_entries ALTER COLUMN kind DROP NOT NULL;
     ALTER TABLE catalog_models ALTER COLUMN enabled SET DEFAULT false;
     ALTER TABLE settlements ADD COLUMN note text;
-    DROP INDEX voice_sessions_settled_at_max_ends_at_idx;
+    DROP INDEX voice_sessions_settled_at_id_idx;
     DROP INDEX api_keys_secret_hash_key;
     CREATE INDEX extra_idx ON wallets (balance_cents);
     ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_pkey;
@@ -41,7 +41,7 @@ t.test('drift between the database and the schema is reported', async (t) => {
     'column ledger_entries.kind is nullable, schema says NOT NULL',
     'column catalog_models.enabled has default false',
     'column settlements.note is not in the Prisma schema',
-    'index voice_sessions_settled_at_max_ends_at_idx on voice_sessions (index (settled_at, max_ends_at)) is missing',
+    'index voice_sessions_settled_at_id_idx on voice_sessions (index (settled_at, id)) is missing',
     'index api_keys_secret_hash_key on api_keys (unique (secret_hash)) is missing',
     'index extra_idx on wallets (index (balance_cents)) is not in the Prisma schema',
     'index idempotency_keys_pkey on idempotency_keys is primary key (key_id), schema says primary key (key_id, idempotency_key)',
