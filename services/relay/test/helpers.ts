@@ -81,7 +81,7 @@ export async function setupRelay(
   t: Teardown,
   env: Record<string, string> = {},
   simOptions: Pick<LocalProviderOptions, 'maxConnectionMs' | 'capWarningMs'> = {},
-  webrtcTiming: Pick<WebRtcEndpointOptions, 'connectTimeoutMs' | 'livenessMs' | 'failAfterMs'> = {},
+  webrtcTiming: Pick<WebRtcEndpointOptions, 'connectTimeoutMs' | 'livenessMs' | 'failAfterMs' | 'maxMessageBytes'> = {},
 ): Promise<RelayEnv> {
   const { db, url: dbUrl } = await createTestDatabase(t);
   const bus = await testBus(t);

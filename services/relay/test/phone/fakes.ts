@@ -114,12 +114,16 @@ export function phoneUrl(env: RelayEnv, provider: 'twilio' | 'telnyx'): string {
 }
 
 /** A session as POST /v1/realtime/client_secrets makes it for a phone app, and its secret. */
-export async function phoneSession(env: RelayEnv, key: KeyFixture, opts: { ttlSeconds?: number; ageSeconds?: number } = {}) {
+export async function phoneSession(
+  env: RelayEnv,
+  key: KeyFixture,
+  opts: { ttlSeconds?: number; ageSeconds?: number; model?: string } = {},
+) {
   const { session } = await createSession({
     ctx: { db: env.db },
     input: {
       key: { keyId: key.keyId, walletId: key.walletId },
-      request: { model: MODEL, mode: 'speech_to_speech' },
+      request: { model: opts.model ?? MODEL, mode: 'speech_to_speech' },
       clientSecretSettings: {
         instructions: 'You answer the phone.',
         tools: [{ type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } }],
