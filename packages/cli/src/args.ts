@@ -13,9 +13,12 @@ Commands:
   talk (--wav FILE | --mic [--seconds N] | --tone) [--out FILE] [--model ID] [--instructions TEXT] [--voice NAME] [--tool]
                                  a spoken conversation with live progress, transcripts, the running cost and the bill;
                                  --tone speaks a generated 1 s 440 Hz tone (a turn for the local simulator)
-  call --twilio --wav FILE [--out FILE] [--model ID] [--instructions TEXT]
-                                 a simulated phone call: Twilio's media-stream protocol to /v1/telephony/twilio,
-                                 the question as 20 ms μ-law frames, the answer saved as WAV, the bill
+  call (--twilio | --webrtc) --wav FILE [--out FILE] [--model ID] [--instructions TEXT]
+                                 a call with the question in FILE, the answer saved as WAV, the bill;
+                                 --twilio: a simulated phone call, Twilio's media-stream protocol to
+                                 /v1/telephony/twilio, 20 ms μ-law frames (the answer at 8 kHz);
+                                 --webrtc: a WebRTC call to /v1/realtime/calls, Opus on the tracks, the events
+                                 on oai-events, the transcripts printed (the answer at 24 kHz)
 
 Flags of every command:
   --base-url URL   the gateway (default: S2S_BASE_URL, else ${DEFAULT_BASE_URL})
@@ -51,6 +54,7 @@ const talkOptions = {
 const callOptions = {
   ...common,
   twilio: { type: 'boolean' },
+  webrtc: { type: 'boolean' },
   wav: { type: 'string' },
   out: { type: 'string' },
   model: { type: 'string' },
@@ -58,6 +62,8 @@ const callOptions = {
 } as const satisfies ParseArgsConfig['options'];
 
 export interface CallOptions {
+  /** What the call speaks: Twilio's media streams, or WebRTC. */
+  via: 'twilio' | 'webrtc';
   wav: string;
   out: string;
   model: string;
@@ -171,11 +177,12 @@ export function parseCommand(argv: string[], env: Env): Command {
   if (first === 'call') {
     const { values } = parse(rest, callOptions, 0);
     if (values.help) return { kind: 'help' };
-    if (!values.twilio) throw new UsageError('call needs --twilio (the protocol the simulated call speaks)');
+    if (values.twilio === values.webrtc) throw new UsageError('call needs one of --twilio or --webrtc (what the call speaks)');
     if (!values.wav) throw new UsageError('call needs --wav FILE (the question)');
     return {
       kind: 'call',
       ...connection(values, env),
+      via: values.twilio ? 'twilio' : 'webrtc',
       wav: values.wav,
       out: values.out ?? 'answer.wav',
       model: values.model ?? DEFAULT_MODEL,

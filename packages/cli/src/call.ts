@@ -1,16 +1,21 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { decodeG711, FrameChunker, G711_BYTES_PER_MS, G711_FRAME_BYTES, G711_FRAME_MS, G711Encoder } from '@s2s/audio';
-import { billOf, decodeWav, encodeWav, S2SClient, toGatewayPcm, type VoiceSession } from '@s2s/client';
+import { encodeWav, S2SClient } from '@s2s/client';
 import { TELEPHONY_PATHS, type TwilioInboundMessage } from '@s2s/contract';
 import WebSocket from 'ws';
 import type { CallOptions, Connection } from './args.js';
+import { printBill, readQuestion } from './call-session.js';
+import { webrtcCall } from './call-webrtc.js';
 import type { Output } from './progress.js';
 
-/** Silence after the question, so that the gateway's turn detection ends the caller's turn. */
-const TRAILING_SILENCE_MS = 800;
 /** How long to wait for the answer once the question has been sent. */
 const ANSWER_WAIT_MS = 30_000;
 const STREAM_SID = 'MZs2scli0000000000000000000000000';
+
+/** `s2s call (--twilio | --webrtc) --wav FILE`: a call with the question in FILE, then the bill. */
+export function call(cmd: Connection & CallOptions, io: { stdout: Output }): Promise<void> {
+  return cmd.via === 'webrtc' ? webrtcCall(cmd, io) : twilioCall(cmd, io);
+}
 
 /**
  * `s2s call --twilio --wav FILE`: a simulated phone call, speaking Twilio's Media Streams protocol to the
@@ -18,9 +23,9 @@ const STREAM_SID = 'MZs2scli0000000000000000000000000';
  * key, passed as the stream's custom parameter; the question in 20 ms μ-law frames in real time; the answer
  * collected until its mark, saved as WAV (8 kHz); then `stop`, and the settled bill printed.
  */
-export async function call(cmd: Connection & CallOptions, io: { stdout: Output }): Promise<void> {
+async function twilioCall(cmd: Connection & CallOptions, io: { stdout: Output }): Promise<void> {
   const client = new S2SClient({ baseUrl: cmd.baseUrl, apiKey: cmd.key });
-  const question = readQuestion(cmd.wav);
+  const question = muLawFrames(readQuestion(cmd.wav));
   const minted = await client.clientSecrets.create({
     session: { type: 'realtime', model: cmd.model, ...(cmd.instructions ? { instructions: cmd.instructions } : {}) },
   });
@@ -77,42 +82,13 @@ export async function call(cmd: Connection & CallOptions, io: { stdout: Output }
   const heard = Buffer.concat(answer);
   writeFileSync(cmd.out, encodeWav(decodeG711('pcmu', heard), { sampleRate: 8000 }));
   io.stdout.write(`heard ${Math.floor(heard.length / G711_BYTES_PER_MS)} ms of answer, saved to ${cmd.out}\n`);
-  const settled = await settledSession(client, sessionId);
-  const bill = billOf(settled);
-  io.stdout.write(
-    `session ${settled.id}: ${settled.status}; audio in ${bill.usage.audio_in_ms} ms, out ${bill.usage.audio_out_ms} ms; ` +
-      `billed ${bill.billedCents} cents${bill.settled ? ' (settled)' : ''}\n`,
-  );
+  await printBill(client, sessionId, io.stdout);
 }
 
-/** The question as 160-byte μ-law frames: the WAV at the gateway's rate, then encoded as Twilio sends it. */
-function readQuestion(path: string): Buffer[] {
-  let file: Buffer;
-  try {
-    file = readFileSync(path);
-  } catch (err) {
-    throw new Error(`cannot read --wav ${path}: ${(err as Error).message}`, { cause: err });
-  }
-  let pcm: Uint8Array;
-  try {
-    pcm = toGatewayPcm(decodeWav(file));
-  } catch (err) {
-    throw new Error(`--wav ${path}: ${(err as Error).message}`, { cause: err });
-  }
-  const withSilence = Buffer.concat([pcm, Buffer.alloc(TRAILING_SILENCE_MS * 48)]);
+/** The question as 160-byte μ-law frames, as Twilio sends it. */
+function muLawFrames(pcm: Buffer): Buffer[] {
   const chunker = new FrameChunker(G711_FRAME_BYTES);
-  const frames = chunker.push(new G711Encoder('pcmu').push(withSilence));
+  const frames = chunker.push(new G711Encoder('pcmu').push(pcm));
   const last = chunker.flush();
   return last ? [...frames, last] : frames;
-}
-
-/** The session once settled (its stop ended it), read a few times while billing settles it. */
-async function settledSession(client: S2SClient, id: string): Promise<VoiceSession> {
-  let s = await client.sessions.get(id).catch(() => null);
-  for (let i = 0; i < 40 && (s === null || s.billing.reserved_cents !== 0); i++) {
-    await new Promise((r) => setTimeout(r, 250));
-    s = await client.sessions.get(id).catch(() => s);
-  }
-  if (s === null) throw new Error(`cannot read session ${id}`);
-  return s;
 }

@@ -91,14 +91,17 @@ t.test('the running cost follows the billing formula over the responses so far',
   t.equal(cost.billedCents, 2);
 });
 
-t.test('call --twilio --wav: a simulated phone call', async (t) => {
+t.test('call (--twilio | --webrtc) --wav: a call speaking one protocol', async (t) => {
   t.match(parseCommand(['call', '--twilio', '--wav', 'q.wav'], { S2S_API_KEY: 'vr_sk_env' }), {
     kind: 'call',
+    via: 'twilio',
     wav: 'q.wav',
     out: 'answer.wav',
     model: 'local/echo-1',
     key: 'vr_sk_env',
   });
-  t.throws(() => parseCommand(['call', '--wav', 'q.wav'], {}), /--twilio/);
+  t.match(parseCommand(['call', '--webrtc', '--wav', 'q.wav', '--out', 'a.wav'], {}), { kind: 'call', via: 'webrtc', out: 'a.wav' });
+  t.throws(() => parseCommand(['call', '--wav', 'q.wav'], {}), /one of --twilio or --webrtc/);
+  t.throws(() => parseCommand(['call', '--twilio', '--webrtc', '--wav', 'q.wav'], {}), /one of --twilio or --webrtc/);
   t.throws(() => parseCommand(['call', '--twilio'], {}), /--wav/);
 });
