@@ -13,6 +13,9 @@ import { expectedCents } from './bill.js';
 import { answersOf, mulawOf, PhoneLine, type PhoneProvider } from './phone.js';
 import { api, azureRouteEnv, expectCharged, movesOf, putFailoverModel, startAzureRoute, startStack, type Stack } from './stack.js';
 
+// Four calls in real time (about 20 s each) with their stacks: more than tap's 240 s on a loaded machine.
+t.setTimeout(480_000);
+
 /** One turn of the caller: 600 ms of speech, then 1400 ms of the line's silence (the VAD ends the turn). */
 const SPEECH_MS = 600;
 const CYCLE_MS = 2000;
