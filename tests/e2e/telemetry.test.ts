@@ -2,13 +2,14 @@
 // in-process OTLP receiver. The session's trace_id finds the spans of every service; every bus message
 // carries its trace context; spans carry the gateway's attributes and never a key or audio; each service's
 // /metrics moves during the session.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { CreateKeyResponse, REALTIME_PROTOCOL, ResponseDoneEvent, VoiceSession } from '@s2s/contract';
 import { pcmFrames, pcmSilence, pcmTone } from '@s2s/local-provider';
-import { startOtlpReceiver, type ReceivedSpan } from '@s2s/telemetry/testing';
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '@s2s/telemetry/testing';
 import { Client, eventually } from '@s2s/testing';
 import WebSocket from 'ws';
 import { api, startStack, type Stack } from './stack.js';
+import { hangUp, mintCall, offerCall } from './webrtc.js';
 
 const MODEL = 'local/echo-1';
 
@@ -41,7 +42,8 @@ async function connect(url: string, secret: string): Promise<Client> {
   return client;
 }
 
-t.test('one session, one trace: spans of every service, trace context on the bus, metrics that move', async (t) => {
+/** An in-process OTLP receiver (closed at teardown) and the environment that exports to it quickly. */
+async function otlp(t: Test): Promise<{ receiver: OtlpReceiver; otel: Record<string, string> }> {
   const receiver = await startOtlpReceiver();
   t.teardown(() => receiver.close());
   const otel = {
@@ -51,6 +53,11 @@ t.test('one session, one trace: spans of every service, trace context on the bus
     OTEL_BSP_SCHEDULE_DELAY: '100',
     OTEL_METRIC_EXPORT_INTERVAL: '500',
   };
+  return { receiver, otel };
+}
+
+t.test('one session, one trace: spans of every service, trace context on the bus, metrics that move', async (t) => {
+  const { receiver, otel } = await otlp(t);
   const stack: Stack = await startStack(t, {
     provider: otel,
     relay: otel,
@@ -239,4 +246,44 @@ t.test('one session, one trace: spans of every service, trace context on the bus
   t.notOk(raw.includes(key.key.slice(6)), 'no part of the key');
   t.notOk(raw.includes(tone.subarray(0, 480).toString('base64').slice(0, 40)), 'no audio');
   t.notOk(/"key":"[^"]*(?:audio|authorization)[^"]*","value":\{"stringValue"/i.test(raw), 'no audio or authorization string attribute');
+});
+
+t.test("a WebRTC call: its span is POST /v1/realtime/calls, in the session's trace, the attachment under it", async (t) => {
+  const { receiver, otel } = await otlp(t);
+  const stack = await startStack(t, { relay: { ...otel, WEBRTC_ANNOUNCED_ADDRESSES: '127.0.0.1' } });
+  const { key, sessionId, secret } = await mintCall(stack);
+  const traceId = VoiceSession.parse((await api(stack, 'GET', `/v1/voice/sessions/${sessionId}`, { key: key.key })).body).trace_id;
+
+  // The page's own trace context on the request (a browser with OpenTelemetry's fetch instrumentation).
+  const clientTrace = 'c'.repeat(32);
+  const clientSpan = 'd'.repeat(16);
+  const { status } = await offerCall(t, stack, secret, { traceparent: `00-${clientTrace}-${clientSpan}-01` });
+  t.equal(status, 201);
+  const hung = await hangUp(stack, sessionId, key.key);
+  t.equal(hung.status, 200);
+
+  const spans = await eventually(
+    () => receiver.spans().filter((s) => s.traceId === traceId),
+    (list) => list.some((s) => s.name === 'POST /v1/realtime/calls') && list.some((s) => s.name === 's2s.relay.attachment'),
+    15_000,
+  );
+  const call = spans.find((s) => s.name === 'POST /v1/realtime/calls');
+  t.equal(call?.serviceName, 'relay');
+  t.equal(call?.attributes['s2s.session.id'], sessionId, 'the call span names the session');
+  t.match(call?.attributes['s2s.attachment.id'], /^att_/);
+  t.equal(call?.attributes['http.request.method'], 'POST');
+  t.equal(call?.attributes['http.route'], '/v1/realtime/calls');
+  t.equal(call?.attributes['http.response.status_code'], 201);
+  t.ok(
+    call?.links.some((l) => l.traceId === clientTrace && l.spanId === clientSpan),
+    "linked to the page's trace context",
+  );
+  const attachment = spans.find((s) => s.name === 's2s.relay.attachment');
+  t.equal(attachment?.parentSpanId, call?.spanId, "the call's attachment is a child of its span");
+  t.equal(attachment?.attributes['s2s.attachment.id'], call?.attributes['s2s.attachment.id']);
+  t.same(
+    receiver.spans().filter((s) => s.name === 'GET /v1/realtime'),
+    [],
+    'no span named for the WebSocket upgrade',
+  );
 });

@@ -89,6 +89,32 @@ export class RelayTelemetry implements CheckpointTelemetry {
     return new UpgradeTelemetry(span, trace.setSpan(parent, span), this.attaches);
   }
 
+  /**
+   * A WebRTC call's request (`POST /v1/realtime/calls`, server kind), started once its session is known: in the
+   * session's trace (linked to the client's trace context when it sent one), so the call's attachment span is
+   * its child. The attachment row and the answer run in `context`.
+   */
+  call(req: IncomingMessage, session: SessionRecord, attachmentId: string): UpgradeTelemetry {
+    const { span, context: ctx } = startSessionSpan(
+      this.tracer,
+      'POST /v1/realtime/calls',
+      session.traceId,
+      {
+        kind: SpanKind.SERVER,
+        attributes: {
+          'http.request.method': 'POST',
+          'http.route': '/v1/realtime/calls',
+          'url.scheme': 'http',
+          [SPAN_ATTRS.relayId]: this.relayId,
+          [SPAN_ATTRS.sessionId]: session.id,
+          [SPAN_ATTRS.attachmentId]: attachmentId,
+        },
+      },
+      extractHeaders(req.headers),
+    );
+    return new UpgradeTelemetry(span, ctx, this.attaches);
+  }
+
   /** A socket became an attachment: its span in the session's trace, linked to the upgrade. */
   attachment(session: SessionRecord, attachmentId: string, upgrade: UpgradeTelemetry | undefined): AttachmentTelemetry {
     this.active.add(1);
@@ -195,11 +221,12 @@ export class UpgradeTelemetry {
     this.span.end();
   }
 
-  upgraded(): void {
+  /** Accepted: 101 for a WebSocket upgrade, 201 for a WebRTC call's answer. */
+  upgraded(status = 101): void {
     if (this.ended) return;
     this.ended = true;
     this.attaches.add(1);
-    this.span.setAttribute('http.response.status_code', 101);
+    this.span.setAttribute('http.response.status_code', status);
     this.span.end();
   }
 }

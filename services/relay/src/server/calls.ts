@@ -117,8 +117,9 @@ async function createCall(deps: CallsDeps, req: IncomingMessage, res: ServerResp
     throw errors.invalidRequest('Send the SDP offer as application/sdp (client secret) or multipart/form-data (API key).');
   }
 
-  const upgrade = relay.telemetry.upgrade(req);
   const attachmentId = newId('att');
+  // The call's span, in the session's trace: the attachment's span is its child.
+  const upgrade = relay.telemetry.call(req, session, attachmentId);
   let attached = false;
   try {
     const recorded = await recordAttachment({
@@ -127,9 +128,8 @@ async function createCall(deps: CallsDeps, req: IncomingMessage, res: ServerResp
     });
     if (!recorded) throw errors.sessionExpired();
     attached = true;
-    upgrade.session(session.id, attachmentId);
     const { sdp, call } = await endpoint.answer(offer);
-    upgrade.upgraded();
+    upgrade.upgraded(201);
     // A call ends its session when it closes or fails, whatever created the session (decisions.md).
     relay.attach({
       ws: new CallSocket(call, config.REALTIME_MAX_EVENT_BYTES) as unknown as WebSocket,
