@@ -56,10 +56,15 @@ async function noApiKeyInPage(t: Test, page: Page, secrets: string[]) {
 }
 
 t.test('web console', { skip: skipWithoutChromium() }, async (t) => {
-  const stack: Stack = await startStack(t);
+  const stack: Stack = await startStack(t, { relay: { WEBRTC_ANNOUNCED_ADDRESSES: '127.0.0.1' } });
   const { body: payer } = await api<{ id: string; key: string; wallet_id: string }>(stack, 'POST', '/admin/v1/keys', {
     admin: true,
     body: { balance_cents: FUNDS, label: 'playground' },
+  });
+  // The WebRTC call bills a key of its own, so the wallet and sessions pages below see the socket's session alone.
+  const { body: caller } = await api<{ id: string; key: string }>(stack, 'POST', '/admin/v1/keys', {
+    admin: true,
+    body: { balance_cents: FUNDS, label: 'webrtc' },
   });
   // A model priced so that one millisecond of audio is one cent: the cost shown must match the bill exactly.
   const pricey = await api(stack, 'PUT', '/admin/v1/models', {
@@ -150,6 +155,46 @@ t.test('web console', { skip: skipWithoutChromium() }, async (t) => {
     t.equal(shownBill, `${settled.usage.billed_cents} cents`);
     t.ok(settled.usage.billed_cents > 2000, `priced by the millisecond (${settled.usage.billed_cents} cents)`);
     await noApiKeyInPage(t, page, [payer.key]);
+  });
+
+  await t.test('playground over WebRTC: the answer on the track, jitter and loss shown, the settled bill', async (t) => {
+    await page.getByRole('combobox', { name: /^Model/ }).selectOption('browser/per-ms-1');
+    await page.getByRole('combobox', { name: /^Bill to key/ }).selectOption(caller.id);
+    await page.getByRole('combobox', { name: /^Transport/ }).selectOption('webrtc');
+    await page.getByRole('button', { name: 'Start talking' }).click();
+    await page.getByTestId('phase').filter({ hasText: 'Live over WebRTC' }).or(page.getByRole('alert')).waitFor({ timeout: 20_000 });
+    t.same(await page.getByRole('alert').allInnerTexts(), [], 'no error shown');
+    const transcript = page.getByTestId('transcript');
+    await transcript.getByText(/^Model:/).waitFor({ timeout: 25_000 });
+    t.match(await transcript.innerText(), /You: speech \d+ ms[\s\S]*Model: speech \d+ ms/, 'both sides transcribed (events on oai-events)');
+    const played = await eventually(
+      async () => Number.parseInt(await page.getByTestId('played-ms').innerText()),
+      (ms) => ms >= 500,
+      15_000,
+    );
+    t.ok(played >= 500, `the answer came down the remote track (${played} ms)`);
+    t.match(await page.getByTestId('jitter').innerText(), /^\d+\.\d ms$/, 'the jitter the page sees');
+    t.match(await page.getByTestId('loss').innerText(), /^\d+\.\d % \(\d+ of \d+ packets\)$/, 'the loss the page sees');
+    // The answer has played when the relay says so (output_audio_buffer.stopped on oai-events).
+    await page.getByTestId('event-log').getByText('output_audio_buffer.stopped').waitFor({ timeout: 15_000 });
+    t.match(
+      await page.getByTestId('event-log').innerText(),
+      /output_audio_buffer\.started[\s\S]*response\.done/,
+      "the call's events in the log",
+    );
+    await everyControlLabelled(t, page, 'playground (WebRTC)');
+    await screenshot(page, 'playground-webrtc');
+    await page.getByRole('button', { name: 'End' }).click();
+    await page.getByTestId('settled-bill').waitFor({ timeout: 20_000 });
+    const sessions = await api<{ data: AdminSession[] }>(stack, 'GET', `/admin/v1/sessions?key_id=${caller.id}`, { admin: true });
+    t.equal(sessions.body.data.length, 1);
+    const settled = sessions.body.data[0]!;
+    t.equal(settled.status, 'completed', 'the hangup ended the session');
+    t.ok(settled.usage.audio_in_ms > 1000 && settled.usage.audio_out_ms > 0, 'the tracks were metered');
+    t.equal(await page.getByTestId('settled-bill').innerText(), `${settled.usage.billed_cents} cents`, 'the settled bill shown');
+    await noApiKeyInPage(t, page, [payer.key, caller.key]);
+    // Back to the socket for what follows.
+    await page.getByRole('combobox', { name: /^Transport/ }).selectOption('websocket');
   });
 
   await t.test('keys: mint (shown once), list, revoke', async (t) => {

@@ -12,16 +12,20 @@ export function consoleBuilt(): boolean {
 
 /**
  * The console's Content-Security-Policy: only its own scripts, styles and worklet; WebSockets to the realtime
- * origin the playground's secrets name (REALTIME_PUBLIC_URL, possibly another host) and nowhere else; no
- * framing, no inline script, nothing from elsewhere.
+ * origin the playground's secrets name (REALTIME_PUBLIC_URL, possibly another host), and HTTP to that same
+ * host (the playground's WebRTC offer, `POST /v1/realtime/calls`), and nowhere else; no framing, no inline
+ * script, nothing from elsewhere.
  */
 export function consoleCsp(realtimeUrl: string): string {
+  const realtime = new URL(realtimeUrl);
+  const http = new URL(realtime.href);
+  http.protocol = realtime.protocol === 'wss:' ? 'https:' : 'http:';
   return [
     "default-src 'none'",
     "script-src 'self'",
     "style-src 'self'",
     "img-src 'self' data:",
-    `connect-src 'self' ${new URL(realtimeUrl).origin}`,
+    `connect-src 'self' ${realtime.origin} ${http.origin}`,
     "media-src 'self' blob:",
     "base-uri 'none'",
     "form-action 'none'",

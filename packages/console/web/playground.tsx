@@ -1,8 +1,9 @@
-import type { ServerEvent } from '@s2s/client';
+import type { CallServerEvent, CallStats, ServerEvent } from '@s2s/client';
 import type { AdminSession, ApiKeyResource, Model, ModelList, PlaygroundSecret } from '@s2s/contract';
-import { USAGE_COUNTERS, ZERO_USAGE, addUsage, billedCents, type Usage } from '@s2s/core/money';
+import { USAGE_COUNTERS, ZERO_USAGE, addUsage, billedCents, usageOf, type Usage } from '@s2s/core/money';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { admin, request, type Page } from './api';
+import { startCall, tokenUsage } from './call';
 import { ErrorNote, Field } from './ui';
 import { startVoice, type VoiceLink } from './voice';
 
@@ -11,6 +12,8 @@ interface Line {
   text: string;
 }
 type Phase = 'idle' | 'connecting' | 'live' | 'settling' | 'settled';
+/** How the page talks to the gateway: the svc-realtime-v1 socket, or a WebRTC call (Opus tracks, oai-events). */
+type Transport = 'websocket' | 'webrtc';
 const VOICES = ['marin', 'cedar', 'alloy', 'ash', 'ballad', 'coral', 'echo', 'sage', 'shimmer', 'verse'];
 const LOG_MAX = 300;
 const TERMINAL = new Set(['completed', 'cancelled', 'failed', 'expired']);
@@ -35,6 +38,8 @@ export function PlaygroundPage() {
   const [audio, setAudio] = useState({ sentSamples: 0, receivedSamples: 0, playedMs: 0 });
   const [session, setSession] = useState<{ id: string; keyId: string; model: Model } | null>(null);
   const [settled, setSettled] = useState<AdminSession | null>(null);
+  const [transport, setTransport] = useState<Transport>('websocket');
+  const [stats, setStats] = useState<CallStats | null>(null);
   const link = useRef<VoiceLink | null>(null);
 
   useEffect(() => {
@@ -51,7 +56,7 @@ export function PlaygroundPage() {
   const usage = runningUsage(responses, audio.sentSamples, audio.receivedSamples);
   const cost = session ? billedCents(session.model.pricing, usage) : 0;
 
-  function onEvent(e: ServerEvent) {
+  function onEvent(e: ServerEvent | CallServerEvent) {
     const detail = e.type === 'error' ? ` ${e.error.code}: ${e.error.message}` : '';
     if (e.type !== 'response.output_audio.delta') setLog((l) => [...l.slice(-(LOG_MAX - 1)), `${e.type}${detail}`]);
     if (e.type === 'conversation.item.input_audio_transcription.completed') {
@@ -61,7 +66,9 @@ export function PlaygroundPage() {
     } else if (e.type === 'response.output_text.done') {
       setLines((l) => [...l, { who: 'model', text: e.text }]);
     } else if (e.type === 'response.done') {
-      setResponses((r) => addUsage(r, e.response.usage));
+      // A call's events are the OpenAI dialect's: its usage carries the token counters in OpenAI's shape.
+      const u = e.response.usage;
+      setResponses((r) => addUsage(r, 'total_tokens' in u ? usageOf(tokenUsage(u)) : u));
     }
   }
 
@@ -94,12 +101,15 @@ export function PlaygroundPage() {
     if (!model) return;
     const instructions = String(f.get('instructions') ?? '').trim();
     const voice = String(f.get('voice') ?? '').trim();
+    const via: Transport = f.get('transport') === 'webrtc' ? 'webrtc' : 'websocket';
     setError(null);
     setLines([]);
     setLog([]);
     setResponses(ZERO_USAGE);
     setAudio({ sentSamples: 0, receivedSamples: 0, playedMs: 0 });
     setSettled(null);
+    setStats(null);
+    setTransport(via);
     setPhase('connecting');
     try {
       const secret = await request<PlaygroundSecret>('POST', '/console/api/playground/client_secrets', {
@@ -107,20 +117,35 @@ export function PlaygroundPage() {
         body: { key_id: keyId, model: model.id, ...(instructions ? { instructions } : {}), ...(voice ? { voice } : {}) },
       });
       setSession({ id: secret.session_id, keyId, model });
-      link.current = await startVoice({
-        secret,
-        settings: { instructions, voice },
-        voiceProcessing: f.get('voice_processing') === 'on',
-        callbacks: {
-          onEvent,
-          onAudio: setAudio,
-          onClose: (code, reason) => {
-            link.current = null;
-            setLog((l) => [...l, `socket closed ${code}${reason ? ` ${reason}` : ''}`]);
-            void settle(secret.session_id, keyId);
-          },
-        },
-      });
+      const common = { secret, settings: { instructions, voice }, voiceProcessing: f.get('voice_processing') === 'on' };
+      const ended = (what: string) => {
+        link.current = null;
+        setLog((l) => [...l, what]);
+        void settle(secret.session_id, keyId);
+      };
+      link.current =
+        via === 'webrtc'
+          ? await startCall({
+              ...common,
+              callbacks: {
+                onEvent,
+                onStats: (s) => {
+                  setStats(s);
+                  // What the tracks carried: 20 ms packets each way (the answer's, counted as they arrived).
+                  const received = s.inbound?.packetsReceived ?? 0;
+                  setAudio({ sentSamples: (s.outbound?.packetsSent ?? 0) * 480, receivedSamples: received * 480, playedMs: received * 20 });
+                },
+                onClose: (reason) => ended(`call ended (${reason})`),
+              },
+            })
+          : await startVoice({
+              ...common,
+              callbacks: {
+                onEvent,
+                onAudio: setAudio,
+                onClose: (code, reason) => ended(`socket closed ${code}${reason ? ` ${reason}` : ''}`),
+              },
+            });
       setPhase('live');
     } catch (err) {
       setError(err);
@@ -161,6 +186,15 @@ export function PlaygroundPage() {
             <option value={v} key={v} />
           ))}
         </datalist>
+        <Field
+          label="Transport"
+          hint="WebRTC: the microphone and the answer on Opus tracks, the events on a data channel; the media ends in the relay, metered like a socket."
+        >
+          <select name="transport" disabled={busy}>
+            <option value="websocket">WebSocket (svc-realtime-v1)</option>
+            <option value="webrtc">WebRTC (POST /v1/realtime/calls)</option>
+          </select>
+        </Field>
         <Field label="Instructions">
           <textarea name="instructions" rows={2} disabled={busy} placeholder="You are a helpful assistant." />
         </Field>
@@ -179,7 +213,9 @@ export function PlaygroundPage() {
       <p role="status" data-testid="phase">
         {phase === 'idle' ? 'Not connected.' : null}
         {phase === 'connecting' ? 'Connecting…' : null}
-        {phase === 'live' ? `Live: session ${session?.id}. Speak; the model answers after a pause.` : null}
+        {phase === 'live'
+          ? `Live${transport === 'webrtc' ? ' over WebRTC' : ''}: session ${session?.id}. Speak; the model answers after a pause.`
+          : null}
         {phase === 'settling' ? `Ended: settling session ${session?.id}…` : null}
         {phase === 'settled' ? `Settled: session ${settled?.id} is ${settled?.status}.` : null}
       </p>
@@ -213,9 +249,24 @@ export function PlaygroundPage() {
                 </tr>
               ))}
               <tr>
-                <th scope="row">running cost</th>
+                <th scope="row">{transport === 'webrtc' ? 'running cost (estimated from the tracks)' : 'running cost'}</th>
                 <td data-testid="cost">{cost} cents</td>
               </tr>
+              {transport === 'webrtc' && stats?.inbound ? (
+                <>
+                  <tr>
+                    <th scope="row">jitter (answer track)</th>
+                    <td data-testid="jitter">{stats.inbound.jitterMs.toFixed(1)} ms</td>
+                  </tr>
+                  <tr>
+                    <th scope="row">loss (answer track)</th>
+                    <td data-testid="loss">
+                      {stats.inbound.lossPercent.toFixed(1)} % ({stats.inbound.packetsLost} of{' '}
+                      {stats.inbound.packetsLost + stats.inbound.packetsReceived} packets)
+                    </td>
+                  </tr>
+                </>
+              ) : null}
               {settled ? (
                 <tr>
                   <th scope="row">settled bill</th>

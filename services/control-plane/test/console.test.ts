@@ -58,7 +58,12 @@ t.test('static console', { skip: consoleBuilt() ? false : 'console not built (no
   t.match(page.headers.get('content-type'), /text\/html/);
   t.match(page.headers.get('content-security-policy'), /default-src 'none'.*script-src 'self'/);
   const connect = /connect-src ([^;]*)/.exec(page.headers.get('content-security-policy') ?? '')?.[1];
-  t.equal(connect, `'self' ${new URL(REALTIME_BASE).origin}`, 'sockets to the realtime origin only, not to any ws: host');
+  const realtime = new URL(REALTIME_BASE);
+  t.equal(
+    connect,
+    `'self' ${realtime.origin} ${realtime.origin.replace(/^ws/, 'http')}`,
+    'sockets to the realtime origin and HTTP to its host (WebRTC offers) only, not to any ws: host',
+  );
   t.equal(page.headers.get('cache-control'), 'no-store');
   t.notOk(page.text.includes(h.config.ADMIN_TOKEN), 'no admin token in the page source');
   t.match(page.text, /<script type="module" src="\.\/app\.js">/);
