@@ -299,7 +299,17 @@ async function main() {
   const { parseAllDocuments } = await import(pathToFileURL(join(cache, 'node_modules/yaml/dist/index.js')).href);
   // routes: each Ingress rule as `host path (pathType) -> service:port`; realtimeUrls: REALTIME_PUBLIC_URL by Deployment.
   // clusterEnv: NATS_URL, BUS_STREAM_REPLICAS and DATABASE_PREPARED_STATEMENTS by Deployment.
-  const summary = { scenarios: {}, routes: {}, realtimeUrls: {}, clusterEnv: {}, refused: 0, compose: 'skipped', missingDependencies };
+  // relaySizing: the relay's CPU request and its HPA's targets (docs/operations.md, "Sizing").
+  const summary = {
+    scenarios: {},
+    routes: {},
+    realtimeUrls: {},
+    clusterEnv: {},
+    relaySizing: {},
+    refused: 0,
+    compose: 'skipped',
+    missingDependencies,
+  };
   if (missingDependencies.length > 0) {
     log(`dependencies not in charts/ (helm dependency build fetches them): ${missingDependencies.join(', ')}; checked without them`);
   }
@@ -322,6 +332,7 @@ async function main() {
     const routes = [];
     const realtimeUrls = {};
     const clusterEnv = {};
+    const relaySizing = {};
     for (const doc of parseAllDocuments(out.stdout)) {
       if (doc.errors.length > 0) fail(`${name}: YAML: ${doc.errors[0].message}`);
       const obj = doc.toJS();
@@ -337,6 +348,16 @@ async function main() {
             );
           }
         }
+      }
+      const isRelay = obj.metadata?.name?.endsWith('-relay');
+      if (isRelay && obj.kind === 'Deployment')
+        relaySizing.cpuRequest = obj.spec?.template?.spec?.containers?.[0]?.resources?.requests?.cpu;
+      if (isRelay && obj.kind === 'HorizontalPodAutoscaler') {
+        relaySizing.hpa = (obj.spec?.metrics ?? []).map((m) =>
+          m.type === 'Resource'
+            ? `${m.resource.name} ${m.resource.target.averageUtilization}%`
+            : `${m.pods?.metric?.name} ${m.pods?.target?.averageValue}`,
+        );
       }
       if (obj.kind === 'Deployment') {
         for (const c of obj.spec?.template?.spec?.containers ?? []) {
@@ -359,6 +380,7 @@ async function main() {
     summary.routes[name] = routes;
     summary.realtimeUrls[name] = realtimeUrls;
     summary.clusterEnv[name] = clusterEnv;
+    summary.relaySizing[name] = relaySizing;
     log(`ok ${name}: ${kinds.length} objects`);
   }
 

@@ -12,6 +12,7 @@ interface Summary {
   routes: Record<string, string[]>;
   realtimeUrls: Record<string, Record<string, string>>;
   clusterEnv: Record<string, Record<string, Record<string, string>>>;
+  relaySizing: Record<string, { cpuRequest?: string | number; hpa?: string[] }>;
   refused: number;
   failures: string[];
 }
@@ -50,6 +51,9 @@ t.test('the chart lints, renders and validates strictly; wrong shapes are refuse
   t.notOk(minimal.some((o) => o.includes('local-provider')), 'no simulator unless asked for');
   t.ok(minimal.includes('PodDisruptionBudget/s2s-s2s-gateway-billing'), 'billing PDB');
   t.ok(minimal.filter((o) => o.startsWith('NetworkPolicy/')).length >= 4, 'NetworkPolicies');
+  // The relay's default sizing (docs/operations.md, "Sizing", from the relay benchmark's phone and WebRTC modes):
+  // a pod asks for one core, and the sessions-per-pod target is a phone call's share of one.
+  t.same(summary.relaySizing['everything on'], { cpuRequest: '1', hpa: ['cpu 60%', 's2s_relay_active_sessions 120'] }, 'relay sizing');
   const all = summary.scenarios['everything on'] ?? [];
   for (const id of ['ServiceMonitor/s2s-s2s-gateway', 'ConfigMap/s2s-s2s-gateway-dashboard', 'Deployment/s2s-s2s-gateway-local-provider', 'HorizontalPodAutoscaler/s2s-s2s-gateway-billing']) {
     t.ok(all.includes(id), id);
