@@ -291,13 +291,36 @@ t.test('web console', { skip: skipWithoutChromium() }, async (t) => {
     await screenshot(page, 'models');
   });
 
-  await t.test('sessions: status, usage by modality, bill', async (t) => {
+  await t.test('sessions: status, transport, usage by modality, bill', async (t) => {
+    // The playground's session, settled.
+    const settled = (await api<{ data: AdminSession[] }>(stack, 'GET', `/admin/v1/sessions?key_id=${payer.id}`, { admin: true })).body
+      .data[0]!;
+    // Two more sessions of the payer: one attached over a WebSocket in the OpenAI dialect (a client secret on the
+    // legacy path), one never attached.
+    const minted = await api<{ value: string }>(stack, 'POST', '/v1/realtime/client_secrets', {
+      key: payer.key,
+      body: { session: { type: 'realtime', model: 'browser/per-ms-1' } },
+    });
+    t.equal(minted.status, 200);
+    const openaiSocket = new WebSocket(`${stack.relayUrl}?model=browser/per-ms-1`, [
+      'realtime',
+      `openai-insecure-api-key.${minted.body.value}`,
+    ]);
+    const created = await new Promise<{ session: { id: string } }>((resolve, reject) => {
+      openaiSocket.onmessage = (e) => resolve(JSON.parse(String(e.data)));
+      openaiSocket.onclose = (e) => reject(new Error(`closed ${e.code} before session.created`));
+    });
+    openaiSocket.close(1000);
+    const unattached = await api<{ id: string }>(stack, 'POST', '/v1/voice/sessions', {
+      key: payer.key,
+      body: { model: 'browser/per-ms-1', mode: 'speech_to_speech' },
+    });
+    t.equal(unattached.status, 201);
+
     await page.getByRole('link', { name: 'Sessions' }).click();
     await page.getByLabel('Key id').fill(payer.id);
     await page.getByLabel('Status').selectOption('completed');
     await page.getByRole('button', { name: 'Filter' }).click();
-    const settled = (await api<{ data: AdminSession[] }>(stack, 'GET', `/admin/v1/sessions?key_id=${payer.id}`, { admin: true })).body
-      .data[0]!;
     const row = page.locator(`tr[data-session="${settled.id}"]`);
     await row.waitFor();
     t.equal(await row.getByTestId('status').innerText(), 'completed');
@@ -305,6 +328,27 @@ t.test('web console', { skip: skipWithoutChromium() }, async (t) => {
     const usage = await row.locator('dl').innerText();
     t.match(usage, new RegExp(`audio_out_ms\\s+${settled.usage.audio_out_ms}`), 'usage by modality shown');
     t.match(usage, new RegExp(`transcribed_ms\\s+${settled.usage.transcribed_ms}`));
+    t.equal(await row.getByTestId('transport').innerText(), 'websocket svc-realtime-v1', 'the playground spoke svc-realtime-v1');
+
+    await page.getByLabel('Status').selectOption('');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    const transportOf = async (id: string) => {
+      const shown = page.locator(`tr[data-session="${id}"]`);
+      await shown.waitFor();
+      return shown.getByTestId('transport').innerText();
+    };
+    t.equal(await transportOf(created.session.id), 'websocket openai', 'a WebSocket in the OpenAI dialect');
+    t.equal(await transportOf(unattached.body.id), 'not attached');
+    const listed = (await api<{ data: AdminSession[] }>(stack, 'GET', `/admin/v1/sessions?key_id=${payer.id}`, { admin: true })).body.data;
+    t.same(
+      listed.map((s) => [s.id, s.transport, s.dialect]),
+      [
+        [unattached.body.id, null, null],
+        [created.session.id, 'websocket', 'openai'],
+        [settled.id, 'websocket', 'svc-realtime-v1'],
+      ],
+      'the operator API says the same',
+    );
     await everyControlLabelled(t, page, 'sessions');
     await screenshot(page, 'sessions');
     await noApiKeyInPage(t, page, [payer.key]);

@@ -6,7 +6,13 @@ import { Field, ListTable, usePagedList } from './ui';
 
 const STATUSES = ['', 'ready', 'active', 'completed', 'cancelled', 'failed', 'expired'];
 
-/** Sessions (filters key and status): status, usage by modality and the bill. */
+/** What carried a session (its newest attachment): the transport, and on a WebSocket the dialect it spoke. */
+export function transportLabel(s: Pick<AdminSession, 'transport' | 'dialect'>): string {
+  if (s.transport === null) return 'not attached';
+  return s.transport === 'websocket' ? `websocket ${s.dialect ?? ''}`.trim() : s.transport;
+}
+
+/** Sessions (filters key and status): status, transport, usage by modality and the bill. */
 export function SessionsPage() {
   const [filters, setFilters] = useState({ key_id: '', status: '' });
   const list = usePagedList((after) => admin.get<Page<AdminSession>>(`/sessions${listQuery(filters, after)}`), [filters]);
@@ -37,7 +43,7 @@ export function SessionsPage() {
         </fieldset>
         <button type="submit">Filter</button>
       </form>
-      <ListTable label="Sessions" columns={['Id', 'Model', 'Status', 'Key', 'Created', 'Usage', 'Bill (cents)']} list={list}>
+      <ListTable label="Sessions" columns={['Id', 'Model', 'Status', 'Transport', 'Key', 'Created', 'Usage', 'Bill (cents)']} list={list}>
         {list.rows.map((s) => (
           <tr key={s.id} data-session={s.id}>
             <td>
@@ -45,6 +51,7 @@ export function SessionsPage() {
             </td>
             <td>{s.model}</td>
             <td data-testid="status">{s.status}</td>
+            <td data-testid="transport">{transportLabel(s)}</td>
             <td>
               <code>{s.key_id}</code>
             </td>

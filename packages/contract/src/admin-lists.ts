@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AdminModel, ApiKeyResource, VoiceSession } from './http.js';
+import { SessionTransport } from './telephony.js';
 
 /**
  * Listing endpoints of the operator API (decisions.md is silent; documented in docs/operator-api.md):
@@ -64,8 +65,18 @@ export interface AdminListPage<T> {
 export const AdminKeyList = AdminList(ApiKeyResource);
 export const AdminModelList = AdminList(AdminModel);
 
-/** A session as the operator sees it: the voice session resource plus its owner. */
-export const AdminSession = VoiceSession.extend({ key_id: z.string(), wallet_id: z.string() });
+/**
+ * A session as the operator sees it: the voice session resource plus its owner and what carries it, as its newest
+ * attachment recorded it: `transport` (a control socket is none) and the relay's wire `dialect` on it
+ * (`svc-realtime-v1`, `openai`, `twilio`, `telnyx`); both null before the first attach (`dialect` also for an
+ * attachment recorded before dialects were kept).
+ */
+export const AdminSession = VoiceSession.extend({
+  key_id: z.string(),
+  wallet_id: z.string(),
+  transport: SessionTransport.nullable(),
+  dialect: z.string().nullable(),
+});
 export type AdminSession = z.infer<typeof AdminSession>;
 export const AdminSessionList = AdminList(AdminSession);
 

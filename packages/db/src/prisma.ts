@@ -2,6 +2,7 @@
 // console's listings); the hot statements stay hand-written SQL on the pool. A separate entry point, so a
 // process that never uses Prisma (relay, billing, edge) never loads it.
 import { PrismaPg } from '@prisma/adapter-pg';
+import { USAGE_COUNTERS, type Usage, type UsageCounter } from '@s2s/core';
 import type { DbHandle } from './client.js';
 import { PrismaClient, type Prisma } from './generated/prisma/client.js';
 
@@ -35,6 +36,21 @@ export function exactNumber(v: bigint): number {
   const n = Number(v);
   if (!Number.isSafeInteger(n)) throw new RangeError(`${v} is beyond the exact range of a number`);
   return n;
+}
+
+type Camel<S extends string> = S extends `${infer H}_${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
+/** A usage counter's Prisma field (`audio_in_ms` → `audioInMs`), the same on every model that keeps usage. */
+export type UsageField = Camel<UsageCounter>;
+const usageFieldOf = (c: UsageCounter) => c.replace(/_([a-z])/g, (_, x: string) => x.toUpperCase()) as UsageField;
+
+/** `select` of every usage counter (voice_sessions, session_attachments, settlements). */
+export const USAGE_SELECT = Object.freeze(Object.fromEntries(USAGE_COUNTERS.map((c) => [usageFieldOf(c), true]))) as Readonly<
+  Record<UsageField, true>
+>;
+
+/** The counters of a row selected with USAGE_SELECT, as numbers. */
+export function usageOfRow(row: Record<UsageField, bigint>): Usage {
+  return Object.fromEntries(USAGE_COUNTERS.map((c) => [c, exactNumber(row[usageFieldOf(c)])])) as Record<UsageCounter, number>;
 }
 
 // The Prisma namespace carries the error classes, `Prisma.sql` and the input/output types.

@@ -12,4 +12,3 @@ export { readHeldSessions, type HeldSessionState } from './held-sessions.js';
 export { mintClientSecret, type MintedClientSecret } from './mint-client-secret.js';
 export { recordAttachment, type RecordedAttachment } from './record-attachment.js';
 export { announceEnd, requestEnd, type EndRequest } from './request-end.js';
-export { selectSessions, type ListedSession, type SessionListFilter } from './session-row.js';

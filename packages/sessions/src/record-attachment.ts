@@ -19,8 +19,11 @@ export async function recordAttachment({
   input,
 }: {
   ctx: SessionsDbContext;
-  /** `transport`: what carries the media; only a WebSocket client may attach again after its relay is gone. */
-  input: { sessionId: string; attachmentId: string; relayId: string; transport: SessionTransport };
+  /**
+   * `transport`: what carries the media; only a WebSocket client may attach again after its relay is gone.
+   * `dialect`: the relay's wire dialect on it (svc-realtime-v1, openai, twilio, telnyx), shown to the operator.
+   */
+  input: { sessionId: string; attachmentId: string; relayId: string; transport: SessionTransport; dialect: string };
 }): Promise<RecordedAttachment | null> {
   const { rows } = await ctx.db.pool.query<{ started_at: Date; last_activity_at: Date } & Record<UsageCounter, number>>(
     `WITH s AS (
@@ -28,11 +31,11 @@ export async function recordAttachment({
         WHERE id = $1 AND settled_at IS NULL AND end_requested_at IS NULL
         RETURNING id, last_activity_at
      ), a AS (
-       INSERT INTO session_attachments (id, session_id, relay_id, transport) SELECT $2, id, $3, $4 FROM s RETURNING started_at
+       INSERT INTO session_attachments (id, session_id, relay_id, transport, dialect) SELECT $2, id, $3, $4, $5 FROM s RETURNING started_at
      )
      SELECT a.started_at, s.last_activity_at, u.*
        FROM a, s, (SELECT ${usageSums('p')} FROM session_attachments p WHERE p.session_id = $1) u`,
-    [input.sessionId, input.attachmentId, input.relayId, input.transport],
+    [input.sessionId, input.attachmentId, input.relayId, input.transport, input.dialect],
   );
   const row = rows[0];
   if (!row) return null;

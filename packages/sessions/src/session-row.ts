@@ -67,42 +67,6 @@ const SESSION_SELECT = `
 const OWNED_SESSION_SQL = `${SESSION_SELECT}
      WHERE s.id = $1 AND s.key_id = $2`;
 
-export interface SessionListFilter {
-  keyId?: string | undefined;
-  walletId?: string | undefined;
-  modelId?: string | undefined;
-  status?: SessionStatus | undefined;
-  /** Keyset position: the last row of the previous page (created_at as ISO text with milliseconds, id). */
-  after?: readonly [string, string] | null | undefined;
-  /** Rows to read (a page reads one more than it shows). */
-  limit: number;
-}
-
-/** A session record with its keyset position, for paged lists. */
-export interface ListedSession {
-  record: SessionRecord;
-  position: [string, string];
-}
-
-/** The operator's view of many sessions, newest first; the same record as a single read. */
-export async function selectSessions(sql: Sql, f: SessionListFilter): Promise<ListedSession[]> {
-  const { rows } = await sql.query<SessionRow & { created_key: string }>(
-    `SELECT * FROM (${SESSION_SELECT}
-       WHERE ($1::text IS NULL OR s.key_id = $1)
-         -- By the wallet's keys (voice_sessions_key_id_idx): voice_sessions has no wallet_id index, one index
-         -- fewer for every create to write; a key never changes wallet.
-         AND ($2::text IS NULL OR (s.key_id IN (SELECT id FROM api_keys WHERE wallet_id = $2) AND s.wallet_id = $2))
-         AND ($3::text IS NULL OR s.model_id = $3)
-         AND ($4::text IS NULL OR s.status = $4)
-         AND ($5::timestamptz IS NULL OR (s.created_at, s.id) < ($5::timestamptz, $6::text))
-       ORDER BY s.created_at DESC, s.id DESC
-       LIMIT $7) page,
-     LATERAL (SELECT to_char(page.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_key) k`,
-    [f.keyId ?? null, f.walletId ?? null, f.modelId ?? null, f.status ?? null, f.after?.[0] ?? null, f.after?.[1] ?? null, f.limit],
-  );
-  return rows.map((r) => ({ record: toRecord(r), position: [r.created_key, r.id] }));
-}
-
 function toRecord(r: SessionRow): SessionRecord {
   return {
     id: r.id,

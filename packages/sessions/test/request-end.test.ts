@@ -89,9 +89,11 @@ t.test('whileNewest: an end decided for an attachment is not recorded once a new
   const { db, bus, make } = await setup(t);
   const s = await make();
   const attach = async (id: string, transport: 'twilio' | 'websocket') =>
-    recordAttachment({ ctx: { db }, input: { sessionId: s.id, attachmentId: id, relayId: 'relay-1', transport } });
+    recordAttachment({ ctx: { db }, input: { sessionId: s.id, attachmentId: id, relayId: 'relay-1', transport, dialect: transport === 'twilio' ? 'twilio' : 'openai' } });
   t.ok(await attach('att_phone', 'twilio'));
-  t.match(await db.pool.query(`SELECT transport FROM session_attachments WHERE id = 'att_phone'`), { rows: [{ transport: 'twilio' }] });
+  t.match(await db.pool.query(`SELECT transport, dialect FROM session_attachments WHERE id = 'att_phone'`), {
+    rows: [{ transport: 'twilio', dialect: 'twilio' }],
+  });
   t.ok(await attach('att_socket', 'websocket'));
   await db.pool.query(`UPDATE session_attachments SET started_at = started_at + interval '1 second' WHERE id = 'att_socket'`);
   t.equal(await requestEnd({ ctx: { db, bus }, input: { sessionId: s.id, cause: 'relay_lost', whileNewest: 'att_phone' } }), null);

@@ -1,6 +1,7 @@
 import t from 'tap';
 import type { Test } from 'tap';
 import { AdminKeyList, AdminModelList, AdminSessionList, ApiKeyResource, LedgerEntryList } from '@s2s/contract';
+import { usageOf } from '@s2s/core';
 import { adminHeaders, api, bearer, createKey, createSession, startControlPlane, type Harness } from './helpers.js';
 
 /** Every page of a list, following next_cursor; checks each page's shape and size. */
@@ -159,8 +160,9 @@ t.test('GET /admin/v1/sessions pages the sessions of every key and filters by ke
   );
   const single = await api(h, 'GET', `/v1/voice/sessions/${made[0]}`, { headers: bearer(a.key) });
   const listed = ofA.body.data.find((s: { id: string }) => s.id === made[0]);
-  const { key_id: _k, wallet_id: _w, ...resource } = listed;
+  const { key_id: _k, wallet_id: _w, transport, dialect, ...resource } = listed;
   t.same(resource, single.body, 'the same resource its owner reads');
+  t.same([transport, dialect], [null, null], 'never attached: no transport');
 
   const ofB = await api(h, 'GET', `/admin/v1/sessions?wallet_id=${b.wallet_id}&model=local/echo-1`, { headers: adminHeaders });
   t.same(
@@ -181,6 +183,61 @@ t.test('GET /admin/v1/sessions pages the sessions of every key and filters by ke
     headers: adminHeaders,
   });
   t.equal(badCursor.status, 400);
+});
+
+t.test('GET /admin/v1/sessions: usage, activity and routes as the owner reads them; the transport of the newest attachment', async (t) => {
+  const h = await startControlPlane(t, { seed: true });
+  const key = await createKey(h, 10_000);
+  const ids: string[] = [];
+  for (let i = 0; i < 4; i++) ids.push((await createSession(h, key.key)).body.id);
+  const [socket, phone, call, settled] = ids as [string, string, string, string];
+  const route = (ms: number) => [{ provider: 'local', provider_model: 'echo-1', ...usageOf({ audio_in_ms: ms, audio_out_ms: ms }) }];
+  const attach = (id: string, session: string, transport: string, dialect: string | null, ms: number, startedAgoMs: number) =>
+    h.db.pool.query(
+      `INSERT INTO session_attachments (id, session_id, relay_id, transport, dialect, audio_in_ms, audio_out_ms, routes, started_at, last_audio_at)
+       VALUES ($1, $2, 'relay-1', $3, $4, $5, $5, $6, now() - make_interval(secs => $7 / 1000.0), now())`,
+      [id, session, transport, dialect, ms, JSON.stringify(route(ms)), startedAgoMs],
+    );
+  // A WebSocket session that reattached in the OpenAI dialect after a svc-realtime-v1 attachment.
+  await attach('att_ws1', socket, 'websocket', 'svc-realtime-v1', 1000, 5000);
+  await attach('att_ws2', socket, 'websocket', 'openai', 300, 1000);
+  await attach('att_tw', phone, 'twilio', 'twilio', 700, 2000);
+  await attach('att_rtc', call, 'webrtc', 'openai', 400, 2000);
+  // Settled: the session row's figures, whatever its attachments hold; recorded before dialects were kept.
+  await attach('att_old', settled, 'websocket', null, 900, 3000);
+  await h.db.pool.query(
+    `UPDATE voice_sessions SET settled_at = now(), status = 'completed', audio_in_ms = 250, audio_out_ms = 150, billed_cents = 3, reserved_cents = 0
+      WHERE id = $1`,
+    [settled],
+  );
+  await h.db.pool.query(
+    `UPDATE wallets SET reserved_cents = reserved_cents - (SELECT preauthorized_cents FROM voice_sessions WHERE id = $1)
+      WHERE id = $2`,
+    [settled, key.wallet_id],
+  );
+  const page = await api(h, 'GET', `/admin/v1/sessions?key_id=${key.id}`, { headers: adminHeaders });
+  t.equal(page.status, 200);
+  t.ok(AdminSessionList.safeParse(page.body).success, 'exact list shape');
+  const byId = new Map(page.body.data.map((s: { id: string }) => [s.id, s]));
+  const expected = {
+    [socket]: ['websocket', 'openai', 1300],
+    [phone]: ['twilio', 'twilio', 700],
+    [call]: ['webrtc', 'openai', 400],
+    [settled]: ['websocket', null, 250],
+  };
+  for (const [id, [transport, dialect, audioInMs]] of Object.entries(expected)) {
+    const listed = byId.get(id) as Record<string, any>;
+    const { key_id: _k, wallet_id: _w, transport: shownTransport, dialect: shownDialect, ...resource } = listed;
+    const single = await api(h, 'GET', `/v1/voice/sessions/${id}`, { headers: bearer(key.key) });
+    t.same(resource, single.body, `${id}: the same resource its owner reads (usage, routes, expiry, balance)`);
+    t.same([shownTransport, shownDialect], [transport, dialect], `${id}: the newest attachment's transport`);
+    t.equal(listed.usage.audio_in_ms, audioInMs);
+  }
+  t.same(
+    (byId.get(socket) as any).usage.routes,
+    [{ provider: 'local', ...usageOf({ audio_in_ms: 1300, audio_out_ms: 1300 }) }],
+    'routes summed',
+  );
 });
 
 t.test('list refusals: unknown parameter, bad limit, foreign cursor, no admin token', async (t) => {

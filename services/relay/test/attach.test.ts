@@ -202,13 +202,14 @@ t.test('attach: session.created, conversation.created, then the first append act
   t.same(Object.keys(conversation).sort(), ['conversation', 'event_id', 'type']);
   t.match(conversation.conversation, { object: 'realtime.conversation', id: /^conv_/ });
 
-  const { rows } = await db.pool.query<{ relay_id: string; id: string }>(
-    'SELECT id, relay_id FROM session_attachments WHERE session_id = $1',
+  const { rows } = await db.pool.query<{ relay_id: string; id: string; transport: string; dialect: string }>(
+    'SELECT id, relay_id, transport, dialect FROM session_attachments WHERE session_id = $1',
     [s.id],
   );
   t.equal(rows.length, 1);
   t.match(rows[0]?.id, /^att_/);
   t.equal(rows[0]?.relay_id, env.config.RELAY_ID);
+  t.same([rows[0]?.transport, rows[0]?.dialect], ['websocket', 'svc-realtime-v1'], 'what carries it, for the operator');
   const attachedRow = await sessionRow(db, s.id);
   t.equal(attachedRow?.status, 'ready', 'attaching alone does not activate');
   t.ok((attachedRow?.last_activity_at.getTime() ?? 0) > (before?.last_activity_at.getTime() ?? Infinity), 'attach is activity');

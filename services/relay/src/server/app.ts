@@ -177,7 +177,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
       const attachmentId = newId('att');
       const recorded = await recordAttachment({
         ctx: deps,
-        input: { sessionId: session.id, attachmentId, relayId: config.RELAY_ID, transport: 'websocket' },
+        input: { sessionId: session.id, attachmentId, relayId: config.RELAY_ID, transport: 'websocket', dialect: negotiated.dialect },
       });
       if (!recorded) throw errors.sessionExpired();
       attached = { sessionId: session.id, attachmentId, legacy };
@@ -303,7 +303,7 @@ export function buildRelay(deps: RelayAppDeps): RelayApp {
         const attachmentId = newId('att');
         const recorded = await recordAttachment({
           ctx: deps,
-          input: { sessionId: session.id, attachmentId, relayId: config.RELAY_ID, transport: phone.dialect },
+          input: { sessionId: session.id, attachmentId, relayId: config.RELAY_ID, transport: phone.dialect, dialect: phone.dialect },
         });
         if (!recorded) throw errors.sessionExpired();
         upgrade.session(session.id, attachmentId);

@@ -124,7 +124,7 @@ async function createCall(deps: CallsDeps, req: IncomingMessage, res: ServerResp
   try {
     const recorded = await recordAttachment({
       ctx: authCtx,
-      input: { sessionId: session.id, attachmentId, relayId: config.RELAY_ID, transport: 'webrtc' },
+      input: { sessionId: session.id, attachmentId, relayId: config.RELAY_ID, transport: 'webrtc', dialect: 'openai' },
     });
     if (!recorded) throw errors.sessionExpired();
     attached = true;
