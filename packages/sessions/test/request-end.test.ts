@@ -89,7 +89,10 @@ t.test('whileNewest: an end decided for an attachment is not recorded once a new
   const { db, bus, make } = await setup(t);
   const s = await make();
   const attach = async (id: string, transport: 'twilio' | 'websocket') =>
-    recordAttachment({ ctx: { db }, input: { sessionId: s.id, attachmentId: id, relayId: 'relay-1', transport, dialect: transport === 'twilio' ? 'twilio' : 'openai' } });
+    recordAttachment({
+      ctx: { db },
+      input: { sessionId: s.id, attachmentId: id, relayId: 'relay-1', transport, dialect: transport === 'twilio' ? 'twilio' : 'openai' },
+    });
   t.ok(await attach('att_phone', 'twilio'));
   t.match(await db.pool.query(`SELECT transport, dialect FROM session_attachments WHERE id = 'att_phone'`), {
     rows: [{ transport: 'twilio', dialect: 'twilio' }],
