@@ -46,26 +46,23 @@ export interface SeededKey {
  * A database with the catalog model (`MODEL`) and `wallets` wallets, each with one key. `opts.migrate` applies the
  * schema (default: @s2s/db's dbmate; the packed scale bench applies the same files itself, bench/scale/schema.ts).
  */
-export async function seed(
-  url: string,
-  wallets: number,
-  opts: { migrate?: (url: string) => Promise<void> } = {},
-): Promise<SeededKey[]> {
+export async function seed(url: string, wallets: number, opts: { migrate?: (url: string) => Promise<void> } = {}): Promise<SeededKey[]> {
   await ensureDatabase(url);
   await (opts.migrate ?? migrate)(url);
   const pool = new pg.Pool({ connectionString: url, max: 4 });
   try {
     const format = { type: 'audio/pcm', encoding: 'pcm16le', sample_rate_hz: 24000, channels: 1 };
-    await pool.query(
+    // A database seeded before (bench/scale run on a database of running services) keeps its model and rate.
+    const { rowCount } = await pool.query(
       `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved, capabilities, audio, modalities)
-       VALUES ($1, 'Scale', 'bench', 'local', 'echo', true, true, $2, $3, $4)`,
+       VALUES ($1, 'Scale', 'bench', 'local', 'echo', true, true, $2, $3, $4) ON CONFLICT (id) DO NOTHING`,
       [MODEL, { speech_to_speech: true }, { input: format, output: format }, { input: ['audio'], output: ['audio'] }],
     );
     const rate = Object.fromEntries(RATE_FIELDS.map((f) => [f, f === 'per_minute' ? 600 : 0])) as Record<
       (typeof RATE_FIELDS)[number],
       number
     >;
-    await insertCurrentRate(pool, { rateId: newId('rate'), modelId: MODEL, rate });
+    if (rowCount) await insertCurrentRate(pool, { rateId: newId('rate'), modelId: MODEL, rate });
     const keys: SeededKey[] = [];
     for (let i = 0; i < wallets; i++) {
       const { keyId, secret } = await createWalletAndKey(pool, { balanceCents: 2 ** 50 });

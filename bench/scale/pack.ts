@@ -23,6 +23,7 @@ import {
   renameSync,
   rmSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -89,7 +90,7 @@ export async function pack(out: string): Promise<{ folder: string; archive: stri
   mkdirSync(migrations);
   for (const f of readdirSync(MIGRATIONS_DIR).filter((x) => x.endsWith('.sql'))) copyFileSync(join(MIGRATIONS_DIR, f), join(migrations, f));
 
-  await payload(join(folder, PACK.payload), join(out, 'cache'));
+  await payload(join(folder, PACK.payload), join(repoRoot, '.data', 'scale-pack-cache'));
 
   const run = join(folder, 'run');
   writeFileSync(
@@ -177,6 +178,15 @@ async function payload(target: string, cache: string): Promise<void> {
   // libpq comes from pg/lib (the server's, newer and protocol-compatible); libcrypto 3 is pgbench's own need.
   copyFileSync(lddPath(pgbench, 'libcrypto.so.3'), join(stage, 'pgbench', 'lib', 'libcrypto.so.3'));
   for (const f of ['nats-server', 'pgbench/pgbench']) chmodSync(join(stage, f), 0o755);
+  // The package's library aliases (libicudata.so.60 for libicudata.so.60.2, ...) arrive as copies (npm keeps no
+  // symlinks); pg-symlinks.json names them. As symlinks the 27 MB ICU data goes in once.
+  const links = JSON.parse(readFileSync(join(native, 'pg-symlinks.json'), 'utf8')) as { source: string; target: string }[];
+  for (const { source, target } of links) {
+    const at = join(stage, 'pg', target.replace(/^native\//, ''));
+    if (!existsSync(at)) continue;
+    rmSync(at);
+    symlinkSync(basename(source), at);
+  }
 
   const tarFile = `${stage}.tar`;
   // Fixed owner, times and order: the same programs make the same tar, and so the same cache key.

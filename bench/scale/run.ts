@@ -38,6 +38,7 @@ export const RUN_OPTIONS = {
   relay: { type: 'string' },
   provider: { type: 'string' },
   'admin-token': { type: 'string', default: 'scale-admin-token' },
+  'setup-only': { type: 'boolean' },
 } as const;
 
 export const RUN_USAGE = `run [options]: prints creates/s against pgbench of the same statement, and sessions per relay core
@@ -50,6 +51,7 @@ export const RUN_USAGE = `run [options]: prints creates/s against pgbench of the
   --cores=N                        cores to plan over (default: all); --ports=17000-17999 for what it starts
   Addresses of roles running elsewhere (each started here, pinned, when not given):
   --db=postgres://...              the database (with --control-plane: the one those planes use)
+  --setup-only                     with --db: apply the schema and seed it, then stop (before starting services on it)
   --nats=nats://...  --control-plane=http://h:p[,http://h:p...]  --relay=ws://h:p  --provider=ws://h:p/v1/realtime`;
 
 const FRAME_MS = 20;
@@ -83,21 +85,27 @@ export async function runScale(kit: Kit, opts: RunArgs, workerEntry: string, dir
     server = await startPostgres(kit, dir.path, plan.postgres, ['max_connections=500', `shared_buffers=${sharedBuffers}MB`]);
     say(`PostgreSQL on cores ${plan.postgres}: ${server}`);
   }
-  const dbUrl = external ? server : onDatabase(server, `s2s_scale_${Date.now()}`);
+  const dbUrl = external || opts['setup-only'] ? server : onDatabase(server, `s2s_scale_${Date.now()}`);
   const keys = await seed(dbUrl, Number(opts.wallets), { migrate: kit.migrate });
   const db = createDb(dbUrl, { max: 2 });
   try {
-    await insertEchoStreamModel(db);
+    const { rowCount } = await db.pool.query(`SELECT 1 FROM catalog_models WHERE id = 'local/echo-stream'`);
+    if (!rowCount) await insertEchoStreamModel(db);
     // Every key may hold every session the run opens and create as fast as it can: limits are not measured here.
     await db.pool.query('UPDATE api_keys SET max_live_sessions = 2147483647, max_creates_per_minute = 2147483647');
   } finally {
     await db.close();
   }
+  if (opts['setup-only']) {
+    say(`${dbUrl.replace(/\/\/[^@]*@/, '//')}: schema applied, model and keys seeded; start the services on it, then run again`);
+    return;
+  }
   const natsUrl = opts.nats ?? (await startNats(kit, dir.path, plan.nats));
   const prefix = `scale_${Date.now()}`;
   const common = { DATABASE_URL: dbUrl, NATS_URL: natsUrl, BUS_PREFIX: prefix, NODE_ENV: 'production', LOG_LEVEL: 'info' };
   const providerUrl =
-    opts.provider ?? `ws://127.0.0.1:${await startService(kit, 'local-provider', plan.load, { LOCAL_PROVIDER_PORT: '0', LOG_LEVEL: 'info' })}/v1/realtime`;
+    opts.provider ??
+    `ws://127.0.0.1:${await startService(kit, 'local-provider', plan.load, { LOCAL_PROVIDER_PORT: '0', LOG_LEVEL: 'info' })}/v1/realtime`;
   const planes = external
     ? opts['control-plane']!.split(',')
     : await Promise.all(
@@ -107,12 +115,22 @@ export async function runScale(kit: Kit, opts: RunArgs, workerEntry: string, dir
         ),
       );
   const relay =
-    opts.relay ?? `ws://127.0.0.1:${await startService(kit, 'relay', plan.relay, { ...common, RELAY_PORT: '0', LOCAL_PROVIDER_URL: providerUrl })}`;
+    opts.relay ??
+    `ws://127.0.0.1:${await startService(kit, 'relay', plan.relay, { ...common, RELAY_PORT: '0', LOCAL_PROVIDER_URL: providerUrl })}`;
   say(`control planes ${planes.join(' ')}; relay ${relay}; simulator ${providerUrl}; NATS ${natsUrl}`);
   const workers = new LoadWorkers(plan.load, workerEntry, ['load-worker']);
   try {
     // ---- 1. creates: pgbench on the statement, then the control planes ----
-    const pgb = await pgbenchCreates(kit, dbUrl, keys.map((k) => k.hash), Number(opts['pgbench-clients']), plan.load, warmup, duration, dir);
+    const pgb = await pgbenchCreates(
+      kit,
+      dbUrl,
+      keys.map((k) => k.hash),
+      Number(opts['pgbench-clients']),
+      plan.load,
+      warmup,
+      duration,
+      dir,
+    );
     say(`pgbench: ${pgb.tps.toFixed(0)} tps at ${opts['pgbench-clients']} clients`);
     await vacuumWallets(dbUrl);
     const clients = Number(opts.clients);
@@ -130,7 +148,11 @@ export async function runScale(kit: Kit, opts: RunArgs, workerEntry: string, dir
     // ---- 2. sessions per relay core ----
     const steps: { n: number; direct: number; relay: number; lost: number }[] = [];
     for (const n of opts.sessions.split(',').map(Number)) {
-      const ids = await createSessions(planes[0]!, keys.map((k) => k.secret), n);
+      const ids = await createSessions(
+        planes[0]!,
+        keys.map((k) => k.secret),
+        n,
+      );
       const seconds = Number(opts['session-seconds']);
       const spread = (dials: Dial[], eventIds: boolean) => (k: number) => {
         const mine = dials.map((d, i) => ({ d, i })).filter(({ i }) => i % workers.size === k);
@@ -143,7 +165,12 @@ export async function runScale(kit: Kit, opts: RunArgs, workerEntry: string, dir
           seconds,
         };
       };
-      const directDials = ids.map(() => ({ url: `${providerUrl}?model=echo-stream`, protocols: [], secret: null, ready: 'session.created' }));
+      const directDials = ids.map(() => ({
+        url: `${providerUrl}?model=echo-stream`,
+        protocols: [],
+        secret: null,
+        ready: 'session.created',
+      }));
       const relayDials = ids.map(({ id, secret }) => ({
         url: `${relay}/v1/realtime?session_id=${id}`,
         protocols: [REALTIME_PROTOCOL],
@@ -152,7 +179,12 @@ export async function runScale(kit: Kit, opts: RunArgs, workerEntry: string, dir
       }));
       const direct = await workers.run(spread(directDials, false));
       const relayed = await workers.run(spread(relayDials, true));
-      const step = { n, direct: percentile(direct.latencies, 99), relay: percentile(relayed.latencies, 99), lost: relayed.lost + direct.lost };
+      const step = {
+        n,
+        direct: percentile(direct.latencies, 99),
+        relay: percentile(relayed.latencies, 99),
+        lost: relayed.lost + direct.lost,
+      };
       steps.push(step);
       say(`${n} sessions: p99 direct ${step.direct.toFixed(2)} ms, through the relay ${step.relay.toFixed(2)} ms, lost ${step.lost}`);
       if (!(step.relay - step.direct <= ADDED_P99_MS) || step.lost > 0) break;
