@@ -75,6 +75,8 @@ export async function pack(out: string): Promise<{ folder: string; archive: stri
       outfile: join(folder, PACK.app, `${name}.mjs`),
       bundle: true,
       minify: true,
+      // Error classes keep their names in logs (and for any code that reads a constructor's name).
+      keepNames: true,
       platform: 'node',
       format: 'esm',
       target: 'node22',
