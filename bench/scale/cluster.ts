@@ -17,9 +17,8 @@ export interface Kit {
   /** Folder of initdb and postgres. */
   pgBin: string;
   natsServer: string;
-  pgbench: string;
-  /** Environment pgbench needs (its libraries, in a pack). */
-  pgbenchEnv: Record<string, string>;
+  /** pgbench, or null: the run then uses its Node runner of the statement (load.ts). */
+  pgbench: string | null;
   /** Applies the schema to a database. */
   migrate(url: string): Promise<void>;
 }

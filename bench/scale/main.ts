@@ -5,12 +5,14 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { TempDir } from '@s2s/chaos';
 import { repoRoot } from '../services.js';
-import { packKit, repoKit } from './kit.js';
+import { packKit, repoKit, unpackPayload } from './kit.js';
 import { serveLoadWorker } from './load.js';
 import { RUN_OPTIONS, RUN_USAGE, runScale } from './run.js';
 
 const [command, ...rest] = process.argv.slice(2);
-const USAGE = `usage: bench/scale pack [--out=DIR] | run [options] (in a pack: ./run [options])\n${RUN_USAGE}\n`;
+const USAGE =
+  `usage: bench/scale pack [--out=DIR] | run [options] (in a pack: ./run [options])\n${RUN_USAGE}\n` +
+  '  --unpack=DIR                     (a pack) unpack app/ (the services), pg/ and nats-server into DIR, and stop\n';
 
 if (command === 'load-worker') {
   serveLoadWorker();
@@ -21,9 +23,18 @@ if (command === 'load-worker') {
   const { folder, archive, bytes } = await pack(out);
   process.stdout.write(`${folder}\n${archive} (${bytes} bytes)\n`);
 } else if (command === 'run') {
-  const { values } = parseArgs({ args: rest, options: { ...RUN_OPTIONS, pack: { type: 'string' }, help: { type: 'boolean' } } });
+  const { values } = parseArgs({
+    args: rest,
+    options: { ...RUN_OPTIONS, pack: { type: 'string' }, unpack: { type: 'string' }, help: { type: 'boolean' } },
+  });
   if (values.help) {
     process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  if (values.unpack) {
+    // A role on another machine: `./run --unpack=DIR`, then `./node DIR/app/relay.mjs` (docs/benchmarks.md).
+    if (!values.pack) throw new Error('--unpack is for a pack (./run --unpack=DIR)');
+    await unpackPayload(values.pack, resolve(values.unpack));
     process.exit(0);
   }
   const dir = new TempDir('scale');

