@@ -1,6 +1,6 @@
 // Where a scale run finds its programs (cluster.ts, Kit): this repository, or an unpacked pack (pack.ts lays it out).
-import { spawn } from 'node:child_process';
-import { createReadStream, existsSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { createReadStream, createWriteStream, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createBrotliDecompress } from 'node:zlib';
@@ -39,12 +39,12 @@ export function repoKit(): Kit {
 /** Unpacks the pack at `dir`'s native programs and services into `into`. */
 export async function unpackPayload(dir: string, into: string): Promise<void> {
   for (const file of [PACK.native, PACK.app]) {
-    const tar = spawn('tar', ['-x', '-f', '-', '-C', into], { stdio: ['pipe', 'inherit', 'inherit'] });
-    const done = new Promise<void>((resolve, reject) =>
-      tar.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`tar -x of ${file} exited ${code}`)))),
-    );
-    await pipeline(createReadStream(join(dir, file)), createBrotliDecompress(), tar.stdin!);
-    await done;
+    // Through a file: tar may stop reading at the archive's end marker, before a pipe into it is drained.
+    const tarFile = join(into, `${file}.tar`);
+    await pipeline(createReadStream(join(dir, file)), createBrotliDecompress(), createWriteStream(tarFile));
+    const r = spawnSync('tar', ['-x', '-f', tarFile, '-C', into], { encoding: 'utf8' });
+    rmSync(tarFile);
+    if (r.status !== 0) throw new Error(`tar -x of ${file} failed: ${r.stderr}${r.error ? String(r.error) : ''}`);
   }
 }
 

@@ -1,7 +1,8 @@
 // `bench/scale` (docs/benchmarks.md, "Scale"): `npm run bench:scale -- pack [--out=DIR]` makes the self-contained
 // pack; `npm run bench:scale -- run [options]` runs the figures from this repository; in an unpacked pack,
 // `./run [options]` runs them from the pack (this file's bundle, app/scale.mjs). `load-worker` is internal.
-import { resolve } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { TempDir } from '@s2s/chaos';
 import { repoRoot } from '../services.js';
@@ -40,7 +41,10 @@ if (command === 'load-worker') {
   const dir = new TempDir('scale');
   let code = 0;
   try {
-    const kit = values.pack ? await packKit(values.pack, dir.path) : repoKit();
+    // The pack's programs in a folder of their own (the run's data goes beside it).
+    const programs = join(dir.path, 'programs');
+    if (values.pack) mkdirSync(programs, { mode: 0o755 });
+    const kit = values.pack ? await packKit(values.pack, programs) : repoKit();
     await runScale(kit, values, process.argv[1]!, dir);
   } catch (err) {
     process.stderr.write(`[scale] ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

@@ -33,7 +33,6 @@ import { basename, dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 import { constants, createBrotliCompress, createGzip } from 'node:zlib';
-import { build } from 'esbuild';
 import { MIGRATIONS_DIR } from '@s2s/db';
 import { repoRoot } from '../services.js';
 import type { ServiceName } from './cluster.js';
@@ -66,6 +65,8 @@ export async function pack(out: string): Promise<{ folder: string; archive: stri
   if (strip.status !== 0) say(`strip is not available (${strip.stderr || strip.error}); the node binary keeps its symbols`);
 
   say('bundling the services and the bench (esbuild)');
+  // Imported here: the bench's own bundle (which has this file) runs where esbuild is not.
+  const { build } = await import('esbuild');
   const app = join(out, 'app-stage');
   rmSync(app, { recursive: true, force: true });
   const entries = [
