@@ -2,7 +2,7 @@
 // console's listings); the hot statements stay hand-written SQL on the pool. A separate entry point, so a
 // process that never uses Prisma (relay, billing, edge) never loads it.
 import { PrismaPg } from '@prisma/adapter-pg';
-import { USAGE_COUNTERS, type Usage, type UsageCounter } from '@s2s/core';
+import { RATE_FIELDS, USAGE_COUNTERS, type Usage, type UsageCounter } from '@s2s/core';
 import type { DbHandle } from './client.js';
 import { PrismaClient, type Prisma } from './generated/prisma/client.js';
 
@@ -51,6 +51,21 @@ export const USAGE_SELECT = Object.freeze(Object.fromEntries(USAGE_COUNTERS.map(
 /** The counters of a row selected with USAGE_SELECT, as numbers. */
 export function usageOfRow(row: Record<UsageField, bigint>): Usage {
   return Object.fromEntries(USAGE_COUNTERS.map((c) => [c, exactNumber(row[usageFieldOf(c)])])) as Record<UsageCounter, number>;
+}
+
+type RateField = (typeof RATE_FIELDS)[number];
+/** A rate's Prisma field (`per_minute` → `perMinute`) on rate_snapshots. */
+export type RateColumn = Camel<RateField>;
+const rateColumnOf = (f: RateField) => f.replace(/_([a-z])/g, (_, x: string) => x.toUpperCase()) as RateColumn;
+
+/** The rate of a rate snapshot row, as numbers. */
+export function rateOfRow(row: Record<RateColumn, bigint>): Record<RateField, number> {
+  return Object.fromEntries(RATE_FIELDS.map((f) => [f, exactNumber(row[rateColumnOf(f)])])) as Record<RateField, number>;
+}
+
+/** A rate as rate snapshot columns, to write. */
+export function rateData(rate: Record<RateField, number>): Record<RateColumn, bigint> {
+  return Object.fromEntries(RATE_FIELDS.map((f) => [rateColumnOf(f), BigInt(rate[f])])) as Record<RateColumn, bigint>;
 }
 
 // The Prisma namespace carries the error classes, `Prisma.sql` and the input/output types.

@@ -1,21 +1,22 @@
 import {
   AUDIO_FORMAT,
+  AudioFormats,
+  Capabilities,
   LIST_DEFAULT_LIMIT,
+  Modalities,
+  ModelRoute,
   sessionFieldsOf,
   type AdminListPage,
   type AdminModel,
-  type AudioFormats,
-  type Capabilities,
   type ListModelsQuery,
-  type Modalities,
   type Model,
   type ModelList,
   type Rate,
   type UpsertModelRequest,
-  type ModelRoute,
 } from '@s2s/contract';
 import { errors, newId, RATE_FIELDS, SEED_RATE } from '@s2s/core';
-import { rateColumns, rateFromRow, withTransaction, type DbHandle, type Sql } from '@s2s/db';
+import { rateColumns, rateFromRow, type DbHandle } from '@s2s/db';
+import { prismaOf, rateData, rateOfRow, type DbTx, type Prisma } from '@s2s/db/prisma';
 import type { CatalogCache } from './catalog-cache.js';
 import { decodeCursor, toPage } from './paging.js';
 
@@ -146,6 +147,33 @@ export async function listModels({ ctx }: { ctx: { db: DbHandle } }): Promise<Mo
   return { object: 'list', data: rows.map(toModel) };
 }
 
+/** A catalog model with its current rate, as Prisma reads it (the operator's reads and writes). */
+const WITH_RATE = { currentRate: true } as const satisfies Prisma.CatalogModelInclude;
+type ModelWithRate = Prisma.CatalogModelGetPayload<{ include: typeof WITH_RATE }>;
+
+/** The CatalogRow of a model read through Prisma; its jsonb columns checked against the contract's schemas. */
+function catalogRowOf(m: ModelWithRate): CatalogRow {
+  const rate = m.currentRate;
+  if (!rate) throw new Error(`catalog model ${m.id} has no current rate`);
+  return {
+    id: m.id,
+    display_name: m.displayName,
+    owned_by: m.ownedBy,
+    provider: m.provider,
+    provider_model: m.providerModel,
+    enabled: m.enabled,
+    approved: m.approved,
+    capabilities: Capabilities.parse(m.capabilities),
+    audio: AudioFormats.parse(m.audio),
+    modalities: Modalities.parse(m.modalities),
+    fallback_routes: ModelRoute.array().parse(m.fallbackRoutes),
+    created_at: m.createdAt,
+    rate_id: rate.id,
+    source: rate.source,
+    ...rateOfRow(rate),
+  };
+}
+
 /** GET /admin/v1/models: every registered model with a current rate, listed or not, by id. */
 export async function listAdminModels({
   ctx,
@@ -156,17 +184,24 @@ export async function listAdminModels({
 }): Promise<AdminListPage<AdminModel>> {
   const limit = input.limit ?? LIST_DEFAULT_LIMIT;
   const after = decodeCursor(input.after, ['string'] as const);
-  const { rows } = await ctx.db.pool.query<CatalogRow>(
-    `${CATALOG_SELECT}
-      WHERE ($1::text IS NULL OR m.provider = $1)
-        AND ($2::boolean IS NULL OR m.approved = $2)
-        AND ($3::boolean IS NULL OR m.enabled = $3)
-        AND ($4::text IS NULL OR m.id > $4)
-      ORDER BY m.id
-      LIMIT $5`,
-    [input.provider ?? null, input.approved ?? null, input.enabled ?? null, after?.[0] ?? null, limit + 1],
+  const rows = await prismaOf(ctx.db).catalogModel.findMany({
+    where: {
+      currentRateId: { not: null },
+      ...(input.provider === undefined ? {} : { provider: input.provider }),
+      ...(input.approved === undefined ? {} : { approved: input.approved }),
+      ...(input.enabled === undefined ? {} : { enabled: input.enabled }),
+      ...(after ? { id: { gt: after[0] } } : {}),
+    },
+    orderBy: { id: 'asc' },
+    take: limit + 1,
+    include: WITH_RATE,
+  });
+  return toPage(
+    rows,
+    limit,
+    (m) => toAdminModel(catalogRowOf(m)),
+    (m) => [m.id],
   );
-  return toPage(rows, limit, toAdminModel, (r) => [r.id]);
 }
 
 function sameRate(a: Rate, b: Rate): boolean {
@@ -190,46 +225,35 @@ export function withModelDefaults(input: UpsertModelRequest): Required<UpsertMod
   };
 }
 
-/** Inserts the model row when its id is free; a concurrent writer of the same id waits for the other. */
-async function insertModelIfMissing(tx: Sql, m: Required<UpsertModelRequest>): Promise<boolean> {
-  const { rowCount } = await tx.query(
-    `INSERT INTO catalog_models (id, display_name, owned_by, provider, provider_model, enabled, approved,
-                                 capabilities, audio, modalities, fallback_routes)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10::jsonb, $11::jsonb)
-     ON CONFLICT (id) DO NOTHING`,
-    [m.id, m.display_name, m.owned_by, m.provider, m.provider_model, m.enabled, m.approved, ...jsonColumns(m)],
-  );
-  return rowCount === 1;
+/** The model's own columns, as an upsert writes them. */
+function modelData(m: Required<UpsertModelRequest>) {
+  return {
+    displayName: m.display_name,
+    ownedBy: m.owned_by,
+    provider: m.provider,
+    providerModel: m.provider_model,
+    enabled: m.enabled,
+    approved: m.approved,
+    capabilities: m.capabilities,
+    audio: m.audio,
+    modalities: m.modalities,
+    fallbackRoutes: m.fallback_routes,
+  };
 }
 
-function jsonColumns(m: Required<UpsertModelRequest>): string[] {
-  return [JSON.stringify(m.capabilities), JSON.stringify(m.audio), JSON.stringify(m.modalities), JSON.stringify(m.fallback_routes)];
+/** Inserts the model row when its id is free (ON CONFLICT DO NOTHING); a concurrent writer of the same id waits for the other. */
+async function insertModelIfMissing(tx: DbTx, m: Required<UpsertModelRequest>): Promise<boolean> {
+  const { count } = await tx.catalogModel.createMany({ data: [{ id: m.id, ...modelData(m) }], skipDuplicates: true });
+  return count === 1;
 }
 
 /** Makes `pricing` the model's current rate; a new immutable snapshot only when it differs. */
-async function applyPricing(tx: Sql, modelId: string, pricing: Rate): Promise<void> {
-  const { rows } = await tx.query<Rate & { id: string; source: string }>(
-    `SELECT r.id, r.source, ${rateColumns('r')}
-       FROM catalog_models m JOIN rate_snapshots r ON r.id = m.current_rate_id
-      WHERE m.id = $1`,
-    [modelId],
-  );
-  const current = rows[0];
-  if (current && current.source === PRICING_SOURCE && sameRate(current, pricing)) return;
+async function applyPricing(tx: DbTx, modelId: string, pricing: Rate): Promise<void> {
+  const current = (await tx.catalogModel.findUnique({ where: { id: modelId }, select: { currentRate: true } }))?.currentRate;
+  if (current && current.source === PRICING_SOURCE && sameRate(rateOfRow(current), pricing)) return;
   const rateId = newId('rate');
-  await tx.query(
-    `INSERT INTO rate_snapshots (id, model_id, source, ${RATE_FIELDS.join(', ')})
-     VALUES ($1, $2, $3, ${RATE_FIELDS.map((_, i) => `$${i + 4}`).join(', ')})`,
-    [rateId, modelId, PRICING_SOURCE, ...RATE_FIELDS.map((f) => pricing[f])],
-  );
-  await tx.query('UPDATE catalog_models SET current_rate_id = $2, updated_at = now() WHERE id = $1', [modelId, rateId]);
-}
-
-async function readCatalogRow(tx: Sql, modelId: string): Promise<CatalogRow> {
-  const { rows } = await tx.query<CatalogRow>(`${CATALOG_SELECT} WHERE m.id = $1`, [modelId]);
-  const row = rows[0];
-  if (!row) throw new Error('catalog model vanished inside its own transaction');
-  return row;
+  await tx.rateSnapshot.create({ data: { id: rateId, modelId, source: PRICING_SOURCE, ...rateData(pricing) } });
+  await tx.catalogModel.update({ where: { id: modelId }, data: { currentRateId: rateId, updatedAt: new Date() }, select: { id: true } });
 }
 
 /** PUT /admin/v1/models: upsert; a pricing change makes a new rate snapshot, unchanged pricing keeps it. */
@@ -241,24 +265,17 @@ export async function upsertModel({
   input: UpsertModelRequest;
 }): Promise<AdminModel> {
   const m = withModelDefaults(input);
-  const row = await withTransaction(ctx, async (tx) => {
+  const row = await prismaOf(ctx.db).$transaction(async (tx) => {
     if (!(await insertModelIfMissing(tx, m))) {
-      // Row lock first, so concurrent updates of one model compare pricing one after the other.
-      await tx.query('SELECT 1 FROM catalog_models WHERE id = $1 FOR UPDATE', [m.id]);
-      await tx.query(
-        `UPDATE catalog_models SET display_name = $2, owned_by = $3, provider = $4, provider_model = $5, enabled = $6,
-                approved = $7, capabilities = $8::jsonb, audio = $9::jsonb, modalities = $10::jsonb,
-                fallback_routes = $11::jsonb, updated_at = now()
-          WHERE id = $1`,
-        [m.id, m.display_name, m.owned_by, m.provider, m.provider_model, m.enabled, m.approved, ...jsonColumns(m)],
-      );
+      // The update takes the row lock first, so concurrent updates of one model compare pricing one after the other.
+      await tx.catalogModel.update({ where: { id: m.id }, data: { ...modelData(m), updatedAt: new Date() }, select: { id: true } });
     }
     await applyPricing(tx, m.id, m.pricing);
-    return readCatalogRow(tx, m.id);
+    return tx.catalogModel.findUniqueOrThrow({ where: { id: m.id }, include: WITH_RATE });
   });
   // After the commit, so that every control plane reloading on this finds the change.
   ctx.catalog.changed(m.id);
-  return toAdminModel(row);
+  return toAdminModel(catalogRowOf(row));
 }
 
 /**
@@ -269,7 +286,7 @@ export async function seedCatalog({ ctx }: { ctx: { db: DbHandle } }): Promise<{
   const inserted: string[] = [];
   for (const seed of SEED_MODELS) {
     const m = withModelDefaults(seed);
-    const created = await withTransaction(ctx, async (tx) => {
+    const created = await prismaOf(ctx.db).$transaction(async (tx) => {
       if (!(await insertModelIfMissing(tx, m))) return false;
       await applyPricing(tx, m.id, m.pricing);
       return true;
