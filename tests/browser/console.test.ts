@@ -167,6 +167,13 @@ t.test('web console', { skip: skipWithoutChromium() }, async (t) => {
     const transcript = page.getByTestId('transcript');
     await transcript.getByText(/^Model:/).waitFor({ timeout: 25_000 });
     t.match(await transcript.innerText(), /You: speech \d+ ms[\s\S]*Model: speech \d+ ms/, 'both sides transcribed (events on oai-events)');
+    // The answer has played when the relay says so (output_audio_buffer.stopped on oai-events).
+    await page.getByTestId('event-log').getByText('output_audio_buffer.stopped').waitFor({ timeout: 15_000 });
+    t.match(
+      await page.getByTestId('event-log').innerText(),
+      /output_audio_buffer\.started[\s\S]*response\.done/,
+      "the call's events in the log",
+    );
     const played = await eventually(
       async () => Number.parseInt(await page.getByTestId('played-ms').innerText()),
       (ms) => ms >= 500,
@@ -175,13 +182,6 @@ t.test('web console', { skip: skipWithoutChromium() }, async (t) => {
     t.ok(played >= 500, `the answer came down the remote track (${played} ms)`);
     t.match(await page.getByTestId('jitter').innerText(), /^\d+\.\d ms$/, 'the jitter the page sees');
     t.match(await page.getByTestId('loss').innerText(), /^\d+\.\d % \(\d+ of \d+ packets\)$/, 'the loss the page sees');
-    // The answer has played when the relay says so (output_audio_buffer.stopped on oai-events).
-    await page.getByTestId('event-log').getByText('output_audio_buffer.stopped').waitFor({ timeout: 15_000 });
-    t.match(
-      await page.getByTestId('event-log').innerText(),
-      /output_audio_buffer\.started[\s\S]*response\.done/,
-      "the call's events in the log",
-    );
     await everyControlLabelled(t, page, 'playground (WebRTC)');
     await screenshot(page, 'playground-webrtc');
     await page.getByRole('button', { name: 'End' }).click();
