@@ -2,6 +2,7 @@
 
 import { createSocket, type Socket } from 'node:dgram';
 import OpusScript from 'opusscript';
+import { withPcmViewsInPlace } from './opus.js';
 import { MediaStreamTrack, RTCPeerConnection, RtpHeader, RtpPacket, useOPUS, type RTCDataChannel, type RtpPacket as Rtp } from 'werift';
 
 /**
@@ -14,8 +15,8 @@ export class BrowserPeer {
   readonly channel: RTCDataChannel;
   readonly received: { at: number; rtp: Rtp }[] = [];
   readonly messages: string[] = [];
-  private readonly encoder = new OpusScript(48_000, 1, OpusScript.Application.VOIP);
-  private readonly decoder = new OpusScript(48_000, 1, OpusScript.Application.VOIP);
+  private readonly encoder = withPcmViewsInPlace(new OpusScript(48_000, 1, OpusScript.Application.VOIP));
+  private readonly decoder = withPcmViewsInPlace(new OpusScript(48_000, 1, OpusScript.Application.VOIP));
   private seq = 1;
   private ts = 1000;
 
