@@ -354,6 +354,45 @@ t.test('barge-in: speaking over the answer clears the track and truncates the it
   t.ok(b.received.length - packetsAtCut <= 30, 'the track stopped carrying the cut answer');
 });
 
+t.test('output_audio_buffer.clear once the answer has played: cleared, and the played item is not truncated', async (t) => {
+  const env = await setupRelay(t);
+  await createModel(env.db, { id: MODEL });
+  const key = await createKey(env.db, 1000);
+  const { ek } = await secretSession(env.db, key);
+  const b = await browser(t);
+  const res = await post(env, '/v1/realtime/calls', {
+    body: await b.offer(),
+    headers: { 'Content-Type': 'application/sdp', Authorization: `Bearer ${ek}` },
+  });
+  await b.accept(await res.text());
+  await b.connected();
+  await b.speak(1000);
+  await b.speak(1500, 0);
+  await eventually(
+    () => events(b),
+    (e) => e.some((x) => x.type === 'output_audio_buffer.stopped'),
+    8000,
+  );
+  b.channel.send(JSON.stringify({ type: 'output_audio_buffer.clear' }));
+  const after = await eventually(
+    () => events(b),
+    (e) => e.some((x) => x.type === 'output_audio_buffer.cleared'),
+    5000,
+  );
+  await new Promise((r) => setTimeout(r, 500));
+  const types = events(b).map((e) => e.type);
+  t.ok(
+    after.some((e) => e.type === 'output_audio_buffer.cleared'),
+    'output_audio_buffer.cleared answers the clear',
+  );
+  t.notOk(types.includes('conversation.item.truncated'), 'nothing was playing: no item is truncated');
+  t.same(
+    types.filter((x) => x === 'error'),
+    [],
+    'no error',
+  );
+});
+
 t.test("the Agents SDK's opening session.update (semantic_vad, transcription): the turn's events reach oai-events", async (t) => {
   const env = await setupRelay(t);
   await createModel(env.db, { id: MODEL });

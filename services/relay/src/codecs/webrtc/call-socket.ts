@@ -128,9 +128,12 @@ export class CallSocket {
     else if (text.startsWith('{"type":"input_audio_buffer.speech_started"') && this.call.outputPlaying) this.cut();
   }
 
-  /** Barge-in (or the client's output_audio_buffer.clear): stop the track, truncate at what was played. */
+  /**
+   * Barge-in (or the client's output_audio_buffer.clear): stop the track, truncate at what was played. An item
+   * whose audio has all played (after output_audio_buffer.stopped) is left whole: there is nothing to cut.
+   */
   private cut(): void {
-    const playing = this.playing;
+    const playing = this.call.outputPlaying ? this.playing : undefined;
     const before = this.call.playedBytes;
     this.call.clearAudio();
     this.queuedTotal = this.call.playedBytes;
