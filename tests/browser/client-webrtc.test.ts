@@ -3,9 +3,6 @@
 // microphone (a WAV) goes up the Opus track; the test asserts the spoken answer on the remote track (Chromium's
 // RTP statistics, read through the client's getStats, with jitter and loss), the events on `oai-events` (checked
 // against the contract's schema in the page), the hangup ending the session, and the bill to the cent.
-import { once } from 'node:events';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { build } from 'esbuild';
@@ -13,8 +10,9 @@ import type { VoiceSession } from '@s2s/contract';
 import type { CallStats } from '@s2s/client';
 import { eventually } from '@s2s/testing';
 import { expectedCents } from '../e2e/bill.js';
-import { api, expectCharged, startEdge, startStack } from '../e2e/stack.js';
+import { api, expectCharged } from '../e2e/stack.js';
 import { launchChromium, skipWithoutChromium, speechWav } from './chromium.js';
+import { startWebRtcApp } from './webrtc-app.js';
 
 const MODEL = 'local/echo-1';
 
@@ -47,42 +45,16 @@ t.test('@s2s/client opens a WebRTC call in Chromium, through the edge', { skip: 
   const script = bundle.outputFiles[0]!.text;
   t.notMatch(script, /from\s*["']ws["']|require\(["']ws["']\)/, 'the browser bundle has no `ws` (no Node import)');
 
-  let mint: () => Promise<{ value: string }> = () => Promise.reject(new Error('not ready'));
-  const backend = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://x');
-    if (url.pathname === '/call.html') {
-      res.setHeader('content-type', 'text/html').end('<!doctype html><meta charset="utf-8"><script type="module" src="/call.js"></script>');
-    } else if (url.pathname === '/call.js') res.setHeader('content-type', 'text/javascript').end(script);
-    else if (url.pathname === '/credential' && req.method === 'POST') {
-      mint().then(
-        (c) => res.setHeader('content-type', 'application/json').end(JSON.stringify(c)),
-        (err: Error) => res.writeHead(500).end(err.message),
-      );
-    } else res.writeHead(404).end();
+  const { origin, stack, edge, key, rate, sessionId } = await startWebRtcApp(t, {
+    model: MODEL,
+    files: {
+      '/call.html': {
+        type: 'text/html',
+        body: '<!doctype html><meta charset="utf-8"><script type="module" src="/call.js"></script>',
+      },
+      '/call.js': { type: 'text/javascript', body: script },
+    },
   });
-  backend.listen(0, '127.0.0.1');
-  await once(backend, 'listening');
-  t.teardown(() => new Promise((r) => backend.close(r)));
-  const origin = `http://127.0.0.1:${(backend.address() as AddressInfo).port}`;
-
-  const stack = await startStack(t, { relay: { REALTIME_ALLOWED_ORIGINS: origin, WEBRTC_ANNOUNCED_ADDRESSES: '127.0.0.1' } });
-  const edge = await startEdge(t, stack);
-  const { body: key } = await api<{ id: string; key: string; wallet_id: string }>(stack, 'POST', '/admin/v1/keys', {
-    admin: true,
-    body: { balance_cents: 1000 },
-  });
-  const models = await api<{ data: { id: string; pricing: Record<string, number> }[] }>(stack, 'GET', '/v1/models');
-  const rate = models.body.data.find((m) => m.id === MODEL)!.pricing;
-  let sessionId = '';
-  mint = async () => {
-    const res = await api<{ value: string; session: { id: string } }>(stack, 'POST', '/v1/realtime/client_secrets', {
-      key: key.key,
-      body: { session: { type: 'realtime', model: MODEL, instructions: 'Answer briefly.' } },
-    });
-    if (res.status !== 200) throw new Error(`mint failed: ${res.status}`);
-    sessionId = res.body.session.id;
-    return { value: res.body.value };
-  };
 
   // The speech starts 3 s after the microphone opens, so a call slow to connect on a loaded machine still hears it.
   const browser = await launchChromium(t, { microphoneWav: speechWav({ rate: 48_000, leadMs: 3000, speechMs: 1000, tailMs: 6000 }) });
@@ -94,7 +66,7 @@ t.test('@s2s/client opens a WebRTC call in Chromium, through the edge', { skip: 
 
   const opened = await eventually(poll, (r) => r.connectError !== null || r.callId !== null, 20_000);
   t.equal(opened.connectError, null, 'the call opened with the ek_ secret');
-  t.equal(opened.callId, sessionId, "the call's id (from Location) is its voice session's");
+  t.equal(opened.callId, sessionId(), "the call's id (from Location) is its voice session's");
   t.same(opened.session, { type: 'realtime', model: MODEL, instructions: 'Answer briefly.' }, 'session.created: the OpenAI-shaped session');
 
   const updated = await eventually(poll, (r) => r.updated !== undefined, 10_000);
@@ -124,7 +96,7 @@ t.test('@s2s/client opens a WebRTC call in Chromium, through the edge', { skip: 
   // The page hangs up: the gateway ends the session (client_closed → completed) and billing settles it.
   t.equal(await page.evaluate<string>('window.hangup()'), 'hangup');
   const settled = await eventually(
-    () => api<VoiceSession>(stack, 'GET', `/v1/voice/sessions/${sessionId}`, { key: key.key }),
+    () => api<VoiceSession>(stack, 'GET', `/v1/voice/sessions/${sessionId()}`, { key: key.key }),
     (r) => r.body.status === 'completed' && r.body.billing.reserved_cents === 0,
     20_000,
   );

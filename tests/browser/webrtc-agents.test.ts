@@ -6,17 +6,15 @@
 // SDK runs it in the page and answers over `oai-events`, and the result is spoken. A long answer is interrupted
 // while it plays (session.interrupt()): the track stops, the item is truncated at what was played and the
 // response cancelled. The backend hangs up, and the bill is exact, counting only the audio that was sent.
-import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import type { VoiceSession } from '@s2s/contract';
 import { eventually } from '@s2s/testing';
 import { expectedCents } from '../e2e/bill.js';
-import { api, expectCharged, startEdge, startStack } from '../e2e/stack.js';
+import { api, expectCharged } from '../e2e/stack.js';
 import { launchChromium, skipWithoutChromium, speechWav } from './chromium.js';
+import { startWebRtcApp } from './webrtc-app.js';
 
 const MODEL = 'local/echo-1';
 
@@ -117,46 +115,16 @@ t.test('@openai/agents-realtime over WebRTC in Chromium, through the edge', { sk
   const bundle = readFileSync(
     fileURLToPath(new URL('./node_modules/@openai/agents-realtime/dist/bundle/openai-realtime-agents.umd.js', import.meta.url)),
   );
-  let mint: () => Promise<{ value: string; model: string }> = () => Promise.reject(new Error('not ready'));
-  const backend = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://x');
-    if (url.pathname === '/webrtc.html') res.setHeader('content-type', 'text/html').end(PAGE);
-    else if (url.pathname === '/agents.umd.js') res.setHeader('content-type', 'text/javascript').end(bundle);
-    else if (url.pathname === '/credential' && req.method === 'POST') {
-      mint().then(
-        (c) => res.setHeader('content-type', 'application/json').end(JSON.stringify(c)),
-        (err: Error) => res.writeHead(500).end(err.message),
-      );
-    } else res.writeHead(404).end();
-  });
-  backend.listen(0, '127.0.0.1');
-  await once(backend, 'listening');
-  t.teardown(() => new Promise((r) => backend.close(r)));
-  const origin = `http://127.0.0.1:${(backend.address() as AddressInfo).port}`;
-
   // The simulator paces its replies in real time (a 100 ms delta every 100 ms), as a model speaks: the barge-in
   // below lands while the answer is still being produced, so its response is cancelled part way.
-  const stack = await startStack(t, {
-    relay: { REALTIME_ALLOWED_ORIGINS: origin, WEBRTC_ANNOUNCED_ADDRESSES: '127.0.0.1' },
+  const { origin, stack, edge, key, rate, sessionId } = await startWebRtcApp(t, {
+    model: MODEL,
+    files: {
+      '/webrtc.html': { type: 'text/html', body: PAGE },
+      '/agents.umd.js': { type: 'text/javascript', body: bundle },
+    },
     provider: { LOCAL_PROVIDER_REPLY_INTERVAL_MS: '100' },
   });
-  const edge = await startEdge(t, stack);
-  const { body: key } = await api<{ id: string; key: string; wallet_id: string }>(stack, 'POST', '/admin/v1/keys', {
-    admin: true,
-    body: { balance_cents: 1000 },
-  });
-  const models = await api<{ data: { id: string; pricing: Record<string, number> }[] }>(stack, 'GET', '/v1/models');
-  const rate = models.body.data.find((m) => m.id === MODEL)!.pricing;
-  let sessionId = '';
-  mint = async () => {
-    const res = await api<{ value: string; session: { id: string } }>(stack, 'POST', '/v1/realtime/client_secrets', {
-      key: key.key,
-      body: { session: { type: 'realtime', model: MODEL, instructions: 'Answer briefly.' } },
-    });
-    if (res.status !== 200) throw new Error(`mint failed: ${res.status}`);
-    sessionId = res.body.session.id;
-    return { value: res.body.value, model: MODEL };
-  };
 
   // The speech starts 4 s after the microphone opens, so a call slow to connect on a loaded machine still hears it.
   const browser = await launchChromium(t, { microphoneWav: speechWav({ rate: 48_000, leadMs: 4000, speechMs: 1000, tailMs: 6000 }) });
@@ -174,7 +142,7 @@ t.test('@openai/agents-realtime over WebRTC in Chromium, through the edge', { sk
   );
   t.equal(result.connectError, null, 'the SDK connected over WebRTC with the ek_ secret');
   t.equal(result.connection, 'connected');
-  t.equal(result.callId, sessionId, 'Location names the call: its voice session');
+  t.equal(result.callId, sessionId(), 'Location names the call: its voice session');
   const said = result.history.find((i) => i.role === 'assistant')?.content?.[0]?.transcript;
   t.match(said, /^speech \d+ ms$/, 'the spoken answer is in the SDK history (transcript over oai-events)');
   const spokenMs = Number(/^speech (\d+) ms$/.exec(said ?? '')?.[1] ?? 0);
@@ -269,13 +237,13 @@ t.test('@openai/agents-realtime over WebRTC in Chromium, through the edge', { sk
   t.same(afterBarge.errors, [], 'no error event');
 
   // The backend hangs up with its API key: the session ends (client_closed → completed) and is settled.
-  const hung = await api<VoiceSession>({ ...stack, baseUrl: edge.origin }, 'POST', `/v1/realtime/calls/${sessionId}/hangup`, {
+  const hung = await api<VoiceSession>({ ...stack, baseUrl: edge.origin }, 'POST', `/v1/realtime/calls/${sessionId()}/hangup`, {
     key: key.key,
   });
   t.equal(hung.status, 200);
-  t.equal(hung.body.id, sessionId);
+  t.equal(hung.body.id, sessionId());
   const settled = await eventually(
-    () => api<VoiceSession>(stack, 'GET', `/v1/voice/sessions/${sessionId}`, { key: key.key }),
+    () => api<VoiceSession>(stack, 'GET', `/v1/voice/sessions/${sessionId()}`, { key: key.key }),
     (r) => r.body.status === 'completed' && r.body.billing.reserved_cents === 0,
     15_000,
   );
