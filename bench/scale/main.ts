@@ -33,7 +33,7 @@ if (command === 'load-worker') {
     process.exit(0);
   }
   if (values.unpack) {
-    // A role on another machine: `./run --unpack=DIR`, then `./node DIR/app/relay.mjs` (docs/benchmarks.md).
+    // A role on another machine: `./run --unpack=DIR`, then `./node DIR/app/relay.mjs` (bench/scale/README.md).
     if (!values.pack) throw new Error('--unpack is for a pack (./run --unpack=DIR)');
     await unpackPayload(values.pack, resolve(values.unpack));
     process.exit(0);
