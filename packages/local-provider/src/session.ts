@@ -1,11 +1,11 @@
 import type {
-  RealtimeAudioFormats,
   RealtimeConversationItemAssistantMessage,
   RealtimeConversationItemFunctionCall,
   RealtimeResponse,
   RealtimeResponseUsage,
   RealtimeSessionCreateRequest,
 } from 'openai/resources/realtime/realtime';
+import { formatObject, InputConverter, OutputConverter, pcmBytesOf, wireFormatOf } from './formats.js';
 import { Conversation, contextUsage, type ContextUsage, type Segment, type StoredItem } from './conversation.js';
 import { InputBuffer } from './input-buffer.js';
 import {
@@ -14,7 +14,6 @@ import {
   DEFAULT_VOICE,
   ECHO_STREAM_MODEL,
   REPLY_CHUNK_MS,
-  SAMPLE_RATE_HZ,
   SEMANTIC_VAD_SILENCE_MS,
   TEXT_DELTA_CHARS,
   localTokens,
@@ -71,7 +70,6 @@ interface ActiveResponse {
 }
 
 const REPLY_CHUNK_BYTES = REPLY_CHUNK_MS * BYTES_PER_MS;
-const PCM: RealtimeAudioFormats = { type: 'audio/pcm', rate: SAMPLE_RATE_HZ };
 
 /**
  * One simulated upstream session. Ids and event ids are per-connection counters, so the same sequence of
@@ -96,6 +94,9 @@ export class SimulatedSession {
   private readonly vad = new EnergyVad(DEFAULT_SILENCE_DURATION_MS);
   private readonly echoStream: boolean;
   private readonly input = new InputBuffer();
+  /** The input and output formats in force (OpenAI's: PCM16 24 kHz, G.711 μ-law or A-law), converted at the edge. */
+  private inFormat = new InputConverter('pcm');
+  private outFormat = new OutputConverter('pcm');
   private readonly conversation = new Conversation();
   /** The id of the last item the input buffer committed (echo-stream keeps no conversation). */
   private lastCommittedId: string | null = null;
@@ -155,8 +156,9 @@ export class SimulatedSession {
   /** Fast path for the hot event: the audio arrives as the base64 string the client sent. */
   append(base64: string): void {
     if (this.closed) return;
-    const pcm = Buffer.from(base64, 'base64');
-    if (this.echoStream) return this.echoFrame(base64, pcm);
+    const raw = Buffer.from(base64, 'base64');
+    if (this.echoStream) return this.echoFrame(base64, raw);
+    const pcm = this.inFormat.toPcm(raw);
     this.input.append(pcm);
     // The VAD clock runs even with turn detection off, so its positions stay on the input byte clock.
     const events = this.vad.push(pcm);
@@ -211,14 +213,6 @@ export class SimulatedSession {
     const s = event.session;
     const input = s.audio?.input;
     const output = s.audio?.output;
-    for (const [param, format] of [
-      ['session.audio.input.format', input?.format],
-      ['session.audio.output.format', output?.format],
-    ] as const) {
-      if (format && format.type !== 'audio/pcm') {
-        return this.error('invalid_value', 'Only audio/pcm at 24000 Hz is supported.', event.event_id, param);
-      }
-    }
     if (output?.voice !== undefined && output.voice !== this.settings.voice && this.audioSent) {
       return this.error(
         'cannot_update_voice',
@@ -235,6 +229,11 @@ export class SimulatedSession {
       names.add(tool.name);
     }
     const settings = this.settings;
+    // A format applies to audio sent or produced after this update (the converters' state starts afresh).
+    if (input?.format !== undefined && wireFormatOf(input.format) !== this.inFormat.format)
+      this.inFormat = new InputConverter(wireFormatOf(input.format));
+    if (output?.format !== undefined && wireFormatOf(output.format) !== this.outFormat.format)
+      this.outFormat = new OutputConverter(wireFormatOf(output.format));
     if (output?.voice !== undefined) settings.voice = output.voice;
     if (s.instructions !== undefined) settings.instructions = s.instructions;
     settings.tools = tools;
@@ -348,7 +347,9 @@ export class SimulatedSession {
     if (item.type === 'message' && item.role === 'user') {
       const parts = item.content.map((p) => {
         if (p.type !== 'input_audio') return p;
-        audio = Buffer.concat([audio ?? Buffer.alloc(0), Buffer.from(p.audio, 'base64')]);
+        // In the session's input format, as OpenAI reads it.
+        const pcm = new InputConverter(this.inFormat.format).toPcm(Buffer.from(p.audio, 'base64'));
+        audio = Buffer.concat([audio ?? Buffer.alloc(0), pcm]);
         // Audio bytes are not kept: the item remembers its length and transcript only.
         return p.transcript === undefined ? { type: p.type } : { type: p.type, transcript: p.transcript };
       });
@@ -570,7 +571,7 @@ export class SimulatedSession {
       response.timer = null;
       if (this.active !== response || this.closed) return;
       const chunk = response.chunks[response.next++];
-      if (chunk) this.sendDelta(response, chunk.toString('base64'), chunk.length);
+      if (chunk) this.sendPcm(response, chunk);
       if (response.next < response.chunks.length) this.scheduleChunk(response, false);
       else this.finishResponse(response.output.truncated ? 'incomplete' : 'completed');
     };
@@ -578,13 +579,25 @@ export class SimulatedSession {
     else response.timer = setTimeout(run, this.replyChunkIntervalMs);
   }
 
-  private echoFrame(base64: string, pcm: Buffer): void {
+  /** echo-stream: the frame back as it came when both formats are the same, else converted through PCM16. */
+  private echoFrame(base64: string, raw: Buffer): void {
     if (!this.active) this.startResponse({});
     const response = this.active!;
-    response.echoedInputBytes += pcm.length;
-    if (pcm.length > 0) this.sendDelta(response, base64, pcm.length);
+    const pcmBytes = pcmBytesOf(this.inFormat.format, raw.length);
+    response.echoedInputBytes += pcmBytes;
+    if (raw.length === 0) return;
+    if (this.inFormat.format === this.outFormat.format) this.sendDelta(response, base64, pcmBytes);
+    else this.sendPcm(response, this.inFormat.toPcm(raw));
   }
 
+  /** PCM16 24 kHz output, in the session's output format. */
+  private sendPcm(response: ActiveResponse, pcm: Buffer): void {
+    const out = this.outFormat.fromPcm(pcm);
+    // A G.711 encoder completes a byte per 3 samples: a shorter chunk is carried to the next one.
+    if (out.length > 0) this.sendDelta(response, out.toString('base64'), pcmBytesOf(this.outFormat.format, out.length));
+  }
+
+  /** `bytes`: the delta's length as PCM16 24 kHz (its duration on the output clock). */
   private sendDelta(response: ActiveResponse, base64: string, bytes: number): void {
     response.sentBytes += bytes;
     this.audioSent = true;
@@ -706,12 +719,12 @@ export class SimulatedSession {
       ...s.current,
       audio: {
         input: {
-          format: PCM,
+          format: formatObject(this.inFormat.format),
           turn_detection: s.turnDetection,
           ...(s.transcription ? { transcription: s.transcription } : {}),
           ...(s.noiseReduction ? { noise_reduction: s.noiseReduction } : {}),
         },
-        output: { format: PCM, voice: s.voice },
+        output: { format: formatObject(this.outFormat.format), voice: s.voice },
       },
     } satisfies RealtimeSessionCreateRequest;
   }
@@ -729,7 +742,7 @@ export class SimulatedSession {
       output,
       output_modalities: response.modalities,
       max_output_tokens: response.maxOutputTokens,
-      audio: { output: { format: PCM, voice: this.settings.voice } },
+      audio: { output: { format: formatObject(this.outFormat.format), voice: this.settings.voice } },
       ...(usage ? { usage } : {}),
     } satisfies RealtimeResponse;
   }

@@ -2,6 +2,7 @@ import t, { type Test } from 'tap';
 import type { RealtimeSessionCreateRequest } from 'openai/resources/realtime/realtime';
 import { pcmFrames, pcmSilence, pcmTone, startLocalProvider, type LocalProvider, type ReceivedClientEvent } from '../src/index.js';
 import { TestClient, deltaBytes, types, type Ev } from './client.js';
+import { G711Encoder } from '@s2s/audio';
 
 const KEY = 'sim-test-key-0123456789';
 
@@ -54,7 +55,7 @@ t.test('handshake: path, model and bearer key are checked before the upgrade', a
   t.same(created.session.audio.input.turn_detection, { type: 'server_vad', silence_duration_ms: 500 });
 });
 
-t.test('session.update (GA shape) is applied and echoed; unsupported formats are refused', async (t) => {
+t.test('session.update (GA shape) is applied and echoed; G.711 is taken as OpenAI takes it, another rate refused', async (t) => {
   const p = await provider(t);
   const c = await client(t, p);
   c.send({
@@ -72,14 +73,71 @@ t.test('session.update (GA shape) is applied and echoed; unsupported formats are
   t.same(updated.session.audio.input.turn_detection, { type: 'server_vad', silence_duration_ms: 300 });
 
   c.send({ type: 'session.update', event_id: 'ev1', session: { type: 'realtime', audio: { input: { format: { type: 'audio/pcmu' } } } } });
+  const g711 = await c.next('session.updated');
+  t.same(g711.session.audio.input.format, { type: 'audio/pcmu' }, 'μ-law in, as OpenAI takes it');
+  t.same(g711.session.audio.output.format, { type: 'audio/pcm', rate: 24000 }, 'each direction on its own');
+  c.send({ type: 'session.update', session: { type: 'realtime', audio: { output: { format: { type: 'audio/pcma' } } } } });
+  t.same((await c.next('session.updated')).session.audio.output.format, { type: 'audio/pcma' });
+
+  c.send({ type: 'session.update', event_id: 'ev2', session: { type: 'realtime', audio: { input: { format: { type: 'audio/pcm', rate: 16000 } } } } });
   const err = await c.next('error');
-  t.same(err.error, {
-    type: 'invalid_request_error',
-    code: 'invalid_value',
-    message: 'Only audio/pcm at 24000 Hz is supported.',
-    param: 'session.audio.input.format',
-    event_id: 'ev1',
+  t.match(err.error, { type: 'invalid_request_error', code: 'invalid_event' }, 'another PCM rate is refused');
+  c.send({ type: 'input_audio_buffer.clear' });
+  t.same((await c.next('input_audio_buffer.cleared')).type, 'input_audio_buffer.cleared', 'the session goes on');
+});
+
+/** μ-law or A-law bytes of PCM16 24 kHz, through the gateway's own codec (@s2s/audio). */
+function g711Of(law: 'pcmu' | 'pcma', pcm: Buffer): Buffer {
+  return new G711Encoder(law).push(pcm);
+}
+
+t.test('G.711: server VAD hears decoded μ-law and the answer comes back in the output format, its real length', async (t) => {
+  const p = await provider(t);
+  const c = await client(t, p);
+  c.send({
+    type: 'session.update',
+    session: { type: 'realtime', audio: { input: { format: { type: 'audio/pcmu' } }, output: { format: { type: 'audio/pcmu' } } } },
   });
+  await c.next('session.updated');
+  const ulaw = g711Of('pcmu', Buffer.concat([pcmSilence(200), pcmTone(1000), pcmSilence(600)]));
+  t.equal(ulaw.length, 1800 * 8, '8 bytes a millisecond');
+  for (let off = 0; off < ulaw.length; off += 160) c.append(ulaw.subarray(off, off + 160));
+  const evs = await c.until('response.done');
+  const started = evs.find((e) => e.type === 'input_audio_buffer.speech_started')!;
+  const stopped = evs.find((e) => e.type === 'input_audio_buffer.speech_stopped')!;
+  t.ok(Math.abs(started.audio_start_ms - 200) <= 20, `speech starts near 200 ms (${started.audio_start_ms})`);
+  t.ok(Math.abs(stopped.audio_end_ms - 1200) <= 20, `and stops near 1200 ms (${stopped.audio_end_ms})`);
+  const played = deltaBytes(evs);
+  const done = evs.at(-1)!;
+  t.same(done.response.audio.output.format, { type: 'audio/pcmu' });
+  // The played-back speech is in μ-law: 8 bytes a millisecond, billed as that many milliseconds.
+  t.equal(played.length % 8, 0);
+  t.equal(done.response.usage.output_token_details.audio_tokens, Math.ceil(played.length / 8 / 50));
+  t.ok(played.length / 8 >= 980 && played.length / 8 <= 1040, `about the second of speech (${played.length / 8} ms)`);
+});
+
+t.test('G.711 echo-stream: the same format comes back byte for byte; another is converted, the duration kept', async (t) => {
+  const p = await provider(t);
+  const c = await client(t, p, 'echo-stream');
+  const update = (input: string, output: string) =>
+    c.send({ type: 'session.update', session: { type: 'realtime', audio: { input: { format: { type: input } }, output: { format: { type: output } } } } });
+  update('audio/pcma', 'audio/pcma');
+  await c.next('session.updated');
+  const alaw = g711Of('pcma', pcmTone(100));
+  for (let off = 0; off < alaw.length; off += 160) c.append(alaw.subarray(off, off + 160));
+  for (let off = 0; off < alaw.length; off += 160)
+    t.equal((await c.next('response.output_audio.delta')).delta, alaw.subarray(off, off + 160).toString('base64'), `frame at ${off}`);
+  c.send({ type: 'input_audio_buffer.commit' });
+  const first = await c.until('response.done');
+  t.equal(first.at(-1)!.response.usage.output_token_details.audio_tokens, 2, 'ceil(100 ms / 50)');
+
+  update('audio/pcma', 'audio/pcm');
+  await c.next('session.updated');
+  for (let off = 0; off < alaw.length; off += 160) c.append(alaw.subarray(off, off + 160));
+  c.send({ type: 'input_audio_buffer.commit' });
+  const second = await c.until('response.done');
+  t.equal(deltaBytes(second).length, 100 * 48, 'A-law in, PCM16 out: 100 ms');
+  t.equal(second.at(-1)!.response.usage.input_token_details.audio_tokens, 1, 'ceil(100 ms / 100)');
 });
 
 t.test('server VAD: speech then 500 ms of silence ends the turn and the speech is played back', async (t) => {
