@@ -79,7 +79,11 @@ t.test('session.update (GA shape) is applied and echoed; G.711 is taken as OpenA
   c.send({ type: 'session.update', session: { type: 'realtime', audio: { output: { format: { type: 'audio/pcma' } } } } });
   t.same((await c.next('session.updated')).session.audio.output.format, { type: 'audio/pcma' });
 
-  c.send({ type: 'session.update', event_id: 'ev2', session: { type: 'realtime', audio: { input: { format: { type: 'audio/pcm', rate: 16000 } } } } });
+  c.send({
+    type: 'session.update',
+    event_id: 'ev2',
+    session: { type: 'realtime', audio: { input: { format: { type: 'audio/pcm', rate: 16000 } } } },
+  });
   const err = await c.next('error');
   t.match(err.error, { type: 'invalid_request_error', code: 'invalid_event' }, 'another PCM rate is refused');
   c.send({ type: 'input_audio_buffer.clear' });
@@ -120,7 +124,10 @@ t.test('G.711 echo-stream: the same format comes back byte for byte; another is 
   const p = await provider(t);
   const c = await client(t, p, 'echo-stream');
   const update = (input: string, output: string) =>
-    c.send({ type: 'session.update', session: { type: 'realtime', audio: { input: { format: { type: input } }, output: { format: { type: output } } } } });
+    c.send({
+      type: 'session.update',
+      session: { type: 'realtime', audio: { input: { format: { type: input } }, output: { format: { type: output } } } },
+    });
   update('audio/pcma', 'audio/pcma');
   await c.next('session.updated');
   const alaw = g711Of('pcma', pcmTone(100));
