@@ -1,4 +1,6 @@
 import type pg from 'pg';
+import { z } from 'zod';
+import { sqlStatement } from './statement.js';
 
 export interface LedgerViolation {
   /** Which rule broke (one of the keys of INVARIANTS). */
@@ -80,6 +82,11 @@ const INVARIANTS = {
     WHERE s.settled_at IS NULL`,
 } as const;
 
+const VIOLATION = z.object({ subject: z.string(), detail: z.string() });
+const INVARIANT_STATEMENTS = Object.entries(INVARIANTS).map(
+  ([invariant, text]) => [invariant, sqlStatement(import.meta.url, { text, row: VIOLATION })] as const,
+);
+
 /**
  * Checks the money invariants over the whole database; an empty list means they all hold.
  * Runs in one read-only REPEATABLE READ transaction so concurrent writers cannot produce false alarms.
@@ -89,8 +96,8 @@ export async function checkLedgerInvariants(pool: pg.Pool): Promise<LedgerViolat
   try {
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     const violations: LedgerViolation[] = [];
-    for (const [invariant, sql] of Object.entries(INVARIANTS)) {
-      const { rows } = await client.query<{ subject: string; detail: string }>(sql);
+    for (const [invariant, statement] of INVARIANT_STATEMENTS) {
+      const { rows } = await statement.run(client);
       violations.push(...rows.map((row) => ({ invariant, ...row })));
     }
     await client.query('COMMIT');

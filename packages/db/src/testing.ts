@@ -10,6 +10,15 @@ import { once } from './once.js';
 
 export { checkLedgerInvariants, type LedgerViolation } from './ledger-invariants.js';
 export { createWalletAndKey, insertCurrentRate, type WalletKeyFixture } from './fixtures.js';
+export {
+  checkDeclaredStatements,
+  COLUMN_KINDS,
+  describeStatement,
+  kindFits,
+  rawRowQueries,
+  schemaKinds,
+  statementProblems,
+} from './statement-check.js';
 
 export interface TestDatabase {
   /** Connection URL of the new database. */

@@ -1,7 +1,7 @@
 import {
+  Capabilities,
   PROVIDER_SESSION_FIELDS,
   sessionFieldsOf,
-  type Capabilities,
   type CreateSessionRequest,
   type RealtimeSessionSettings,
 } from '@s2s/contract';
@@ -17,7 +17,8 @@ import {
   type RateField,
   type SessionRecord,
 } from '@s2s/core';
-import { rateColumns, rateFromRow, type DbHandle } from '@s2s/db';
+import { rateColumns, rateFromRow, rateRowShape, sqlStatement, type DbHandle, type Statement } from '@s2s/db';
+import { z } from 'zod';
 import type { SessionsDbContext } from './context.js';
 import { readOwnedSession } from './get.js';
 
@@ -150,30 +151,45 @@ SELECT k.id AS key_id, k.wallet_id, k.max_live, k.max_rate, ws.available, ws.liv
   FROM cfg, k LEFT JOIN ws ON true${idempotent ? ' LEFT JOIN e ON true' : ''} LEFT JOIN m ON true LEFT JOIN w ON true LEFT JOIN s ON true`;
 }
 
-const CREATE_SESSION_SQL = createSql(false);
-const CREATE_IDEMPOTENT_SESSION_SQL = createSql(true);
+/** The row of the create statement with an Idempotency-Key. */
+const CREATE_ROW = z.object({
+  key_id: z.string(),
+  wallet_id: z.string(),
+  max_live: z.number(),
+  max_rate: z.number(),
+  available: z.number().nullable(),
+  live: z.number().nullable(),
+  rate_ahead_s: z.number().nullable(),
+  idem_fingerprint: z.string().nullable(),
+  idem_session_id: z.string().nullable(),
+  idem_stale: z.boolean().nullable(),
+  model_id: z.string().nullable(),
+  provider: z.string().nullable(),
+  provider_model: z.string().nullable(),
+  capabilities: Capabilities.nullable(),
+  rate_id: z.string().nullable(),
+  available_cents: z.number().nullable(),
+  created_at: z.date().nullable(),
+  last_activity_at: z.date().nullable(),
+  max_ends_at: z.date().nullable(),
+});
+type CreateRow = z.infer<typeof CREATE_ROW>;
 
-interface CreateRow {
-  key_id: string;
-  wallet_id: string;
-  max_live: number;
-  max_rate: number;
-  available: number | null;
-  live: number | null;
-  rate_ahead_s: number | null;
-  idem_fingerprint: string | null;
-  idem_session_id: string | null;
-  idem_stale: boolean | null;
-  model_id: string | null;
-  provider: string | null;
-  provider_model: string | null;
-  capabilities: Capabilities | null;
-  rate_id: string | null;
-  available_cents: number | null;
-  created_at: Date | null;
-  last_activity_at: Date | null;
-  max_ends_at: Date | null;
-}
+/** Without an Idempotency-Key the `idem_` columns are bare NULLs, which PostgreSQL types as text. */
+const CREATE_ROW_WITHOUT_KEY = CREATE_ROW.extend({ idem_fingerprint: z.null(), idem_session_id: z.null(), idem_stale: z.null() });
+
+const CREATE_SESSION = sqlStatement(import.meta.url, { name: 'core_create_session', text: createSql(false), row: CREATE_ROW_WITHOUT_KEY });
+const CREATE_IDEMPOTENT_SESSION = sqlStatement(import.meta.url, {
+  name: 'core_create_idempotent_session',
+  text: createSql(true),
+  row: CREATE_ROW,
+});
+
+const RATE_SNAPSHOT = sqlStatement(import.meta.url, {
+  name: 'core_rate_snapshot',
+  text: `SELECT source, ${rateColumns('r')} FROM rate_snapshots r WHERE id = $1`,
+  row: z.object({ source: z.string(), ...rateRowShape }),
+});
 
 /**
  * Last seen current rate of each model with its preauthorization, per database handle. Only a guess: the
@@ -207,11 +223,7 @@ function cachesOf(db: DbHandle): CreateCaches {
 async function rateSnapshot(db: DbHandle, cache: Map<string, RateSnapshot>, rateId: string): Promise<RateSnapshot> {
   const known = cache.get(rateId);
   if (known) return known;
-  const { rows } = await db.pool.query<Record<RateField, number> & { source: string }>({
-    name: 'core_rate_snapshot',
-    text: `SELECT source, ${rateColumns('r')} FROM rate_snapshots r WHERE id = $1`,
-    values: [rateId],
-  });
+  const { rows } = await RATE_SNAPSHOT.run(db.pool, [rateId]);
   const row = rows[0];
   // The model's current rate names it, and snapshots are never deleted.
   if (!row) throw new AppError('internal_error', `rate snapshot ${rateId} is missing`);
@@ -232,6 +244,17 @@ export function createStatement(
   guess: { rateId: string; preauthCents: number } | undefined,
   fingerprint: string | null,
 ): { name: string; text: string; values: unknown[] } {
+  const { statement, values } = createQuery(input, sessionId, guess, fingerprint);
+  return { name: statement.name ?? '', text: statement.text, values };
+}
+
+/** The create statement that fits the input (with or without an Idempotency-Key) and its parameters. */
+function createQuery(
+  input: CreateSessionInput,
+  sessionId: string,
+  guess: { rateId: string; preauthCents: number } | undefined,
+  fingerprint: string | null,
+): { statement: Statement<typeof CREATE_ROW> | Statement<typeof CREATE_ROW_WITHOUT_KEY>; values: unknown[] } {
   const { policy } = input;
   const limits = policy.keyLimits ?? DEFAULT_KEY_LIMITS;
   const values: unknown[] = [
@@ -251,12 +274,8 @@ export function createStatement(
     input.clientSecretSettings === undefined ? null : JSON.stringify(input.clientSecretSettings),
     honouringProviders(answerFieldsOf(input.clientSecretSettings)),
   ];
-  if (input.idempotencyKey === undefined || fingerprint === null) return { name: 'core_create_session', text: CREATE_SESSION_SQL, values };
-  return {
-    name: 'core_create_idempotent_session',
-    text: CREATE_IDEMPOTENT_SESSION_SQL,
-    values: [...values, input.idempotencyKey, fingerprint],
-  };
+  if (input.idempotencyKey === undefined || fingerprint === null) return { statement: CREATE_SESSION, values };
+  return { statement: CREATE_IDEMPOTENT_SESSION, values: [...values, input.idempotencyKey, fingerprint] };
 }
 
 /**
@@ -281,7 +300,8 @@ export async function createSession({ ctx, input }: { ctx: SessionsDbContext; in
     const sessionId = newId('vs');
     let row: CreateRow | undefined;
     try {
-      const result = await db.pool.query<CreateRow>(createStatement(input, sessionId, guess, fingerprint));
+      const { statement, values } = createQuery(input, sessionId, guess, fingerprint);
+      const result = await statement.run(db.pool, values);
       row = result.rows[0];
     } catch (err) {
       if (!isIdempotencyRace(err) || input.idempotencyKey === undefined || fingerprint === null) throw err;
@@ -417,11 +437,17 @@ function isIdempotencyRace(err: unknown): boolean {
   return e?.code === '23505' && e.constraint === 'idempotency_keys_pkey';
 }
 
-interface IdempotencyRecord {
-  fingerprint: string;
-  session_id: string;
-  stale: boolean;
-}
+const IDEMPOTENCY_RECORD = sqlStatement(import.meta.url, {
+  text: `SELECT fingerprint, session_id, created_at < now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS}) AS stale
+         FROM idempotency_keys WHERE key_id = $1 AND idempotency_key = $2`,
+  row: z.object({ fingerprint: z.string(), session_id: z.string(), stale: z.boolean() }),
+});
+type IdempotencyRecord = z.infer<typeof IDEMPOTENCY_RECORD.row>;
+
+const KEY_ID = sqlStatement(import.meta.url, {
+  text: 'SELECT id FROM api_keys WHERE (secret_hash = $1::text OR id = $2::text) AND revoked_at IS NULL',
+  row: z.object({ id: z.string() }),
+});
 
 /**
  * The session an Idempotency-Key already names (a replay), or null when there is no live record and the
@@ -433,11 +459,7 @@ async function resolveIdempotency(
 ): Promise<SessionRecord | null> {
   let record = q.record;
   if (!record) {
-    const { rows } = await db.pool.query<IdempotencyRecord>(
-      `SELECT fingerprint, session_id, created_at < now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS}) AS stale
-         FROM idempotency_keys WHERE key_id = $1 AND idempotency_key = $2`,
-      [q.keyId, q.key],
-    );
+    const { rows } = await IDEMPOTENCY_RECORD.run(db.pool, [q.keyId, q.key]);
     record = rows[0];
   }
   if (!record) return null;
@@ -455,10 +477,7 @@ async function resolveIdempotency(
 }
 
 async function keyIdOf(db: DbHandle, secretHash: string | null, keyId: string | null): Promise<string> {
-  const { rows } = await db.pool.query<{ id: string }>(
-    'SELECT id FROM api_keys WHERE (secret_hash = $1::text OR id = $2::text) AND revoked_at IS NULL',
-    [secretHash, keyId],
-  );
+  const { rows } = await KEY_ID.run(db.pool, [secretHash, keyId]);
   const id = rows[0]?.id;
   if (id === undefined) throw errors.invalidKey();
   return id;

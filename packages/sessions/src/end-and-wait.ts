@@ -1,7 +1,8 @@
 import { subscribeMessages } from '@s2s/bus';
 import type { EndCause, EndReason } from '@s2s/contract';
 import { causeForEndReason, errors, type SessionRecord } from '@s2s/core';
-import { isStoreUnavailableError } from '@s2s/db';
+import { isStoreUnavailableError, sqlStatement } from '@s2s/db';
+import { z } from 'zod';
 import type { SessionsContext } from './context.js';
 import { expireIfDue } from './expire-if-due.js';
 import { loadOwnedSession } from './get.js';
@@ -9,6 +10,16 @@ import { requestEnd } from './request-end.js';
 
 /** How often a waiting end request also reads the store, in case the settled message was missed. */
 const SETTLED_POLL_MS = 500;
+
+const END_RECORDED = sqlStatement(import.meta.url, {
+  text: 'SELECT end_requested_at IS NOT NULL AS recorded FROM voice_sessions WHERE id = $1',
+  row: z.object({ recorded: z.boolean() }),
+});
+
+const SETTLED = sqlStatement(import.meta.url, {
+  text: 'SELECT settled_at IS NOT NULL AS settled FROM voice_sessions WHERE id = $1',
+  row: z.object({ settled: z.boolean() }),
+});
 
 /**
  * Ends an owned session and returns it settled. The end is recorded (first cause wins) and announced;
@@ -60,10 +71,7 @@ async function recordEnd(ctx: SessionsContext, session: SessionRecord, requested
     if (end === null) await requestEnd({ ctx, input: { sessionId: session.id, cause: requested } });
   } catch (err) {
     if (isStoreUnavailableError(err)) throw err;
-    const { rows } = await ctx.db.pool.query<{ recorded: boolean }>(
-      'SELECT end_requested_at IS NOT NULL AS recorded FROM voice_sessions WHERE id = $1',
-      [session.id],
-    );
+    const { rows } = await END_RECORDED.run(ctx.db.pool, [session.id]);
     if (!rows[0]?.recorded) throw err;
     ctx.log?.warn({ err, session_id: session.id }, 'end request recorded but not announced; the sweeper will re-announce it');
   }
@@ -71,10 +79,7 @@ async function recordEnd(ctx: SessionsContext, session: SessionRecord, requested
 
 async function isSettled(ctx: SessionsContext, sessionId: string): Promise<boolean> {
   try {
-    const { rows } = await ctx.db.pool.query<{ settled: boolean }>(
-      'SELECT settled_at IS NOT NULL AS settled FROM voice_sessions WHERE id = $1',
-      [sessionId],
-    );
+    const { rows } = await SETTLED.run(ctx.db.pool, [sessionId]);
     return rows[0]?.settled === true;
   } catch (err) {
     // A blip while waiting is not fatal: the bus may still tell us, and the final read decides.

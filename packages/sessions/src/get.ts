@@ -20,8 +20,8 @@ export async function readOwnedSession(sql: Sql, input: OwnedSessionInput): Prom
   if (!isPossibleId(input.sessionId)) throw errors.sessionNotFound();
   const session = await selectOwnedSession(sql, input.sessionId, input.keyId);
   if (session) return session;
-  const { rows } = await sql.query('SELECT 1 FROM voice_sessions WHERE id = $1', [input.sessionId]);
-  throw rows.length > 0 ? errors.invalidKey() : errors.sessionNotFound();
+  const { rowCount } = await sql.query('SELECT 1 FROM voice_sessions WHERE id = $1', [input.sessionId]);
+  throw (rowCount ?? 0) > 0 ? errors.invalidKey() : errors.sessionNotFound();
 }
 
 function isExpired(s: SessionRecord): boolean {

@@ -1,24 +1,42 @@
 import type { Bus } from '@s2s/bus';
-import type { EndCause, SessionStatus, TerminalStatus } from '@s2s/contract';
+import { EndCause, SessionStatus, TerminalStatus } from '@s2s/contract';
 import { AppError, expiryCause, terminalStatusFor } from '@s2s/core';
-import { withTransaction, type Sql } from '@s2s/db';
+import { sqlStatement, withTransaction, type Sql } from '@s2s/db';
 import { traceHeaders } from '@s2s/bus';
 import { SPAN_ATTRS, SpanKind, failSpan, gatewayTracer, startSessionSpan, type Context } from '@s2s/telemetry';
 import { lockedSessionActivity } from './activity.js';
+import { z } from 'zod';
 import type { SessionsContext } from './context.js';
 
-interface LockedSession {
-  status: SessionStatus;
-  end_requested_at: Date | null;
-  end_cause: EndCause | null;
-  terminal_status: TerminalStatus | null;
-  settled_at: Date | null;
-  last_activity_at: Date;
-  idle_timeout_seconds: number;
-  max_ends_at: Date;
-  db_now: Date;
-  trace_id: string;
-}
+const LOCK_SESSION = sqlStatement(import.meta.url, {
+  text: `SELECT status, end_requested_at, end_cause, terminal_status, settled_at,
+              last_activity_at, idle_timeout_seconds, max_ends_at, now() AS db_now, trace_id
+         FROM voice_sessions WHERE id = $1 FOR UPDATE`,
+  row: z.object({
+    status: SessionStatus,
+    end_requested_at: z.date().nullable(),
+    end_cause: EndCause.nullable(),
+    terminal_status: TerminalStatus.nullable(),
+    settled_at: z.date().nullable(),
+    last_activity_at: z.date(),
+    idle_timeout_seconds: z.number(),
+    max_ends_at: z.date(),
+    db_now: z.date(),
+    trace_id: z.string(),
+  }),
+});
+type LockedSession = z.infer<typeof LOCK_SESSION.row>;
+
+const RECORD_END = sqlStatement(import.meta.url, {
+  text: `UPDATE voice_sessions SET end_requested_at = now(), end_cause = $2, terminal_status = $3
+        WHERE id = $1 RETURNING end_requested_at`,
+  row: z.object({ end_requested_at: z.date() }),
+});
+
+const NEWEST_ATTACHMENT = sqlStatement(import.meta.url, {
+  text: `SELECT id FROM session_attachments WHERE session_id = $1 ORDER BY started_at DESC, id COLLATE "C" DESC LIMIT 1`,
+  row: z.object({ id: z.string() }),
+});
 
 const EXPIRY_CAUSES: ReadonlySet<EndCause> = new Set(['idle_timeout', 'max_duration']);
 
@@ -59,12 +77,7 @@ export async function requestEnd({
   const { sessionId, cause } = input;
   const now = input.now ?? ctx.now?.();
   const decided = await withTransaction(ctx, async (tx) => {
-    const { rows } = await tx.query<LockedSession>(
-      `SELECT status, end_requested_at, end_cause, terminal_status, settled_at,
-              last_activity_at, idle_timeout_seconds, max_ends_at, now() AS db_now, trace_id
-         FROM voice_sessions WHERE id = $1 FOR UPDATE`,
-      [sessionId],
-    );
+    const { rows } = await LOCK_SESSION.run(tx, [sessionId]);
     const s = rows[0];
     if (!s) return null;
     if (s.end_requested_at && s.end_cause && s.terminal_status) {
@@ -78,11 +91,7 @@ export async function requestEnd({
     }
     if (input.whileNewest !== undefined && (await newestAttachment(tx, sessionId)) !== input.whileNewest) return null;
     const terminalStatus = terminalStatusFor(cause, s.status);
-    const updated = await tx.query<{ end_requested_at: Date }>(
-      `UPDATE voice_sessions SET end_requested_at = now(), end_cause = $2, terminal_status = $3
-        WHERE id = $1 RETURNING end_requested_at`,
-      [sessionId, cause, terminalStatus],
-    );
+    const updated = await RECORD_END.run(tx, [sessionId, cause, terminalStatus]);
     const row = updated.rows[0];
     if (!row) throw new AppError('internal_error', 'end request lost its row');
     return { cause, terminalStatus, requestedAt: row.end_requested_at, traceId: s.trace_id, first: true };
@@ -94,10 +103,7 @@ export async function requestEnd({
 
 /** The session's newest attachment, in the order the announcements use ((started_at, id) highest). */
 async function newestAttachment(tx: Sql, sessionId: string): Promise<string | null> {
-  const { rows } = await tx.query<{ id: string }>(
-    `SELECT id FROM session_attachments WHERE session_id = $1 ORDER BY started_at DESC, id COLLATE "C" DESC LIMIT 1`,
-    [sessionId],
-  );
+  const { rows } = await NEWEST_ATTACHMENT.run(tx, [sessionId]);
   return rows[0]?.id ?? null;
 }
 

@@ -1,45 +1,22 @@
-import type { Capabilities, CheckpointRoute, EndCause, RealtimeSessionSettings, SessionStatus, TerminalStatus } from '@s2s/contract';
-import { USAGE_COUNTERS, usageByProvider, type RateField, type SessionRecord, type UsageCounter } from '@s2s/core';
-import { rateColumns, rateFromRow, usageFromRow, usageSums, type Sql } from '@s2s/db';
-
-interface SessionRow extends Record<RateField, number>, Record<UsageCounter, number> {
-  id: string;
-  key_id: string;
-  wallet_id: string;
-  status: string;
-  model_id: string;
-  provider: string;
-  provider_model: string;
-  fallback_routes: { provider: string; provider_model: string }[];
-  capabilities: Capabilities;
-  rate_snapshot_id: string;
-  source: string;
-  created_at: Date;
-  last_activity_at: Date;
-  idle_timeout_seconds: number;
-  max_ends_at: Date;
-  preauthorized_cents: number;
-  reserved_cents: number;
-  available_cents: number;
-  billed_cents: number;
-  trace_id: string;
-  end_requested_at: Date | null;
-  end_cause: string | null;
-  terminal_status: string | null;
-  settled_at: Date | null;
-  legacy: boolean;
-  ends_with_socket: boolean;
-  initial_settings: RealtimeSessionSettings | null;
-  /** Each attachment's route split (null: unknown), in the order they started. */
-  attachment_routes: (CheckpointRoute[] | null)[];
-}
+import {
+  Capabilities,
+  CheckpointRoute,
+  ModelRoute,
+  RealtimeSessionSettings,
+  type EndCause,
+  type SessionStatus,
+  type TerminalStatus,
+} from '@s2s/contract';
+import { USAGE_COUNTERS, usageByProvider, type SessionRecord } from '@s2s/core';
+import { rateColumns, rateFromRow, rateRowShape, sqlStatement, usageFromRow, usageRowShape, usageSums, type Sql } from '@s2s/db';
+import { z } from 'zod';
 
 /**
  * Reads a session only when `keyId` owns it, so usage and billing fields are never read for anyone else.
  * Before settlement the usage is the sum of the attachments' newest checkpoints; after, the settled figures.
  */
 export async function selectOwnedSession(sql: Sql, sessionId: string, keyId: string): Promise<SessionRecord | null> {
-  const { rows } = await sql.query<SessionRow>(OWNED_SESSION_SQL, [sessionId, keyId]);
+  const { rows } = await OWNED_SESSION.run(sql, [sessionId, keyId]);
   const row = rows[0];
   return row ? toRecord(row) : null;
 }
@@ -64,8 +41,44 @@ const SESSION_SELECT = `
           FROM session_attachments a WHERE a.session_id = s.id
       ) ar`;
 
-const OWNED_SESSION_SQL = `${SESSION_SELECT}
-     WHERE s.id = $1 AND s.key_id = $2`;
+const OWNED_SESSION = sqlStatement(import.meta.url, {
+  text: `${SESSION_SELECT}
+     WHERE s.id = $1 AND s.key_id = $2`,
+  row: z.object({
+    id: z.string(),
+    key_id: z.string(),
+    wallet_id: z.string(),
+    status: z.string(),
+    model_id: z.string(),
+    provider: z.string(),
+    provider_model: z.string(),
+    fallback_routes: ModelRoute.array(),
+    capabilities: Capabilities,
+    rate_snapshot_id: z.string(),
+    source: z.string(),
+    ...rateRowShape,
+    created_at: z.date(),
+    last_activity_at: z.date(),
+    idle_timeout_seconds: z.number(),
+    max_ends_at: z.date(),
+    preauthorized_cents: z.number(),
+    reserved_cents: z.number(),
+    available_cents: z.number(),
+    ...usageRowShape,
+    billed_cents: z.number(),
+    trace_id: z.string(),
+    end_requested_at: z.date().nullable(),
+    end_cause: z.string().nullable(),
+    terminal_status: z.string().nullable(),
+    settled_at: z.date().nullable(),
+    legacy: z.boolean(),
+    ends_with_socket: z.boolean(),
+    initial_settings: RealtimeSessionSettings.nullable(),
+    /** Each attachment's route split (null: unknown), in the order they started. */
+    attachment_routes: CheckpointRoute.array().nullable().array(),
+  }),
+});
+type SessionRow = z.infer<typeof OWNED_SESSION.row>;
 
 function toRecord(r: SessionRow): SessionRecord {
   return {

@@ -1,4 +1,5 @@
-import type { Sql } from '@s2s/db';
+import { sqlStatement, type Sql } from '@s2s/db';
+import { z } from 'zod';
 import type { LeaseView } from './decide.js';
 
 export interface EndedSessionView {
@@ -8,24 +9,26 @@ export interface EndedSessionView {
   pending: (LeaseView & { attachmentId: string; relayId: string })[];
 }
 
-/** One read of an ended session, its unfinished attachments and their relays' leases (database clock). */
-export async function readEndedSession(sql: Sql, sessionId: string): Promise<EndedSessionView | undefined> {
-  const { rows } = await sql.query<{
-    settled: boolean;
-    end_requested_at: Date | null;
-    attachment_id: string | null;
-    relay_id: string | null;
-    lease_exists: boolean | null;
-    lease_unexpired: boolean | null;
-  }>(
-    `SELECT s.settled_at IS NOT NULL AS settled, s.end_requested_at,
+const ENDED_SESSION = sqlStatement(import.meta.url, {
+  text: `SELECT s.settled_at IS NOT NULL AS settled, s.end_requested_at,
             a.id AS attachment_id, a.relay_id, l.relay_id IS NOT NULL AS lease_exists, l.expires_at > now() AS lease_unexpired
        FROM voice_sessions s
        LEFT JOIN session_attachments a ON a.session_id = s.id AND NOT a.final
        LEFT JOIN relay_leases l ON l.relay_id = a.relay_id
       WHERE s.id = $1`,
-    [sessionId],
-  );
+  row: z.object({
+    settled: z.boolean(),
+    end_requested_at: z.date().nullable(),
+    attachment_id: z.string().nullable(),
+    relay_id: z.string().nullable(),
+    lease_exists: z.boolean().nullable(),
+    lease_unexpired: z.boolean().nullable(),
+  }),
+});
+
+/** One read of an ended session, its unfinished attachments and their relays' leases (database clock). */
+export async function readEndedSession(sql: Sql, sessionId: string): Promise<EndedSessionView | undefined> {
+  const { rows } = await ENDED_SESSION.run(sql, [sessionId]);
   const first = rows[0];
   if (!first) return undefined;
   return {

@@ -1,9 +1,20 @@
-import type { CheckpointRoute, Rate, SessionSettled, TerminalStatus } from '@s2s/contract';
-import { AppError, settledCents, USAGE_COUNTERS, usageByRoute, type RateField, type Usage } from '@s2s/core';
+import { CheckpointRoute, TerminalStatus, type Rate, type SessionSettled } from '@s2s/contract';
+import { AppError, settledCents, USAGE_COUNTERS, usageByRoute, type Usage } from '@s2s/core';
 import type { DbHandle } from '@s2s/db';
 import { sessionActivitySql } from '@s2s/sessions';
+import { z } from 'zod';
 import { settledStatus } from './decide.js';
-import { rateColumns, rateFromRow, usageFromRow, usageSums, withTransaction, type Sql } from '@s2s/db';
+import {
+  rateColumns,
+  rateFromRow,
+  rateRowShape,
+  sqlStatement,
+  usageFromRow,
+  usageRowShape,
+  usageSums,
+  withTransaction,
+  type Sql,
+} from '@s2s/db';
 
 export interface Settlement {
   sessionId: string;
@@ -55,17 +66,6 @@ export function settledMessage(s: Settlement): SessionSettled {
   };
 }
 
-interface SessionForSettlement extends Record<RateField, number> {
-  wallet_id: string;
-  status: string;
-  terminal_status: TerminalStatus | null;
-  end_requested_at: Date | null;
-  settled_at: Date | null;
-  preauthorized_cents: number;
-  reserved_cents: number;
-  billed_cents: number;
-}
-
 /**
  * Settles one ended session in one transaction of four round trips (BEGIN, the lock, the usage, one write)
  * and its COMMIT: session row locked, then one statement writes the settlements row (its primary key makes a
@@ -76,7 +76,7 @@ export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; inp
   const { sessionId } = input;
   return withTransaction(ctx, async (sql) => {
     // Named statements: prepared once per connection, not planned again for every settlement.
-    const { rows } = await sql.query<SessionForSettlement>({ name: 'billing_settle_lock', text: SETTLE_LOCK_SQL, values: [sessionId] });
+    const { rows } = await SETTLE_LOCK.run(sql, [sessionId]);
     const s = rows[0];
     if (!s) return { outcome: 'not_found' };
     if (s.settled_at) {
@@ -98,19 +98,15 @@ export async function settleSession({ ctx, input }: { ctx: { db: DbHandle }; inp
       terminalStatus: s.terminal_status,
     });
     const counters = USAGE_COUNTERS.map((c) => usage[c]);
-    const written = await sql.query<{ settled_at: Date | null }>({
-      name: 'billing_settle_write',
-      text: SETTLE_WRITE_SQL,
-      values: [
-        sessionId,
-        plan.status,
-        plan.billedCents,
-        s.wallet_id,
-        plan.releaseCents,
-        routes === null ? null : JSON.stringify(routes),
-        ...counters,
-      ],
-    });
+    const written = await SETTLE_WRITE.run(sql, [
+      sessionId,
+      plan.status,
+      plan.billedCents,
+      s.wallet_id,
+      plan.releaseCents,
+      routes === null ? null : JSON.stringify(routes),
+      ...counters,
+    ]);
     // The settlements row is written under the session lock, so a conflict (no row) cannot happen.
     const settledAt = written.rows[0]?.settled_at;
     if (!settledAt) throw new AppError('internal_error', 'settlements row exists for an unsettled session');
@@ -126,6 +122,22 @@ const SETTLE_LOCK_SQL = `
     FROM voice_sessions s JOIN rate_snapshots r ON r.id = s.rate_snapshot_id
    WHERE s.id = $1
      FOR UPDATE OF s`;
+
+const SETTLE_LOCK = sqlStatement(import.meta.url, {
+  name: 'billing_settle_lock',
+  text: SETTLE_LOCK_SQL,
+  row: z.object({
+    wallet_id: z.string(),
+    status: z.string(),
+    terminal_status: TerminalStatus.nullable(),
+    end_requested_at: z.date().nullable(),
+    settled_at: z.date().nullable(),
+    preauthorized_cents: z.number(),
+    reserved_cents: z.number(),
+    billed_cents: z.number(),
+    ...rateRowShape,
+  }),
+});
 
 const COUNTER_PARAMS = USAGE_COUNTERS.map((_, i) => `$${i + 7}`);
 
@@ -156,17 +168,25 @@ const SETTLE_WRITE_SQL = `
   )
   SELECT (SELECT settled_at FROM session) AS settled_at`;
 
+const SETTLE_WRITE = sqlStatement(import.meta.url, {
+  name: 'billing_settle_write',
+  text: SETTLE_WRITE_SQL,
+  row: z.object({ settled_at: z.date().nullable() }),
+});
+
+const SETTLE_TOTALS = sqlStatement(import.meta.url, {
+  name: 'billing_settle_totals',
+  text: `SELECT ${usageSums('a')}, json_agg(a.routes ORDER BY a.started_at, a.id) AS routes
+             FROM session_attachments a WHERE a.session_id = $1`,
+  row: z.object({ ...usageRowShape, routes: CheckpointRoute.array().nullable().array().nullable() }),
+});
+
 /**
  * The session's usage (its attachments' counters summed) and its usage by route (their splits summed; null
  * when any attachment's is unknown), in one read.
  */
 async function attachmentTotals(sql: Sql, sessionId: string): Promise<{ usage: Usage; routes: CheckpointRoute[] | null }> {
-  const { rows } = await sql.query<Usage & { routes: (CheckpointRoute[] | null)[] | null }>({
-    name: 'billing_settle_totals',
-    text: `SELECT ${usageSums('a')}, json_agg(a.routes ORDER BY a.started_at, a.id) AS routes
-             FROM session_attachments a WHERE a.session_id = $1`,
-    values: [sessionId],
-  });
+  const { rows } = await SETTLE_TOTALS.run(sql, [sessionId]);
   const u = rows[0];
   if (!u) throw new AppError('internal_error', 'usage sum returned no row');
   return { usage: usageFromRow(u), routes: usageByRoute(u.routes ?? []) };

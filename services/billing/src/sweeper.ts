@@ -1,9 +1,10 @@
 import type { Bus } from '@s2s/bus';
-import type { EndCause, TerminalStatus } from '@s2s/contract';
+import { EndCause, TerminalStatus } from '@s2s/contract';
 import { IDEMPOTENCY_RETENTION_HOURS } from '@s2s/core';
 import { announceEnd, expireIfDue, requestEnd, sessionActivitySql } from '@s2s/sessions';
-import type { DbHandle } from '@s2s/db';
+import { sqlStatement, type DbHandle } from '@s2s/db';
 import type { Logger } from '@s2s/telemetry';
+import { z } from 'zod';
 import { upForMs, watchStore, type Availability } from './availability.js';
 import type { BillingConfig } from './config.js';
 
@@ -21,6 +22,42 @@ export interface Sweeper {
   /** One pass; exported for tests. */
   sweepOnce(): Promise<SweepResult>;
 }
+
+const DUE_SESSIONS = sqlStatement(import.meta.url, {
+  // A session's activity is never before its own last_activity_at: only those idle by it are looked at further.
+  text: `SELECT id, last_activity_at, idle_timeout_seconds, max_ends_at, now() AS now
+         FROM (SELECT s.id, ${sessionActivitySql('s')} AS last_activity_at, s.idle_timeout_seconds, s.max_ends_at
+                 FROM voice_sessions s
+                WHERE s.settled_at IS NULL AND s.end_requested_at IS NULL
+                  AND (s.max_ends_at <= now() OR s.last_activity_at + make_interval(secs => s.idle_timeout_seconds) <= now())) c
+        WHERE max_ends_at <= now() OR last_activity_at + make_interval(secs => idle_timeout_seconds) <= now()
+        ORDER BY least(max_ends_at, last_activity_at + make_interval(secs => idle_timeout_seconds))
+        LIMIT $1`,
+  row: z.object({ id: z.string(), last_activity_at: z.date(), idle_timeout_seconds: z.number(), max_ends_at: z.date(), now: z.date() }),
+});
+
+const LOST_CALLS = sqlStatement(import.meta.url, {
+  text: `SELECT s.id, a.id AS attachment_id, a.relay_id, a.transport
+         FROM voice_sessions s
+        CROSS JOIN LATERAL (SELECT a.id, a.relay_id, a.transport, a.started_at FROM session_attachments a
+                             WHERE a.session_id = s.id ORDER BY a.started_at DESC, a.id COLLATE "C" DESC LIMIT 1) a
+         LEFT JOIN relay_leases l ON l.relay_id = a.relay_id
+        WHERE s.settled_at IS NULL AND s.end_requested_at IS NULL AND a.transport <> 'websocket'
+          AND (l.expires_at <= now()
+               OR (l.relay_id IS NULL AND a.started_at <= now() - make_interval(secs => $1::float8 / 1000)))
+        LIMIT $2`,
+  row: z.object({ id: z.string(), attachment_id: z.string(), relay_id: z.string(), transport: z.string() }),
+});
+
+const UNANNOUNCED_ENDS = sqlStatement(import.meta.url, {
+  text: `SELECT id, end_cause, terminal_status, end_requested_at, trace_id
+         FROM voice_sessions
+        WHERE settled_at IS NULL AND end_requested_at IS NOT NULL AND end_cause IS NOT NULL AND terminal_status IS NOT NULL
+          AND end_requested_at <= now() - make_interval(secs => $1::float8 / 1000)
+        ORDER BY end_requested_at
+        LIMIT $2`,
+  row: z.object({ id: z.string(), end_cause: EndCause, terminal_status: TerminalStatus, end_requested_at: z.date(), trace_id: z.string() }),
+});
 
 /**
  * Expires idle and over-long sessions, ends calls whose relay is gone (a phone stream or a WebRTC call never
@@ -44,24 +81,7 @@ export function createSweeper(deps: {
   let stopped = false;
 
   async function expire(): Promise<number> {
-    const { rows } = await db.pool.query<{
-      id: string;
-      last_activity_at: Date;
-      idle_timeout_seconds: number;
-      max_ends_at: Date;
-      now: Date;
-    }>(
-      // A session's activity is never before its own last_activity_at: only those idle by it are looked at further.
-      `SELECT id, last_activity_at, idle_timeout_seconds, max_ends_at, now() AS now
-         FROM (SELECT s.id, ${sessionActivitySql('s')} AS last_activity_at, s.idle_timeout_seconds, s.max_ends_at
-                 FROM voice_sessions s
-                WHERE s.settled_at IS NULL AND s.end_requested_at IS NULL
-                  AND (s.max_ends_at <= now() OR s.last_activity_at + make_interval(secs => s.idle_timeout_seconds) <= now())) c
-        WHERE max_ends_at <= now() OR last_activity_at + make_interval(secs => idle_timeout_seconds) <= now()
-        ORDER BY least(max_ends_at, last_activity_at + make_interval(secs => idle_timeout_seconds))
-        LIMIT $1`,
-      [config.SWEEP_LIMIT],
-    );
+    const { rows } = await DUE_SESSIONS.run(db.pool, [config.SWEEP_LIMIT]);
     let n = 0;
     for (const r of rows) {
       const session = {
@@ -92,18 +112,7 @@ export function createSweeper(deps: {
    */
   async function endLostCalls(): Promise<number> {
     if (upForMs(store, new Date()) < config.RELAY_LEASE_TTL_MS) return 0;
-    const { rows } = await db.pool.query<{ id: string; attachment_id: string; relay_id: string; transport: string }>(
-      `SELECT s.id, a.id AS attachment_id, a.relay_id, a.transport
-         FROM voice_sessions s
-        CROSS JOIN LATERAL (SELECT a.id, a.relay_id, a.transport, a.started_at FROM session_attachments a
-                             WHERE a.session_id = s.id ORDER BY a.started_at DESC, a.id COLLATE "C" DESC LIMIT 1) a
-         LEFT JOIN relay_leases l ON l.relay_id = a.relay_id
-        WHERE s.settled_at IS NULL AND s.end_requested_at IS NULL AND a.transport <> 'websocket'
-          AND (l.expires_at <= now()
-               OR (l.relay_id IS NULL AND a.started_at <= now() - make_interval(secs => $1::float8 / 1000)))
-        LIMIT $2`,
-      [config.RELAY_LEASE_TTL_MS, config.SWEEP_LIMIT],
-    );
+    const { rows } = await LOST_CALLS.run(db.pool, [config.RELAY_LEASE_TTL_MS, config.SWEEP_LIMIT]);
     let n = 0;
     for (const r of rows) {
       try {
@@ -123,21 +132,7 @@ export function createSweeper(deps: {
   }
 
   async function reannounce(): Promise<number> {
-    const { rows } = await db.pool.query<{
-      id: string;
-      end_cause: EndCause;
-      terminal_status: TerminalStatus;
-      end_requested_at: Date;
-      trace_id: string;
-    }>(
-      `SELECT id, end_cause, terminal_status, end_requested_at, trace_id
-         FROM voice_sessions
-        WHERE settled_at IS NULL AND end_requested_at IS NOT NULL AND end_cause IS NOT NULL AND terminal_status IS NOT NULL
-          AND end_requested_at <= now() - make_interval(secs => $1::float8 / 1000)
-        ORDER BY end_requested_at
-        LIMIT $2`,
-      [config.END_GRACE_MS * 2, config.SWEEP_LIMIT],
-    );
+    const { rows } = await UNANNOUNCED_ENDS.run(db.pool, [config.END_GRACE_MS * 2, config.SWEEP_LIMIT]);
     let n = 0;
     for (const r of rows) {
       try {

@@ -1,7 +1,8 @@
 import { checkpointRoutes, type UsageCheckpoint } from '@s2s/contract';
 import { USAGE_COUNTERS } from '@s2s/core';
 import type { DbHandle } from '@s2s/db';
-import { withTransaction, type Sql } from '@s2s/db';
+import { sqlStatement, withTransaction, type Sql } from '@s2s/db';
+import { z } from 'zod';
 
 export interface StoredCheckpoints {
   /** Sessions that do not exist: their checkpoints are acknowledged and logged. */
@@ -16,11 +17,6 @@ export interface StoredCheckpoints {
   advanced: number;
   /** Sessions whose end is requested and whose every attachment is now final: settle them now. */
   readyToSettle: string[];
-}
-
-interface SessionLockRow {
-  id: string;
-  settled: boolean;
 }
 
 const COUNTERS = USAGE_COUNTERS.join(', ');
@@ -79,6 +75,30 @@ const UPSERT_AND_READY_SQL = `
                                     AND NOT EXISTS (SELECT 1 FROM written o WHERE o.id = a.id)) AS ready
     FROM written w`;
 
+// Settlement's FOR UPDATE waits for this transaction, so a fold and a settlement never interleave. NO KEY
+// UPDATE, not SHARE: two replicas folding one session take turns (no shared multixact lock).
+const FOLD_LOCK = sqlStatement(import.meta.url, {
+  name: 'billing_fold_lock',
+  text: `SELECT id, settled_at IS NOT NULL AS settled FROM voice_sessions WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE`,
+  row: z.object({ id: z.string(), settled: z.boolean() }),
+});
+
+const UPSERT_AND_READY = sqlStatement(import.meta.url, {
+  name: 'billing_fold_columns_ready',
+  text: UPSERT_AND_READY_SQL,
+  row: z.object({ session_id: z.string(), final: z.boolean(), ready: z.boolean() }),
+});
+
+const ATTACHMENT_AUDIO = sqlStatement(import.meta.url, {
+  text: `SELECT id, (audio_in_ms + audio_out_ms)::float8 AS audio_ms FROM session_attachments WHERE id = ANY($1::text[])`,
+  row: z.object({ id: z.string(), audio_ms: z.number() }),
+});
+
+const ATTACHMENT_SESSIONS = sqlStatement(import.meta.url, {
+  text: `SELECT id, session_id FROM session_attachments WHERE id = ANY($1::text[])`,
+  row: z.object({ id: z.string(), session_id: z.string() }),
+});
+
 /**
  * Writes the newest checkpoint of each attachment (already folded in memory) in one transaction:
  * sessions locked in id order, one multi-row upsert that only moves an attachment to a higher `seq`
@@ -104,13 +124,7 @@ export async function storeCheckpoints({
   const sessionIds = [...new Set(newest.map((c) => c.session_id))].sort();
 
   return withTransaction(ctx, async (sql) => {
-    // Settlement's FOR UPDATE waits for this transaction, so a fold and a settlement never interleave. NO KEY
-    // UPDATE, not SHARE: two replicas folding one session take turns (no shared multixact lock).
-    const locked = await sql.query<SessionLockRow>({
-      name: 'billing_fold_lock',
-      text: `SELECT id, settled_at IS NOT NULL AS settled FROM voice_sessions WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE`,
-      values: [sessionIds],
-    });
+    const locked = await FOLD_LOCK.run(sql, [sessionIds]);
     const found = new Map(locked.rows.map((r) => [r.id, r.settled]));
     for (const id of sessionIds) {
       const settled = found.get(id);
@@ -128,15 +142,11 @@ export async function storeCheckpoints({
     const finals = live.filter((c) => c.final);
     const others = finals.length === 0 ? live : live.filter((c) => !c.final);
     if (others.length > 0) {
-      const written = await sql.query({ name: 'billing_fold_columns', text: UPSERT_ATTACHMENTS_SQL, values: upsertParameters(others) });
-      result.advanced += written.rowCount ?? 0;
+      const upserted = await sql.query({ name: 'billing_fold_columns', text: UPSERT_ATTACHMENTS_SQL, values: upsertParameters(others) });
+      result.advanced += upserted.rowCount ?? 0;
     }
     if (finals.length > 0) {
-      const written = await sql.query<{ session_id: string; final: boolean; ready: boolean }>({
-        name: 'billing_fold_columns_ready',
-        text: UPSERT_AND_READY_SQL,
-        values: upsertParameters(finals),
-      });
+      const written = await UPSERT_AND_READY.run(sql, upsertParameters(finals));
       result.advanced += written.rows.length;
       result.readyToSettle = [...new Set(written.rows.filter((w) => w.ready).map((w) => w.session_id))];
     }
@@ -167,10 +177,7 @@ export function upsertParameters(live: readonly UsageCheckpoint[]): (string | st
 }
 
 async function measureUnbilled(sql: Sql, late: UsageCheckpoint[], out: Map<string, number>): Promise<void> {
-  const { rows } = await sql.query<{ id: string; audio_ms: number }>(
-    `SELECT id, (audio_in_ms + audio_out_ms)::float8 AS audio_ms FROM session_attachments WHERE id = ANY($1::text[])`,
-    [late.map((c) => c.attachment_id)],
-  );
+  const { rows } = await ATTACHMENT_AUDIO.run(sql, [late.map((c) => c.attachment_id)]);
   const billed = new Map(rows.map((r) => [r.id, r.audio_ms]));
   for (const c of late) {
     const extra = Math.max(0, c.audio_in_ms + c.audio_out_ms - (billed.get(c.attachment_id) ?? 0));
@@ -179,10 +186,7 @@ async function measureUnbilled(sql: Sql, late: UsageCheckpoint[], out: Map<strin
 }
 
 async function findForeign(sql: Sql, live: UsageCheckpoint[], out: Set<string>): Promise<void> {
-  const { rows } = await sql.query<{ id: string; session_id: string }>(
-    `SELECT id, session_id FROM session_attachments WHERE id = ANY($1::text[])`,
-    [live.map((c) => c.attachment_id)],
-  );
+  const { rows } = await ATTACHMENT_SESSIONS.run(sql, [live.map((c) => c.attachment_id)]);
   const owner = new Map(rows.map((r) => [r.id, r.session_id]));
   for (const c of live) {
     const s = owner.get(c.attachment_id);

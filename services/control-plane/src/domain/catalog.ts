@@ -15,8 +15,9 @@ import {
   type UpsertModelRequest,
 } from '@s2s/contract';
 import { errors, newId, RATE_FIELDS, SEED_RATE } from '@s2s/core';
-import { rateColumns, rateFromRow, type DbHandle } from '@s2s/db';
+import { rateColumns, rateFromRow, rateRowShape, sqlStatement, type DbHandle } from '@s2s/db';
 import { prismaOf, rateData, rateOfRow, type DbTx, type Prisma } from '@s2s/db/prisma';
+import { z } from 'zod';
 import type { CatalogCache } from './catalog-cache.js';
 import { decodeCursor, toPage } from './paging.js';
 
@@ -66,24 +67,6 @@ export const SEED_MODELS: readonly UpsertModelRequest[] = Object.freeze([
   },
 ]);
 
-/** A catalog model joined with its current rate snapshot, as SQL returns it. */
-export interface CatalogRow extends Rate {
-  id: string;
-  display_name: string;
-  owned_by: string;
-  provider: string;
-  provider_model: string;
-  enabled: boolean;
-  approved: boolean;
-  capabilities: Capabilities;
-  audio: AudioFormats;
-  modalities: Modalities;
-  fallback_routes: ModelRoute[];
-  created_at: Date;
-  rate_id: string;
-  source: string;
-}
-
 const CATALOG_SELECT = `
   SELECT m.id, m.display_name, m.owned_by, m.provider, m.provider_model, m.enabled, m.approved,
          m.capabilities, m.audio, m.modalities, m.fallback_routes, m.created_at,
@@ -95,6 +78,31 @@ const CATALOG_SELECT = `
 const LISTED_MODELS_SQL = `${CATALOG_SELECT}
    WHERE m.enabled AND m.approved AND m.capabilities->>'speech_to_speech' = 'true'
    ORDER BY m.id`;
+
+const LISTED_MODELS = sqlStatement(import.meta.url, {
+  name: 'cp_list_models',
+  text: LISTED_MODELS_SQL,
+  row: z.object({
+    id: z.string(),
+    display_name: z.string(),
+    owned_by: z.string(),
+    provider: z.string(),
+    provider_model: z.string(),
+    enabled: z.boolean(),
+    approved: z.boolean(),
+    capabilities: Capabilities,
+    audio: AudioFormats,
+    modalities: Modalities,
+    fallback_routes: ModelRoute.array(),
+    created_at: z.date(),
+    rate_id: z.string(),
+    source: z.string(),
+    ...rateRowShape,
+  }),
+});
+
+/** A catalog model joined with its current rate snapshot, as SQL returns it. */
+export type CatalogRow = z.infer<typeof LISTED_MODELS.row>;
 
 /** The public catalog entry: canonical fields plus the legacy aliases; never provider or routing. */
 export function toModel(row: CatalogRow): Model {
@@ -143,7 +151,7 @@ export function toAdminModel(row: CatalogRow): AdminModel {
 
 /** GET /v1/models. */
 export async function listModels({ ctx }: { ctx: { db: DbHandle } }): Promise<ModelList> {
-  const { rows } = await ctx.db.pool.query<CatalogRow>({ name: 'cp_list_models', text: LISTED_MODELS_SQL });
+  const { rows } = await LISTED_MODELS.run(ctx.db.pool);
   return { object: 'list', data: rows.map(toModel) };
 }
 

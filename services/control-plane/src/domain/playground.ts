@@ -1,7 +1,14 @@
 import type { PlaygroundSecret, PlaygroundSecretRequest } from '@s2s/contract';
 import { errors, isPossibleId } from '@s2s/core';
+import { sqlStatement } from '@s2s/db';
+import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { createRealtimeClientSecret } from './client-secrets.js';
+
+const KEY_SECRET_HASH = sqlStatement(import.meta.url, {
+  text: 'SELECT secret_hash FROM api_keys WHERE id = $1',
+  row: z.object({ secret_hash: z.string() }),
+});
 
 /**
  * The console's playground backend: a realtime client secret minted with the key the operator picked, exactly as
@@ -17,7 +24,7 @@ export async function mintPlaygroundSecret({
 }): Promise<PlaygroundSecret> {
   const { key_id: keyId, model, instructions, voice } = input.request;
   if (!isPossibleId(keyId)) throw errors.keyNotFound();
-  const { rows } = await ctx.db.pool.query<{ secret_hash: string }>('SELECT secret_hash FROM api_keys WHERE id = $1', [keyId]);
+  const { rows } = await KEY_SECRET_HASH.run(ctx.db.pool, [keyId]);
   const key = rows[0];
   if (!key) throw errors.keyNotFound();
   const minted = await createRealtimeClientSecret({
