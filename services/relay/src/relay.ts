@@ -120,7 +120,7 @@ export class Relay {
     // The dialect negotiated before the upgrade picks the codec; nothing past it knows one.
     const codec = this.codecFor(init.dialect, { ...session, ...(init.streamId === undefined ? {} : { streamId: init.streamId }) });
     let initial = session.initialSettings ? gaSessionUpdate(session.initialSettings, undefined) : undefined;
-    // A phone stream is μ-law both ways whatever the secret's session said (its codec converts).
+    // A phone stream is μ-law both ways whatever the secret's session said (carried as is to a provider taking μ-law).
     if (init.streamId !== undefined && initial?.type !== 'refusal') {
       const update = { ...initial?.update, formats: { input: 'pcmu', output: 'pcmu' } as const };
       initial = { type: 'session.update', eventId: undefined, update };

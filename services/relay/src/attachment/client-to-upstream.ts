@@ -79,11 +79,11 @@ export class ClientToUpstream {
     if (d.screen.exhausted) return;
     switch (e.type) {
       case 'audio.append': {
-        const state = d.screen.admitInput(up.meter.usageNow(), e.audio.bytes);
+        const state = d.screen.admitInput(up.meter.usageNow(), e.audio.pcm16Bytes);
         if (state === 'over') return d.exhaustBudget();
         if (state === 'exhausted') return;
         up.appendAudio(e.audio);
-        d.tracker.appended(e.audio.bytes);
+        d.tracker.appended(e.audio.pcm16Bytes);
         if (state === 'reached') d.exhaustBudget();
         return;
       }

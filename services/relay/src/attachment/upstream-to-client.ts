@@ -6,6 +6,7 @@ import type { BudgetScreen } from '../metering/budget-screen.js';
 import type { UpstreamEvent } from '../providers/shared/types.js';
 import { REQUEST_ERRORS, type FinishReason } from '../realtime-errors.js';
 import type { AttachmentTelemetry } from '../telemetry.js';
+import { FormatConverter } from '../audio.js';
 import { Activation } from './activation.js';
 import { sendText } from './client-socket.js';
 import type { ResponseWaiter } from './response-waiter.js';
@@ -43,6 +44,8 @@ export interface UpstreamToClientDeps {
  */
 export class UpstreamToClient {
   private readonly activation: Activation<UpstreamEvent>;
+  /** The upstream's output audio in the client's format, where they differ (stateful: the rate change). */
+  private readonly toClient = new FormatConverter();
 
   constructor(private readonly d: UpstreamToClientDeps) {
     this.activation = new Activation<UpstreamEvent>(d.active, {
@@ -76,10 +79,12 @@ export class UpstreamToClient {
     const { d } = this;
     switch (e.type) {
       case 'audio_delta': {
-        d.tracker.delta(e.responseId, e.audio.bytes);
+        d.tracker.delta(e.responseId, e.audio.pcm16Bytes);
         const place = d.agent.audioPlace(e);
         if (!d.link.finishing && d.ws.readyState === WebSocket.OPEN) {
-          sendText(d.ws, d.codec.encode({ type: 'response.audio.delta', place, audio: e.audio }));
+          // In the upstream connection's format: the client's, or converted to it here (the relay's one converter).
+          const audio = this.toClient.to(e.audio, d.codec.outputFormat?.() ?? 'pcm16');
+          sendText(d.ws, d.codec.encode({ type: 'response.audio.delta', place, audio }));
           d.trace.frameOut();
           d.trace.audioOut(place.responseId);
         }

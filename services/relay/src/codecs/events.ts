@@ -1,6 +1,6 @@
 import type { RealtimeErrorCode, ResponseUsage, VoiceSession } from '@s2s/contract';
 import type { ContentPart, ConversationItem, EffectiveSettings, NewItem, ResponseOptions, VoiceSettings } from '../agent/types.js';
-import type { Audio } from '../audio.js';
+import type { Audio, AudioFormat } from '../audio.js';
 import type { ResponseStatus } from '../providers/shared/types.js';
 
 /**
@@ -122,4 +122,10 @@ export interface ClientCodec {
    * given, once, where its own client events go.
    */
   bind?(sink: (e: InternalClientEvent) => void): void;
+  /**
+   * The audio format the client hears now (the OpenAI dialect's from the session.updated that confirmed it;
+   * a phone stream's μ-law); absent: PCM16 24 kHz. The attachment hands `response.audio.delta` audio to
+   * `encode` in this format, converted from the upstream connection's where they differ.
+   */
+  outputFormat?(): AudioFormat;
 }

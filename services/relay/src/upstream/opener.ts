@@ -44,6 +44,7 @@ export const NO_CAPABILITIES: Readonly<ProviderCapabilities> = Object.freeze({
   noiseReduction: false,
   sessionUpdate: false,
   voiceChangeAfterAudio: false,
+  audioFormats: ['pcm16'] as const,
   textInput: false,
   audioItems: false,
   systemAndAssistantItems: false,

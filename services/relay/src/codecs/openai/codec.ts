@@ -21,7 +21,7 @@ import type {
 } from 'openai/resources/realtime/realtime';
 import { openAIPrompt, openAITruncation } from '../../providers/openai/protocol.js';
 import type { WireDialect } from '../dialect.js';
-import { G711Decoder, G711Encoder, type G711Law } from '@s2s/audio';
+import { G711Decoder, type G711Law } from '@s2s/audio';
 import type { AudioFormats, ClientAudioFormat, EffectiveSettings, TurnDetection, VoiceSettings } from '../../agent/types.js';
 import { Audio, checkBase64 } from '../../audio.js';
 import type { ClientCodec, InternalClientEvent, InternalServerEvent, Refusal } from '../events.js';
@@ -249,9 +249,13 @@ export class OpenAIGaCodec implements ClientCodec {
   /** Events whose positions are the same in both dialects. */
   private readonly shared: SvcRealtimeV1Codec;
   private readonly heads = new AudioDeltaHeads();
-  /** G.711 in effect (decisions.md, "Phone audio"): converted here, both ways, from the confirming session.updated on. */
-  private decoder: G711Decoder | null = null;
-  private encoder: G711Encoder | null = null;
+  /**
+   * The formats in effect (decisions.md, "Phone audio"), from the confirming session.updated on: appends are
+   * read as G.711 and carried as they came, and the attachment hands output in `output` (converted there,
+   * where the upstream speaks another format).
+   */
+  private input: ClientAudioFormat = 'pcm16';
+  private output: ClientAudioFormat = 'pcm16';
 
   constructor(
     private readonly who: SessionIdentity,
@@ -262,19 +266,21 @@ export class OpenAIGaCodec implements ClientCodec {
   }
 
   decode(data: Buffer, isBinary: boolean): InternalClientEvent | Refusal {
-    if (this.decoder !== null && !isBinary) {
-      const append = g711Append(data, this.decoder);
+    if (this.input !== 'pcm16' && !isBinary) {
+      const append = g711Append(data, this.input);
       if (append !== null) return append;
     }
     return decodeFrame(data, isBinary, this.own);
   }
 
+  outputFormat(): ClientAudioFormat {
+    return this.output;
+  }
+
   /** The formats of the settings just confirmed (session.created, session.updated) take effect. */
   private formats(f: AudioFormats): void {
-    if (f.input === 'pcm16') this.decoder = null;
-    else if (this.decoder?.law !== f.input) this.decoder = new G711Decoder(f.input);
-    if (f.output === 'pcm16') this.encoder = null;
-    else if (this.encoder?.law !== f.output) this.encoder = new G711Encoder(f.output);
+    this.input = f.input;
+    this.output = f.output;
   }
 
   /** The events whose GA positions differ from svc-realtime-v1's; null for the shared ones. */
@@ -282,8 +288,8 @@ export class OpenAIGaCodec implements ClientCodec {
     const type = (msg as { type?: unknown }).type;
     if (type === 'session.update') return this.sessionUpdate(msg);
     // G.711 input_audio parts become PCM16 here, so the shared parsing checks and decodes them as always.
-    if (type === 'conversation.item.create' && this.decoder !== null) {
-      const bad = g711ItemAudio(msg as Record<string, unknown>, this.decoder.law);
+    if (type === 'conversation.item.create' && this.input !== 'pcm16') {
+      const bad = g711ItemAudio(msg as Record<string, unknown>, this.input);
       if (bad !== null) return bad;
     }
     const image = type === 'conversation.item.create' ? imageInput(msg as Record<string, unknown>) : null;
@@ -301,9 +307,8 @@ export class OpenAIGaCodec implements ClientCodec {
     switch (e.type) {
       case 'response.audio.delta': {
         // svc's head (the same members); OpenAI's audio member is `delta`. Written as bytes, no escaping needed.
-        if (this.encoder === null) return audioDeltaFrame(this.heads.of(e.place), this.ids, DELTA_MEMBER, e.audio);
-        // A delta of under 3 samples completes no G.711 byte yet: its delta is empty, the sample carried.
-        return audioDeltaFrame(this.heads.of(e.place), this.ids, DELTA_MEMBER, Audio.ofPcm(this.encoder.push(e.audio.pcm)));
+        // In the session's output format already (a delta of under 3 samples made into G.711 is empty).
+        return audioDeltaFrame(this.heads.of(e.place), this.ids, DELTA_MEMBER, e.audio);
       }
       case 'session.created': {
         this.formats(e.settings.formats);
@@ -363,11 +368,11 @@ export const openaiDialect = {
   codecs: () => (session) => new OpenAIGaCodec({ id: session.id, model: session.modelId }),
 } as const satisfies WireDialect;
 /**
- * A G.711 `input_audio_buffer.append`: any non-empty whole number of bytes of strict base64, decoded and
- * converted to PCM16 24 kHz (what is metered: 8 bytes of G.711 are 48 bytes of PCM16, one millisecond).
- * null when the frame is another event.
+ * A G.711 `input_audio_buffer.append`: any non-empty whole number of bytes of strict base64, carried as it
+ * came, in `law` (metered as its real length: 8 bytes of G.711 are one millisecond). null when the frame is
+ * another event.
  */
-function g711Append(data: Buffer, decoder: G711Decoder): InternalClientEvent | Refusal | null {
+function g711Append(data: Buffer, law: G711Law): InternalClientEvent | Refusal | null {
   let msg: unknown;
   try {
     msg = JSON.parse(data.toString());
@@ -387,7 +392,7 @@ function g711Append(data: Buffer, decoder: G711Decoder): InternalClientEvent | R
   const bytes = checkBase64(ev.audio);
   if (bytes < 0) return refuse('invalid_audio_format', 'The audio is not valid base64.', eventId, 'audio');
   if (bytes === 0) return refuse('invalid_audio_format', 'The audio frame is empty.', eventId, 'audio');
-  return { type: 'audio.append', audio: Audio.ofPcm(decoder.push(Buffer.from(ev.audio, 'base64'))), eventId };
+  return { type: 'audio.append', audio: Audio.ofCheckedBase64(ev.audio, bytes, law), eventId };
 }
 
 /** Rewrites the G.711 `input_audio` parts of an item as PCM16 24 kHz; the refusal of one that is not base64. */

@@ -1,4 +1,4 @@
-import { FrameChunker, G711_FRAME_BYTES, G711Decoder, G711Encoder } from '@s2s/audio';
+import { FrameChunker, G711_FRAME_BYTES } from '@s2s/audio';
 import { Audio, checkBase64 } from '../../audio.js';
 import type { ClientCodec, ClientFrames, InternalClientEvent, InternalServerEvent, Refusal, TransportSignal } from '../events.js';
 import { refuse } from '../svc-realtime-v1/codec.js';
@@ -7,7 +7,8 @@ import type { PhoneWire } from './wire.js';
 
 /**
  * A phone stream as a client dialect (decisions.md, "Phone calls: media streams"): the caller's μ-law in as
- * appends of PCM16 24 kHz, the answer out as μ-law `media` messages of 20 ms (160 bytes) with a `mark` named
+ * appends of μ-law, its base64 carried as it came (to an upstream that takes μ-law as is; converted on the
+ * upstream side for one that does not), the answer out as μ-law `media` messages of 20 ms (160 bytes) with a `mark` named
  * after the response after its last chunk, `clear` and a truncation of what the caller did not hear at
  * barge-in, DTMF and the hangup reported to the attachment. The provider hears audio only: every other server
  * event encodes to nothing here (control sockets see them). One per stream; the provider's field names are
@@ -15,8 +16,6 @@ import type { PhoneWire } from './wire.js';
  */
 export class PhoneCodec implements ClientCodec {
   readonly protocol = null;
-  private readonly decoder = new G711Decoder('pcmu');
-  private readonly encoder = new G711Encoder('pcmu');
   private readonly chunker = new FrameChunker(G711_FRAME_BYTES);
   private readonly playback = new Playback();
   /** The response whose audio the chunker holds. */
@@ -33,6 +32,10 @@ export class PhoneCodec implements ClientCodec {
     this.sink = sink;
   }
 
+  outputFormat(): 'pcmu' {
+    return 'pcmu';
+  }
+
   decode(data: Buffer, isBinary: boolean): InternalClientEvent | Refusal | TransportSignal | null {
     if (isBinary) return refuse('invalid_event', 'Media-stream messages are JSON text frames.', undefined);
     const m = this.wire.parse(data.toString());
@@ -43,7 +46,7 @@ export class PhoneCodec implements ClientCodec {
         const bytes = checkBase64(m.payload);
         if (bytes < 0) return refuse('invalid_audio_format', 'The media payload is not valid base64.', undefined, 'media.payload');
         if (bytes === 0) return refuse('invalid_audio_format', 'The media payload is empty.', undefined, 'media.payload');
-        return { type: 'audio.append', audio: Audio.ofPcm(this.decoder.push(Buffer.from(m.payload, 'base64'))), eventId: undefined };
+        return { type: 'audio.append', audio: Audio.ofCheckedBase64(m.payload, bytes, 'pcmu'), eventId: undefined };
       }
       case 'mark':
         this.playback.markEchoed(m.name, this.now());
@@ -69,7 +72,8 @@ export class PhoneCodec implements ClientCodec {
         if (this.playback.isCleared(place.responseId)) return null;
         if (this.current?.itemId !== place.itemId)
           this.current = { responseId: place.responseId, itemId: place.itemId, contentIndex: place.contentIndex };
-        const frames = this.chunker.push(this.encoder.push(e.audio.pcm));
+        // μ-law already (outputFormat): the attachment converted it if the upstream speaks another format.
+        const frames = this.chunker.push(e.audio.pcm);
         return frames.length === 0 ? null : frames.map((f) => this.media(f));
       }
       case 'response.done': {

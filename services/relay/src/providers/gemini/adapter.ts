@@ -53,6 +53,8 @@ export const GEMINI_CAPABILITIES: Readonly<ProviderCapabilities> = Object.freeze
   noiseReduction: false,
   sessionUpdate: true,
   voiceChangeAfterAudio: false,
+  // PCM16 16 kHz in and 24 kHz out on the wire: the adapter resamples the input from 24 kHz.
+  audioFormats: ['pcm16'] as const,
   textInput: true,
   // Conversation history other than user text and tool results is not sent mid-session: Gemini keeps its own.
   audioItems: false,

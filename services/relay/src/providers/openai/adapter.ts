@@ -12,7 +12,7 @@ import type {
 import { Audio, checkBase64 } from '../../audio.js';
 import { FlatMemo, FlatShape } from '../../hot/flat-json.js';
 import { asciiBytes, frameBuffer } from '../../hot/frame-bytes.js';
-import type { NewItem, ResponseOptions, VoiceSettings } from '../../agent/types.js';
+import type { AudioFormats, NewItem, ResponseOptions, VoiceSettings } from '../../agent/types.js';
 import { UpstreamError } from '../shared/errors.js';
 import {
   contentPart,
@@ -24,6 +24,7 @@ import {
   openAIResponseCreate,
   openAISessionUpdate,
   openAITokens,
+  PCM16_FORMATS,
   str,
 } from './protocol.js';
 import { ALL_SESSION_FIELDS } from '../shared/types.js';
@@ -53,6 +54,8 @@ export const OPENAI_CAPABILITIES: Readonly<ProviderCapabilities> = Object.freeze
   noiseReduction: true,
   sessionUpdate: true,
   voiceChangeAfterAudio: false,
+  // `audio/pcm` at 24 kHz, `audio/pcmu`, `audio/pcma` (the openai package's RealtimeAudioFormats).
+  audioFormats: ['pcm16', 'pcmu', 'pcma'] as const,
   textInput: true,
   audioItems: true,
   systemAndAssistantItems: true,
@@ -177,11 +180,14 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
   private replayLast: string | null = null;
   /** The previous delta's members: its ids repeat on every delta of a response (see FlatShape.read). */
   private readonly deltaMemo = new FlatMemo();
+  /** The connection's audio formats, set by its opening configuration for all of its life (G.711 carried as is). */
+  private formats: AudioFormats = PCM16_FORMATS;
 
   configure(config: UpstreamSessionConfig, signal: AbortSignal): Promise<void> {
-    const { providerModel: _model, history = [], ...settings } = config;
+    const { providerModel: _model, history = [], formats, ...settings } = config;
+    this.formats = { ...PCM16_FORMATS, ...formats };
     this.replay = history.flatMap((h) => openAIHistoryItem(h.key, h.item) ?? []);
-    return this.awaitSetup(openAISessionUpdate(settings, true) as unknown as Record<string, unknown>, signal);
+    return this.awaitSetup(openAISessionUpdate(settings, true, undefined, this.formats) as unknown as Record<string, unknown>, signal);
   }
 
   /** Set-up, then the conversation so far: `connect` resolves once the provider has the last item. */
@@ -202,7 +208,7 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
 
   appendAudio(audio: Audio): void {
     if (this.phase !== 'open' || audio.bytes === 0) return;
-    this.uncommittedBytes += audio.bytes;
+    this.uncommittedBytes += audio.pcm16Bytes;
     // Built by hand: this is the hot path, and base64 needs no JSON escaping. The client's base64 as it came.
     const b64 = audio.base64;
     const out = frameBuffer(APPEND_HEAD.length + b64.length + 2);
@@ -250,7 +256,8 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
   }
 
   updateSession(settings: VoiceSettings): void {
-    this.send(openAISessionUpdate(settings, false, this.requestId('update_session')) as unknown as Record<string, unknown>);
+    const { formats: _client, ...rest } = settings;
+    this.send(openAISessionUpdate(rest, false, this.requestId('update_session'), this.formats) as unknown as Record<string, unknown>);
   }
 
   createItem(key: string, item: NewItem, previousKey: string | null): void {
@@ -296,7 +303,7 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
     const bytes = checkBase64(delta);
     if (bytes < 0) return super.onFrame(data);
     if (this.pendingError) this.flushError(false);
-    this.onAudioDelta(str(responseId), str(itemId), num(outputIndex), num(contentIndex), Audio.ofCheckedBase64(delta, bytes));
+    this.onAudioDelta(str(responseId), str(itemId), num(outputIndex), num(contentIndex), Audio.ofCheckedBase64(delta, bytes, this.formats.output));
   }
 
   protected onMessage(msg: Record<string, unknown> | null): void {
@@ -354,7 +361,7 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
       case 'response.audio.delta': {
         const responseId = str(msg.response_id);
         // Carried to the client as the provider's base64 when it is strict base64 (no decode, no encode).
-        const audio = typeof msg.delta === 'string' ? Audio.ofProviderBase64(msg.delta) : null;
+        const audio = typeof msg.delta === 'string' ? Audio.ofProviderBase64(msg.delta, this.formats.output) : null;
         return this.onAudioDelta(responseId, str(msg.item_id), num(msg.output_index), num(msg.content_index), audio);
       }
       case 'response.output_audio.done':
@@ -393,7 +400,7 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
     audio: Audio | null,
   ): void {
     if (!responseId || !audio || audio.bytes === 0) return;
-    this.track(responseId, itemKey, audio.bytes);
+    this.track(responseId, itemKey, audio.pcm16Bytes);
     if (itemKey === null) return this.emit({ type: 'audio_delta', responseId, audio });
     return this.emit({ type: 'audio_delta', responseId, audio, itemKey, outputIndex, contentIndex });
   }

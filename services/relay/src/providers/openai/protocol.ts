@@ -1,6 +1,7 @@
 import type {
   ConversationItemCreateEvent,
   RealtimeAudioConfigInput,
+  RealtimeAudioFormats,
   RealtimeAudioInputTurnDetection,
   RealtimeFunctionTool,
   RealtimeResponseCreateParams,
@@ -24,7 +25,9 @@ import {
   type TokenReport,
   type ToolChoice,
   type TurnDetection,
+  type AudioFormats,
 } from '../../agent/types.js';
+import type { AudioFormat } from '../../audio.js';
 
 /**
  * The neutral voice-agent model (agent/types.ts) in OpenAI Realtime GA terms, both ways. Outgoing frames are
@@ -48,6 +51,14 @@ export const OPENAI_DEFAULT_VOICE = 'alloy';
 export const OPENAI_TRANSCRIBERS: ReadonlySet<string> = new Set(['whisper-1', 'gpt-4o-transcribe', 'gpt-4o-mini-transcribe']);
 export const OPENAI_DEFAULT_TRANSCRIBER = 'gpt-4o-mini-transcribe';
 const PCM_24K = { type: 'audio/pcm', rate: 24000 } as const;
+
+/** PCM16 both ways: a connection's formats unless it speaks G.711 (ProviderBase chooses them). */
+export const PCM16_FORMATS: Readonly<AudioFormats> = Object.freeze({ input: 'pcm16', output: 'pcm16' });
+
+/** A connection's audio format in GA terms. */
+export function openAIFormat(f: AudioFormat): RealtimeAudioFormats {
+  return f === 'pcmu' ? { type: 'audio/pcmu' } : f === 'pcma' ? { type: 'audio/pcma' } : PCM_24K;
+}
 
 /** Maps a requested voice to one the API knows; anything else gets the default (decisions.md, Realtime). */
 export function openAIVoice(voice: string | undefined): string {
@@ -109,9 +120,15 @@ export function openAITruncation(t: Truncation): RealtimeTruncation {
 /**
  * The GA `session.update`. `initial`: the opening configuration (formats, server VAD and a voice always set,
  * so the upstream never starts on its own defaults); otherwise only the fields `settings` names change.
+ * `formats`: the connection's, restated in every update (never the client's, which `settings` may carry).
  */
-export function openAISessionUpdate(settings: VoiceSettings, initial: boolean, eventId?: string): SessionUpdateEvent {
-  const input: RealtimeAudioConfigInput = { format: PCM_24K };
+export function openAISessionUpdate(
+  settings: VoiceSettings,
+  initial: boolean,
+  eventId?: string,
+  formats: Readonly<AudioFormats> = PCM16_FORMATS,
+): SessionUpdateEvent {
+  const input: RealtimeAudioConfigInput = { format: openAIFormat(formats.input) };
   if (settings.turnDetection !== undefined) input.turn_detection = turnDetection(settings.turnDetection);
   else if (initial) input.turn_detection = { type: 'server_vad' };
   if (settings.inputTranscription !== undefined) {
@@ -130,7 +147,7 @@ export function openAISessionUpdate(settings: VoiceSettings, initial: boolean, e
     (input as { noise_reduction?: unknown }).noise_reduction =
       settings.noiseReduction === null ? null : { type: settings.noiseReduction.type };
   }
-  const output: NonNullable<NonNullable<RealtimeSessionCreateRequest['audio']>['output']> = { format: PCM_24K };
+  const output: NonNullable<NonNullable<RealtimeSessionCreateRequest['audio']>['output']> = { format: openAIFormat(formats.output) };
   if (initial || settings.voice !== undefined) output.voice = openAIVoice(settings.voice);
   const session: RealtimeSessionCreateRequest = { type: 'realtime', audio: { input, output } };
   if (initial || settings.outputModalities !== undefined) session.output_modalities = settings.outputModalities ?? ['audio'];

@@ -3,7 +3,7 @@ import type { Logger } from '@s2s/telemetry';
 import type { TokenReport } from '../../agent/types.js';
 import { DEFAULT_CONTINUITY, type ContinuityPolicy } from './continuity.js';
 import { UpstreamError, isUpstreamError } from './errors.js';
-import { UpstreamSession } from './upstream-session.js';
+import { connectionFormats, UpstreamSession } from './upstream-session.js';
 import type {
   MeteredUpstream,
   ProviderAdapter,
@@ -90,6 +90,9 @@ export class ProviderBase {
     signal: AbortSignal,
     opts: OpenOptions = {},
   ): Promise<MeteredUpstream> {
+    // The connection speaks the client's audio formats where the provider takes them: carried as is.
+    const formats = connectionFormats(this.adapter.supports.audioFormats, config.formats);
+    config = { ...config, formats };
     const timeoutMs = opts.connectTimeoutMs ?? this.connectTimeoutMs;
     const retries = opts.retries ?? this.retries;
     const deadline = Date.now() + timeoutMs;
@@ -108,6 +111,7 @@ export class ProviderBase {
               .map(({ base, providerModel }) => ({
                 provider: base.name,
                 providerModel,
+                audioFormats: base.adapter.supports.audioFormats,
                 reopen: (next: UpstreamSessionConfig, abort: AbortSignal) =>
                   base.attempt(next, metered, abort, base.connectTimeoutMs, opts.trace),
               })),
@@ -122,7 +126,7 @@ export class ProviderBase {
       if (remaining <= 0) throw new UpstreamError(this.name, 'timeout');
       const outcome = await this.attempt(config, metered, signal, remaining, opts.trace);
       if (outcome.connection) {
-        metered.attach(outcome.connection);
+        metered.attach(outcome.connection, formats);
         return metered;
       }
       const err = outcome.error;

@@ -1,4 +1,4 @@
-import { Audio } from '../../audio.js';
+import { Audio, type AudioFormat } from '../../audio.js';
 
 /** One slab: 64 KiB, about 1.4 s of 24 kHz PCM16 (frames of 20 ms take 960 bytes of it). */
 export const SLAB_BYTES = 64 * 1024;
@@ -33,10 +33,13 @@ const SHARED_POOL = new SlabPool();
 const SCRATCH = Buffer.allocUnsafeSlow(SLAB_BYTES);
 
 /**
- * The input of the turn under way as one run of PCM bytes: the newest `keep` bytes of what was appended
- * (the oldest are let go first), decoded into pooled slabs. What a new upstream connection hears again.
+ * The input of the turn under way as one run of audio bytes, all of one format (the upstream connection's):
+ * the newest `keep` bytes of what was appended (the oldest are let go first), decoded into pooled slabs.
+ * What a new upstream connection hears again.
  */
 export class RetainedAudio {
+  /** The format of the bytes kept: that of the first audio appended since it was last empty. */
+  private format: AudioFormat = 'pcm16';
   private readonly slabs: Buffer[] = [];
   /** Where the oldest kept byte is in the first slab. */
   private head = 0;
@@ -53,6 +56,7 @@ export class RetainedAudio {
   append(audio: Audio, keep: number): void {
     let n = audio.bytes;
     if (n === 0) return;
+    if (this.length === 0) this.format = audio.format;
     const end = this.head + this.length;
     if (end === this.slabs.length * SLAB_BYTES) this.slabs.push(this.pool.take());
     let tail = end - (this.slabs.length - 1) * SLAB_BYTES;
@@ -91,7 +95,7 @@ export class RetainedAudio {
     for (const slab of this.slabs) {
       if (left === 0) break;
       const n = Math.min(SLAB_BYTES - at, left);
-      out.push(Audio.ofPcm(Buffer.from(slab.subarray(at, at + n))));
+      out.push(Audio.of(this.format, Buffer.from(slab.subarray(at, at + n))));
       left -= n;
       at = 0;
     }

@@ -1,13 +1,15 @@
 import type { CheckpointRoute } from '@s2s/contract';
 import type { Usage } from '@s2s/core';
-import type { Audio } from '../../audio.js';
+import type { Audio, AudioFormat } from '../../audio.js';
 import type { ContentPart, ConversationItem, ItemBody, NewItem, ResponseOptions, VoiceSettings, TokenReport } from '../../agent/types.js';
 
 /**
  * The provider adapter interface. An adapter implements only its upstream protocol; ProviderBase (shared/base.ts)
- * owns the connect timeout, connection retries and metering. Audio crossing this interface is always
- * raw PCM16LE, 24 kHz, mono, as an Audio (base64 or bytes, whichever it came as; `bytes` exact): an
- * adapter resamples or re-encodes on its side of the line.
+ * owns the connect timeout, connection retries and metering. Audio crossing this interface is an Audio
+ * (base64 or bytes, whichever it came as; `bytes` exact) in the connection's formats: the `formats` of its
+ * config, chosen by ProviderBase among the provider's `audioFormats` (PCM16LE 24 kHz mono, or G.711 where
+ * the provider takes it and the client speaks it, carried as is). An adapter resamples or re-encodes only
+ * what its provider's wire needs beyond that (Gemini: 16 kHz in).
  *
  * The whole voice-agent model crosses it (agent/types.ts): settings, conversation items, transcripts,
  * text, function calls and token reports by modality. Items are named by opaque keys: the gateway id for
@@ -106,6 +108,8 @@ export interface HistoryEntry {
 /**
  * The effective settings a new upstream opens with: all of them in its opening configuration, before any
  * audio. `history`: the conversation so far, replayed (in order, at the end) before `connect` resolves.
+ * `formats`, as an adapter receives it: the connection's audio formats, both always set, for all of its life
+ * (the session's own audio path converts to and from them: shared/upstream-session.ts); never a client's.
  */
 export type UpstreamSessionConfig = { providerModel: string; history?: HistoryEntry[] } & VoiceSettings;
 
@@ -123,9 +127,15 @@ export interface UpstreamConnection {
   createResponse(options?: ResponseOptions): void;
   /** Barge-in: stop the current response; `playedMs` is how much of its audio the client received. */
   cancelResponse(responseId: string | null, playedMs: number): void;
-  /** Changes only the fields present; answered by a `session_updated` event or an `error` with `request: 'update_session'`. */
+  /**
+   * Changes only the fields present; answered by a `session_updated` event or an `error` with `request: 'update_session'`.
+   * Never the formats: a connection keeps those it opened with.
+   */
   updateSession(settings: VoiceSettings): void;
-  /** Adds a client item after `previousKey` (null: at the end); answered by `item_added`/`item_done` with `key`. */
+  /**
+   * Adds a client item after `previousKey` (null: at the end); answered by `item_added`/`item_done` with `key`.
+   * Its `input_audio` parts are in the connection's input format.
+   */
   createItem(key: string, item: NewItem, previousKey: string | null): void;
   deleteItem(key: string): void;
   truncateItem(key: string, contentIndex: number, audioEndMs: number): void;
@@ -182,6 +192,12 @@ export interface ProviderCapabilities {
   sessionUpdate: boolean;
   /** A voice change after the first audio output of the session (OpenAI refuses it). */
   voiceChangeAfterAudio: boolean;
+  /**
+   * The audio formats the provider takes on its wire, for input and output each (OpenAI's GA Realtime:
+   * PCM16 24 kHz, μ-law and A-law). A connection speaks the client's format where it is among them, so that
+   * audio passes through unconverted; PCM16 24 kHz otherwise, which every provider takes.
+   */
+  audioFormats: readonly AudioFormat[];
   /** `conversation.item.create` with a user `input_text` part (a text turn). */
   textInput: boolean;
   /** User `input_audio` parts in `conversation.item.create`. */

@@ -1,8 +1,8 @@
 import type { CheckpointRoute } from '@s2s/contract';
 import { backoffMs, sleep, type Usage } from '@s2s/core';
 import type { Logger } from '@s2s/telemetry';
-import type { Audio } from '../../audio.js';
-import type { NewItem, ResponseOptions, VoiceSettings } from '../../agent/types.js';
+import { Audio, bytesOfPcm16, FormatConverter, type AudioFormat } from '../../audio.js';
+import type { AudioFormats, NewItem, ResponseOptions, VoiceSettings } from '../../agent/types.js';
 import { FORCE_BEFORE_DEADLINE_MS, historyOf, KeyMap, type ContinuityPolicy } from './continuity.js';
 import type { UpstreamError } from './errors.js';
 import type { MeteredUpstream, ReplayContext, UpstreamConnection, UpstreamEvent, UpstreamSessionConfig } from './types.js';
@@ -25,11 +25,25 @@ export interface ContinuitySetup {
 export interface ContinuityRoute {
   provider: string;
   providerModel: string;
+  /** The formats its provider takes (ProviderCapabilities.audioFormats); absent: PCM16 24 kHz only. */
+  audioFormats?: readonly AudioFormat[];
   /** One connection attempt whose events come to this connection under a new generation. */
   reopen(config: UpstreamSessionConfig, signal: AbortSignal): Promise<{ connection: UpstreamConnection } | { error: UpstreamError }>;
 }
 
 type Request = (c: UpstreamConnection) => void;
+
+const PCM16_ONLY: readonly AudioFormat[] = ['pcm16'];
+
+/**
+ * The formats a connection to a provider taking `takes` speaks, for a client speaking `client`: the client's
+ * where the provider takes it (its audio then passes through as is), else PCM16 24 kHz, which every provider
+ * takes. Each direction on its own.
+ */
+export function connectionFormats(takes: readonly AudioFormat[], client: Partial<AudioFormats> | undefined): AudioFormats {
+  const pick = (f: AudioFormat | undefined): AudioFormat => (f !== undefined && takes.includes(f) ? f : 'pcm16');
+  return { input: pick(client?.input), output: pick(client?.output) };
+}
 
 /**
  * The adapter's connection with metering in front of it; what ProviderBase.open() returns. With continuity
@@ -40,6 +54,14 @@ type Request = (c: UpstreamConnection) => void;
  */
 export class UpstreamSession implements MeteredUpstream {
   private connection: UpstreamConnection | null = null;
+  /**
+   * The connection's audio formats (fixed for its life) and the conversion of the client's input to them:
+   * a client's audio passes as it came when it is in the connection's format, else it is converted here,
+   * the one place (decisions.md, "Phone audio"). Output goes to the client in the connection's format; the
+   * attachment converts it to the client's where they differ.
+   */
+  private formats: AudioFormats = { input: 'pcm16', output: 'pcm16' };
+  private toUpstream = new FormatConverter();
   private generation = 0;
   private closed = false;
   private lastResponseId = '';
@@ -51,7 +73,7 @@ export class UpstreamSession implements MeteredUpstream {
   private moving = false;
   private held: Request[] = [];
   private heldBytes = 0;
-  /** Input since the last commit (already metered): the next connection hears the turn under way again. */
+  /** Input since the last commit (already metered), in the connection's input format: the next connection hears the turn under way again. */
   private readonly uncommitted = new RetainedAudio();
   /** Speech started since the last commit or clear: the whole turn is kept, not only the idle tail. */
   private turnUnderWay = false;
@@ -81,8 +103,10 @@ export class UpstreamSession implements MeteredUpstream {
     return ++this.generation;
   }
 
-  attach(connection: UpstreamConnection): void {
+  /** The first connection, opened with `formats` (connectionFormats). */
+  attach(connection: UpstreamConnection, formats: AudioFormats = { input: 'pcm16', output: 'pcm16' }): void {
     this.connection = connection;
+    this.formats = formats;
     this.armCap();
   }
 
@@ -126,7 +150,8 @@ export class UpstreamSession implements MeteredUpstream {
         break;
       case 'audio_delta':
         this.lastResponseId = event.responseId;
-        this.meter.addOutput(event.audio.bytes);
+        // Real milliseconds, whatever the connection's format (48 bytes of PCM16 or 8 of G.711 are 1 ms).
+        this.meter.addOutput(event.audio.pcm16Bytes);
         break;
       case 'response_done':
         this.responseOpen = false;
@@ -152,11 +177,11 @@ export class UpstreamSession implements MeteredUpstream {
   appendAudio(audio: Audio): void {
     if (this.closed || !this.connection || audio.bytes === 0) return;
     if (!this.moving) return this.forwardAudio(this.connection, audio);
-    if (this.heldBytes + audio.bytes > (this.continuity?.policy.maxHeldBytes ?? 0)) {
+    if (this.heldBytes + audio.pcm16Bytes > (this.continuity?.policy.maxHeldBytes ?? 0)) {
       this.logger?.warn({ provider: this.provider }, 'input dropped while moving to a new upstream connection');
       return;
     }
-    this.heldBytes += audio.bytes;
+    this.heldBytes += audio.pcm16Bytes;
     this.held.push((c) => this.forwardAudio(c, audio));
   }
 
@@ -184,9 +209,11 @@ export class UpstreamSession implements MeteredUpstream {
   }
 
   updateSession(settings: VoiceSettings): void {
+    // The client's formats are not the connection's business: it keeps those it opened with.
+    const { formats: _client, ...upstream } = settings;
     this.request((c) => {
-      if (this.continuity) this.pendingUpdates.push(settings);
-      c.updateSession(settings);
+      if (this.continuity) this.pendingUpdates.push(upstream);
+      c.updateSession(upstream);
     });
   }
 
@@ -195,7 +222,7 @@ export class UpstreamSession implements MeteredUpstream {
       // Audio parts of a created item are input audio like appended audio: metered the same way.
       if (item.type === 'message') for (const part of item.content) if (part.type === 'input_audio') this.meter.addInput(part.pcm.length);
       this.keys.own(key);
-      c.createItem(key, item, previousKey === null ? null : this.keys.out(previousKey));
+      c.createItem(key, this.inConnectionFormat(item), previousKey === null ? null : this.keys.out(previousKey));
     });
   }
 
@@ -240,14 +267,26 @@ export class UpstreamSession implements MeteredUpstream {
     else send(this.connection);
   }
 
+  /** A created item's audio parts (PCM16 24 kHz) in the connection's input format. */
+  private inConnectionFormat(item: NewItem): NewItem {
+    const format = this.formats.input;
+    if (format === 'pcm16' || item.type !== 'message' || !item.content.some((p) => p.type === 'input_audio')) return item;
+    const content = item.content.map((p) =>
+      p.type === 'input_audio' ? { ...p, pcm: new FormatConverter().to(Audio.ofPcm(p.pcm), format).pcm } : p,
+    );
+    return { ...item, content };
+  }
+
   private forwardAudio(c: UpstreamConnection, audio: Audio): void {
-    this.meter.addInput(audio.bytes);
-    c.appendAudio(audio);
+    // What the client sent, in real milliseconds, before any conversion.
+    this.meter.addInput(audio.pcm16Bytes);
+    const sent = this.toUpstream.to(audio, this.formats.input);
+    c.appendAudio(sent);
     if (!this.continuity) return;
     const policy = this.continuity.policy;
     this.providerDetectsTurns ??= this.continuity.context().settings.turnDetection !== null;
     const keep = this.turnUnderWay || !this.providerDetectsTurns ? policy.maxUncommittedBytes : policy.idleUncommittedBytes;
-    this.uncommitted.append(audio, keep);
+    this.uncommitted.append(sent, bytesOfPcm16(sent.format, keep));
   }
 
   private armCap(): void {
@@ -303,17 +342,20 @@ export class UpstreamSession implements MeteredUpstream {
       'moving the session to a new upstream connection',
     );
     let next: UpstreamConnection | null = null;
+    let nextFormats = this.formats;
     let lastError: UpstreamError | undefined;
     // The session's route first; when it cannot be re-established, the next failover route, and so on.
     for (let r = this.route; r < setup.routes.length && !next && !this.closed; r++) {
       const route = setup.routes[r]!;
-      const config: UpstreamSessionConfig = { ...context.settings, providerModel: route.providerModel, history };
+      const formats = connectionFormats(route.audioFormats ?? PCM16_ONLY, context.settings.formats);
+      const config: UpstreamSessionConfig = { ...context.settings, formats, providerModel: route.providerModel, history };
       for (let attempt = 0; attempt < setup.policy.attempts && !this.closed; attempt++) {
         if (attempt > 0 && !(await sleep(backoffMs(attempt, setup.policy.backoffMs, 5000), { signal: this.stop.signal }))) break;
         setup.onReconnect?.(route.provider);
         const outcome = await route.reopen(config, this.stop.signal);
         if ('connection' in outcome) {
           next = outcome.connection;
+          nextFormats = formats;
           if (r !== this.route) {
             this.logger?.warn({ from: setup.routes[this.route]!.provider, to: route.provider }, 'session failed over to the next route');
             // What the new connection serves is the next route's part (the old one's is closed here).
@@ -350,13 +392,34 @@ export class UpstreamSession implements MeteredUpstream {
     this.speechRestarts = this.speaking;
     this.speaking = false;
     for (const update of this.pendingUpdates) next.updateSession(update);
-    for (const audio of this.uncommitted.chunks()) next.appendAudio(audio);
+    this.replayUncommitted(next, nextFormats);
     const held = this.held;
     this.held = [];
     this.heldBytes = 0;
     this.moving = false;
     for (const send of held) send(next);
     this.armCap();
+  }
+
+  /**
+   * The new connection hears the turn under way again, in its own input format: the retained audio is
+   * converted when the formats differ (a failover from an OpenAI-protocol route taking G.711 to one taking
+   * PCM16 only, or back), and kept in the new format; the client's audio from here on goes through the same
+   * converter, so the stream stays continuous. Exact lengths: no millisecond gained or lost. Not metered again.
+   */
+  private replayUncommitted(next: UpstreamConnection, formats: AudioFormats): void {
+    const converter = new FormatConverter();
+    const retained = this.uncommitted.chunks();
+    const changed = formats.input !== this.formats.input;
+    if (changed) this.uncommitted.clear();
+    for (const chunk of retained) {
+      const audio = converter.to(chunk, formats.input);
+      if (changed) this.uncommitted.append(audio, Number.MAX_SAFE_INTEGER);
+      next.appendAudio(audio);
+    }
+    if (!changed) return;
+    this.formats = formats;
+    this.toUpstream = converter;
   }
 
   private clearTimers(): void {
