@@ -3,8 +3,9 @@ import { bytesOf, Resampler, samplesOf, type ResamplerDesign } from './resampler
 
 /**
  * G.711 (μ-law `pcmu`, A-law `pcma`; 8 kHz mono, one byte a sample) to and from the gateway's PCM16LE at
- * 24 kHz: the one place where telephone audio is converted (decisions.md, "Phone audio"). The companding is
- * `alawmulaw`'s (ITU-T G.711); the rate change is the rational resampler, stateful per stream.
+ * 24 kHz, for the relay's one converter (FormatConverter: where a client's format is not its provider's;
+ * decisions.md, "Phone audio"). The companding is `alawmulaw`'s (ITU-T G.711); the rate change is the
+ * rational resampler, stateful per stream.
  *
  * Durations stay exact: n bytes of G.711 are n / 8 ms and decode to exactly 3n samples at 24 kHz (6n bytes,
  * the same n / 8 ms); n samples at 24 kHz encode to ceil(n / 3) bytes over the whole stream, however it is cut.

@@ -78,7 +78,11 @@ export interface VoiceSettings {
   turnDetection?: TurnDetection;
   inputTranscription?: InputTranscription | null;
   noiseReduction?: { type: 'near_field' | 'far_field' } | null;
-  /** The client's audio formats (the OpenAI dialect's G.711): the codec's business, never a provider's. */
+  /**
+   * The client's audio formats (the OpenAI dialect's G.711). An upstream connection opens in them where its
+   * provider takes them (ProviderBase); a later change is the codec's and the relay's converter's, never
+   * sent to a provider.
+   */
   formats?: Partial<AudioFormats>;
   /** Refused where the provider cannot honour it (it changes the answer). */
   reasoning?: Reasoning | null;
@@ -92,7 +96,8 @@ export interface VoiceSettings {
 
 /**
  * The audio a client sends and hears: PCM16 24 kHz, or G.711 μ-law / A-law 8 kHz (decisions.md, "Phone
- * audio"). Providers always get PCM16 24 kHz: the codec converts at the edge.
+ * audio"). A provider gets the client's format where it takes it (carried as is), else PCM16 24 kHz, converted
+ * in the relay's one place (audio.ts FormatConverter).
  */
 export type ClientAudioFormat = 'pcm16' | 'pcmu' | 'pcma';
 export interface AudioFormats {
