@@ -5,7 +5,7 @@
 // ending the call, and a message over REALTIME_MAX_EVENT_BYTES is answered as docs/architecture.md and
 // docs/telephony.md say. A dialect joins by one test file that calls dialectSuite with its harness.
 import type { Test } from 'tap';
-import { Audio } from '../../src/audio.js';
+import { Audio, FormatConverter } from '../../src/audio.js';
 import type { ClientCodec, ClientFrames, InternalClientEvent } from '../../src/codecs/events.js';
 import { BYTES_PER_MS } from '@s2s/core';
 import {
@@ -73,11 +73,15 @@ export function dialectSuite(t: Test, h: DialectHarness): void {
       const pcm = tone(20);
       const decoded = c.decode(Buffer.from(codec.appendOf(pcm)), false) as InternalClientEvent;
       t.equal(decoded?.type, 'audio.append');
-      t.equal(decoded.type === 'audio.append' && decoded.audio.bytes, pcm.length, 'the same milliseconds in every dialect');
+      // Audio carries its format (a phone stream's μ-law as it came): its duration is what counts.
+      t.equal(decoded.type === 'audio.append' && decoded.audio.pcm16Bytes, pcm.length, 'the same milliseconds in every dialect');
       const place = { responseId: 'resp_1', itemId: 'item_1', outputIndex: 0, contentIndex: 0 };
+      // The answer reaches the codec in the format its client hears, as the attachment converts it.
+      const toClient = new FormatConverter();
+      const answer = (ms: number) => toClient.to(Audio.ofPcm(tone(ms)), c.outputFormat?.() ?? 'pcm16');
       const frames = [
-        ...frameTexts(c.encode({ type: 'response.audio.delta', place, audio: Audio.ofPcm(tone(60)) })),
-        ...frameTexts(c.encode({ type: 'response.audio.delta', place, audio: Audio.ofPcm(tone(40)) })),
+        ...frameTexts(c.encode({ type: 'response.audio.delta', place, audio: answer(60) })),
+        ...frameTexts(c.encode({ type: 'response.audio.delta', place, audio: answer(40) })),
         ...frameTexts(c.encode({ type: 'response.audio.done', ...place })),
         ...frameTexts(
           c.encode({
