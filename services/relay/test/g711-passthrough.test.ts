@@ -176,7 +176,12 @@ async function failover(t: Test, client: AudioFormat, first: AudioFormat[], seco
     policy: { ...DEFAULT_CONTINUITY, maxConnectionMs: 0, backoffMs: 1 },
     context: () => ({ settings: { turnDetection: null, formats: { input: client, output: client } }, items: [] }),
     routes: [
-      { provider: 'openai', providerModel: 'gpt-realtime', audioFormats: first, reopen: async () => ({ error: new UpstreamError('openai', 'rejected') }) },
+      {
+        provider: 'openai',
+        providerModel: 'gpt-realtime',
+        audioFormats: first,
+        reopen: async () => ({ error: new UpstreamError('openai', 'rejected') }),
+      },
       {
         provider: 'gemini',
         providerModel: 'flash',

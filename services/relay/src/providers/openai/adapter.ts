@@ -303,7 +303,13 @@ class OpenAIRealtimeConnection extends WsUpstreamConnection implements UpstreamC
     const bytes = checkBase64(delta);
     if (bytes < 0) return super.onFrame(data);
     if (this.pendingError) this.flushError(false);
-    this.onAudioDelta(str(responseId), str(itemId), num(outputIndex), num(contentIndex), Audio.ofCheckedBase64(delta, bytes, this.formats.output));
+    this.onAudioDelta(
+      str(responseId),
+      str(itemId),
+      num(outputIndex),
+      num(contentIndex),
+      Audio.ofCheckedBase64(delta, bytes, this.formats.output),
+    );
   }
 
   protected onMessage(msg: Record<string, unknown> | null): void {
