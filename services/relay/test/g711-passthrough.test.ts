@@ -14,7 +14,9 @@ import { UpstreamError } from '../src/providers/shared/errors.js';
 import type { UpstreamConnection, UpstreamEvent } from '../src/providers/shared/types.js';
 import { UpstreamSession } from '../src/providers/shared/upstream-session.js';
 import { UsageMeter } from '../src/metering/usage-meter.js';
-import { createKey, createModel, eventually, setupRelay, silence, tone } from './helpers.js';
+import { createSession, mintClientSecret } from '@s2s/sessions';
+import WebSocket from 'ws';
+import { Client, TEST_POLICY, createKey, createModel, eventually, setupRelay, silence, tone } from './helpers.js';
 import { FakeTwilio, MODEL, mulawOf, phoneSession, phoneUrl } from './phone/fakes.js';
 
 /** The simulator behind a provider that takes PCM16 24 kHz only, as Gemini does: the relay must convert. */
@@ -259,4 +261,47 @@ t.test('a reconnect to a route taking the same format replays the very μ-law by
   t.ok(replayed.equals(first), 'the retained A-law, byte for byte');
   t.equal(ms(r.two), 800);
   t.equal(r.usage.audio_in_ms, 800);
+});
+
+t.test("an OpenAI client's μ-law item audio reaches a μ-law upstream as μ-law of the same length, billed the same", async (t) => {
+  const env = await setupRelay(t);
+  await createModel(env.db, { id: 'test/g711-items' });
+  const key = await createKey(env.db, 1000);
+  const { session } = await createSession({
+    ctx: { db: env.db },
+    input: {
+      key: { keyId: key.keyId, walletId: key.walletId },
+      request: { model: 'test/g711-items', mode: 'speech_to_speech' },
+      clientSecretSettings: { audio: { input: { format: { type: 'audio/pcmu' } }, output: { format: { type: 'audio/pcmu' } } } },
+      traceId: 'e'.repeat(32),
+      policy: TEST_POLICY,
+    },
+  });
+  const ek = (await mintClientSecret({ ctx: { db: env.db }, input: { sessionId: session.id, ttlSeconds: 60, now: new Date() } })).value;
+  const ws = new WebSocket(`${env.url}?model=test/g711-items`, ['realtime', `openai-insecure-api-key.${ek}`], { perMessageDeflate: false });
+  t.teardown(() => ws.terminate());
+  const client = new Client(ws);
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  await client.next('session.created');
+  const ulaw = mulawOf(Buffer.concat([tone(400), silence(100)]));
+  client.send({
+    type: 'conversation.item.create',
+    item: { type: 'message', role: 'user', content: [{ type: 'input_audio', audio: ulaw.toString('base64') }] },
+  });
+  await client.next('conversation.item.done');
+  const created = env.simEvents.find((e) => e.event.type === 'conversation.item.create')!.event as {
+    item: { content: { type: string; audio?: string }[] };
+  };
+  const upstream = Buffer.from(created.item.content[0]!.audio!, 'base64');
+  t.equal(upstream.length, ulaw.length, 'μ-law to the μ-law upstream, the same 500 ms');
+  client.send({ type: 'response.create' });
+  await client.next('response.done');
+  const cp = await eventually(
+    () => env.checkpoints.at(-1),
+    (c) => c !== undefined && c.audio_in_ms === ulaw.length / 8,
+  );
+  t.equal(cp?.audio_in_ms, ulaw.length / 8, 'billed as the μ-law bytes ÷ 8');
 });
