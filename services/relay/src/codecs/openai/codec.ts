@@ -21,9 +21,9 @@ import type {
 } from 'openai/resources/realtime/realtime';
 import { openAIPrompt, openAITruncation } from '../../providers/openai/protocol.js';
 import type { WireDialect } from '../dialect.js';
-import { G711Decoder, type G711Law } from '@s2s/audio';
+import type { G711Law } from '@s2s/audio';
 import type { AudioFormats, ClientAudioFormat, EffectiveSettings, TurnDetection, VoiceSettings } from '../../agent/types.js';
-import { Audio, checkBase64 } from '../../audio.js';
+import { Audio, checkBase64, FormatConverter } from '../../audio.js';
 import type { ClientCodec, InternalClientEvent, InternalServerEvent, Refusal } from '../events.js';
 import { asciiBytes } from '../../hot/frame-bytes.js';
 import {
@@ -407,7 +407,8 @@ function g711ItemAudio(msg: Record<string, unknown>, law: G711Law): Refusal | nu
       const message = bytes < 0 ? 'The audio is not valid base64.' : 'The audio frame is empty.';
       return refuse('invalid_audio_format', message, eventIdOf(msg), `item.content[${i}].audio`);
     }
-    p.audio = new G711Decoder(law).push(Buffer.from(p.audio, 'base64')).toString('base64');
+    // Through the relay's one converter: an item's audio is history, PCM16 inside (the connection's format on the way up).
+    p.audio = new FormatConverter().to(Audio.ofCheckedBase64(p.audio, bytes, law), 'pcm16').base64;
   }
   return null;
 }
