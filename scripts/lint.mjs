@@ -11,8 +11,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** name → command line, run by the shell from the root with node_modules/.bin first on PATH. */
 const CHECKS = [
-  ['tsc', 'tsc -p tsconfig.json'],
-  ['tsc (console)', 'tsc -p packages/console/web/tsconfig.json'],
+  ['types', 'tsgo -p tsconfig.json'],
+  ['types (console)', 'tsgo -p packages/console/web/tsconfig.json'],
   ['eslint', 'eslint --cache --cache-location node_modules/.cache/eslint/ .'],
   ['prettier', 'prettier --check --cache --log-level=warn .'],
   ['depcruise', 'depcruise --config .dependency-cruiser.cjs packages services scripts tests bench'],
