@@ -15,6 +15,8 @@ export type G711Law = 'pcmu' | 'pcma';
 export const G711_SAMPLE_RATE_HZ = 8000;
 /** One byte a sample at 8 kHz: 8 bytes make a millisecond. */
 export const G711_BYTES_PER_MS = 8;
+/** One byte of G.711 (1/8 ms) lasts as long as 6 bytes of PCM16LE 24 kHz (48 bytes a millisecond). */
+export const PCM16_BYTES_PER_G711_BYTE = 6;
 /** A telephony frame: 20 ms, 160 bytes. */
 export const G711_FRAME_MS = 20;
 export const G711_FRAME_BYTES = G711_FRAME_MS * G711_BYTES_PER_MS;

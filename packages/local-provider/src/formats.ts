@@ -1,4 +1,4 @@
-import { G711Decoder, G711Encoder, type G711Law } from '@s2s/audio';
+import { G711Decoder, G711Encoder, PCM16_BYTES_PER_G711_BYTE, type G711Law } from '@s2s/audio';
 import type { RealtimeAudioFormats } from 'openai/resources/realtime/realtime';
 import { SAMPLE_RATE_HZ } from './protocol.js';
 
@@ -22,7 +22,7 @@ export function formatObject(f: WireFormat): RealtimeAudioFormats {
 
 /** Bytes of PCM16 24 kHz lasting as long as `bytes` of audio in `f`. */
 export function pcmBytesOf(f: WireFormat, bytes: number): number {
-  return f === 'pcm' ? bytes : bytes * 6;
+  return f === 'pcm' ? bytes : bytes * PCM16_BYTES_PER_G711_BYTE;
 }
 
 /** One stream of client audio in `format`, as PCM16 24 kHz (stateful: the resampler's history). */

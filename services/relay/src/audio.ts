@@ -1,4 +1,4 @@
-import { decodeG711, encodeG711, G711Decoder, G711Encoder } from '@s2s/audio';
+import { decodeG711, encodeG711, G711Decoder, G711Encoder, PCM16_BYTES_PER_G711_BYTE } from '@s2s/audio';
 
 /**
  * The formats audio crosses the relay in: PCM16LE 24 kHz mono, or G.711 μ-law / A-law 8 kHz mono (decisions.md,
@@ -7,17 +7,14 @@ import { decodeG711, encodeG711, G711Decoder, G711Encoder } from '@s2s/audio';
  */
 export type AudioFormat = 'pcm16' | 'pcmu' | 'pcma';
 
-/** G.711 is 8 bytes a millisecond, PCM16 24 kHz 48: one byte of G.711 lasts as long as 6 of PCM16. */
-const PCM16_PER_G711_BYTE = 6;
-
 /** Bytes of PCM16 24 kHz lasting as long as `bytes` of `format`. */
 export function pcm16BytesOf(format: AudioFormat, bytes: number): number {
-  return format === 'pcm16' ? bytes : bytes * PCM16_PER_G711_BYTE;
+  return format === 'pcm16' ? bytes : bytes * PCM16_BYTES_PER_G711_BYTE;
 }
 
 /** Bytes of `format` lasting as long as `pcm16Bytes` of PCM16 24 kHz, rounded down. */
 export function bytesOfPcm16(format: AudioFormat, pcm16Bytes: number): number {
-  return format === 'pcm16' ? pcm16Bytes : Math.floor(pcm16Bytes / PCM16_PER_G711_BYTE);
+  return format === 'pcm16' ? pcm16Bytes : Math.floor(pcm16Bytes / PCM16_BYTES_PER_G711_BYTE);
 }
 
 /**
